@@ -1,0 +1,164 @@
+"""Precision, recall and F1 of the commit classifier and of a message-keyword baseline on the labelled set.
+
+The labels (bench/labels/*.csv: repo, sha, label, category, reason) were written by reading each commit's
+message and diff. The commits are read from local mirrors of the repositories (`--mirrors DIR` holding
+`owner+name/repo` git directories, as the search tool's fetch leaves them). The pipeline's own path is used:
+prefilter on changed paths, then the classifier on the message and the kernel files' patches; a commit the
+prefilter drops counts as predicted not-perf.
+
+The set is split in two halves by sha (dev: even first byte, test: odd). The classifier's weights were set
+looking at dev only; test is the honest figure.
+
+    python bench/eval_classifier.py --mirrors /work/.mirror [--show-errors dev]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mining.classify import classify_commit  # noqa: E402
+from mining.gitlog import iter_commit_meta, iter_patches, shared_clone  # noqa: E402
+from mining.prefilter import kernel_python_files_at, prefilter  # noqa: E402
+
+LABELS_DIR = Path(__file__).parent / "labels" / "dev"
+MAX_PATCH_LINES = 20_000
+# The baseline most mining papers start from: any performance word in the message.
+KEYWORD_BASELINE_RE = re.compile(r"perf|performance|speed|fast|faster|optimi[sz]|efficien|improve", re.IGNORECASE)
+
+
+@dataclass
+class Row:
+    repo: str
+    sha: str
+    label: bool
+    predicted: bool
+    baseline: bool
+    score: float
+    category: str
+    true_category: str
+    subject: str
+    evidence: list[str]
+
+    @property
+    def split(self) -> str:
+        return "dev" if int(self.sha[:2], 16) % 2 == 0 else "test"
+
+
+def load_labels(labels_dir: Path) -> dict[str, list[dict[str, str]]]:
+    by_repo: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for path in sorted(labels_dir.glob("*.csv")):
+        with path.open(newline="") as handle:
+            for row in csv.DictReader(handle):
+                by_repo[row["repo"]].append(row)
+    return by_repo
+
+
+def evaluate_repo(mirror: Path, labels: list[dict[str, str]], workdir: Path) -> list[Row]:
+    git_dir = shared_clone(mirror, workdir / (mirror.parent.name + ".git"))
+    kernel_py_files = kernel_python_files_at(git_dir, "HEAD")
+    shas = [row["sha"] for row in labels]
+    failures: list = []
+    metas = {m.sha: m for m in iter_commit_meta(git_dir, shas, failures)}
+    kept = {sha: prefilter(m, kernel_py_files) for sha, m in metas.items()}
+    candidates = [sha for sha, r in kept.items() if r.is_candidate]
+    patches = dict(iter_patches(git_dir, candidates, {s: kept[s].kernel_files for s in candidates},
+                                MAX_PATCH_LINES, failures))
+    rows = []
+    for label in labels:
+        sha = label["sha"]
+        meta = metas.get(sha)
+        message = meta.message if meta else ""
+        if sha in patches:
+            result = classify_commit(message, patches[sha])
+            predicted, score, category, evidence = result.is_perf, result.perf_score, result.category.value, \
+                result.evidence
+        else:
+            predicted, score, category = False, 0.0, "none"
+            evidence = [f"prefilter: {kept[sha].reason}" if sha in kept else "unreadable"]
+        rows.append(Row(label["repo"], sha, label["label"] == "perf", predicted,
+                        bool(KEYWORD_BASELINE_RE.search(message)), score, category, label["category"],
+                        message.splitlines()[0][:80] if message else "", evidence))
+    return rows
+
+
+def scores(pairs: list[tuple[bool, bool]]) -> tuple[float, float, float, int, int]:
+    tp = sum(1 for truth, pred in pairs if truth and pred)
+    fp = sum(1 for truth, pred in pairs if not truth and pred)
+    fn = sum(1 for truth, pred in pairs if truth and not pred)
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1, tp + fn, len(pairs)
+
+
+def report(rows: list[Row]) -> None:
+    print(f"{'set':<34} {'n':>4} {'pos':>4} | {'classifier P':>12} {'R':>5} {'F1':>5} | "
+          f"{'keywords P':>10} {'R':>5} {'F1':>5}")
+    groups: dict[str, list[Row]] = {"all": rows, "dev": [r for r in rows if r.split == "dev"],
+                                    "test": [r for r in rows if r.split == "test"]}
+    for repo in sorted({r.repo for r in rows}):
+        groups[repo] = [r for r in rows if r.repo == repo]
+    for name, group in groups.items():
+        cp, cr, cf, pos, n = scores([(r.label, r.predicted) for r in group])
+        bp, br, bf, _, _ = scores([(r.label, r.baseline) for r in group])
+        print(f"{name:<34} {n:>4} {pos:>4} | {cp:>12.2f} {cr:>5.2f} {cf:>5.2f} | {bp:>10.2f} {br:>5.2f} {bf:>5.2f}")
+    true_pos = [r for r in rows if r.label and r.predicted]
+    same = sum(1 for r in true_pos if r.category == r.true_category)
+    print(f"category agreement on true positives: {same}/{len(true_pos)}")
+
+
+def threshold_sweep(rows: list[Row]) -> None:
+    """F1 per split at several thresholds of perf_score, to choose PERF_THRESHOLD on dev."""
+    print("threshold sweep (P/R/F1):")
+    for threshold in (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7):
+        cells = []
+        for split in ("dev", "test"):
+            group = [r for r in rows if r.split == split]
+            p, r, f, _, _ = scores([(row.label, row.score >= threshold) for row in group])
+            cells.append(f"{split} {p:.2f}/{r:.2f}/{f:.2f}")
+        print(f"  {threshold:.2f}  " + "   ".join(cells))
+
+
+def show_errors(rows: list[Row], split: str) -> None:
+    for r in rows:
+        if r.label != r.predicted and (split == "all" or r.split == split):
+            kind = "FN" if r.label else "FP"
+            print(f"{kind} {r.repo} {r.sha[:8]} score={r.score:.2f} {r.subject!r}")
+            for line in r.evidence[:5]:
+                print(f"     {line}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirrors", type=Path, required=True, help="directory of owner+name/repo mirrors")
+    parser.add_argument("--show-errors", choices=["dev", "test", "all"], default=None)
+    parser.add_argument("--labels", type=Path, default=LABELS_DIR,
+                        help="directory of label CSVs (bench/labels: development set; bench/labels/heldout: "
+                             "labelled after the classifier was frozen)")
+    parser.add_argument("--sweep", action="store_true", help="print P/R/F1 at several score thresholds")
+    args = parser.parse_args()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for repo, labels in load_labels(args.labels).items():
+            mirror = args.mirrors / repo.replace("/", "+") / "repo"
+            if not mirror.exists():
+                sys.exit(f"error: no mirror of {repo} at {mirror}; fetch it first")
+            rows.extend(evaluate_repo(mirror, labels, Path(tmp)))
+    report(rows)
+    if args.sweep:
+        threshold_sweep(rows)
+    if args.show_errors:
+        show_errors(rows, args.show_errors)
+
+
+if __name__ == "__main__":
+    main()

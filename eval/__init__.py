@@ -1,0 +1,1 @@
+"""Evaluation: suites, fast_p, ablations and reports (issue: evaluation)."""

@@ -1,0 +1,1 @@
+"""Inference: the offline optimisation loop over a served model (issue: optimisation loop)."""

@@ -1,0 +1,301 @@
+"""Is a commit a performance change, of which kind, and why: a perf score in [0, 1] from message and diff.
+
+Messages alone miss most real performance commits (they name a technique, "use x128 loads", or say nothing),
+and words like "fast" or "optimizer" often mean something else. So the score adds evidence from three
+places, each a named signal with a weight (log-odds):
+
+- the message: outcome words (speedup, throughput, GB/s, "2.1x"), technique words (coalesce, bank conflict,
+  float4, fuse, tile, occupancy, launch_bounds, cp.async, TMA, autotune), and words that mark other work
+  (fix, revert, test, docs, "add support");
+- the diff of kernel files: performance constructs that the change introduces (`__shared__`, float4/x128
+  loads, warp shuffles replacing atomics, `#pragma unroll`, `__launch_bounds__`, OpenMP pragmas, SIMD
+  intrinsics, Triton num_warps/num_stages/autotune), numeric retuning of launch and tile parameters, and
+  the shape of the change (existing kernels edited rather than new files added);
+- combinations: a technique in the message backed by the matching construct in the diff.
+
+The weights were set by hand on the development half of the labelled set in bench/labels (see
+bench/eval_classifier.py, which reports precision/recall/F1 on both halves). The category is the technique
+with the most evidence. Every signal that fired is returned as evidence, strongest first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from mining.gitlog import FileDiff
+from perfforge.records import Category
+
+# Log-odds of the score before any evidence: about 15% of prefiltered commits in bench/labels are perf.
+PRIOR_LOG_ODDS = -2.0
+# A commit is a performance change at or above this score (is_perf). 0.5 = evidence outweighs the prior.
+PERF_THRESHOLD = 0.5
+
+_OUTCOME_RE = re.compile(
+    r"\b(speed[\s-]?ups?|speeds? up|sped up|faster|fastest|slowdown|perf\b|performance|throughput|"
+    r"latency|bandwidth|[gt]b/s|[gt]flop|tok(en)?s?/s|t/s\b|\d+(\.\d+)?\s?x\b|"
+    r"optimi[sz](e|ed|es|ing|ations?)\b|efficien(t|cy)|overhead|mfu\b|\d+(\.\d+)?\s?(ms|us|µs)\s*(->|→|to)|"
+    r"(reduce|lower|less|save|saving)s?\s+(memory|time|latency|overhead|register|allocation)|"
+    r"improve[sd]?\s+(the\s+)?(perf|speed|throughput|bandwidth)|"
+    r"(more|big|bigger|significant|nice|huge|major|substantial)\s+improvements?|"
+    r"(substantially|significantly|greatly|much)\s+(improved|better|faster))",
+    re.IGNORECASE)
+
+# Technique words in the message, per category: (specific, generic). Specific phrases are performance
+# techniques and little else ("bank conflict", "float4", "online softmax"); generic ones also name features
+# and fixes ("cache", "pipeline", "fp8", "streams") and count only with other evidence.
+_TECHNIQUE_WORDS: dict[Category, tuple[str, str]] = {
+    Category.MEMORY_ACCESS: (r"coalesc|access pattern|aligned (loads?|access)|memory access|"
+                             r"\bpad(ded|ding)? (vocab|to)|loop (order|interchange)|\w-\w-\w loop order|"
+                             r"\brestrict\b|aliasing",
+                             r"strided?\b|contiguous|alignment|transpose[sd]? (the )?(weights?|layout)"),
+    Category.SHARED_MEMORY: (r"shared mem|\bsmem\b|bank conflicts?|__shared__|swizzl|double[- ]?buffer",
+                             r"\blds\b|local memory"),
+    Category.ATOMICS: (r"atomic contention|(remove|avoid|fewer|no) atomic|atomic\w* per (block|warp)|"
+                       r"per-element atomic|(block|warp|tree|shuffle) reduction",
+                       r"\batomic\w*|contention|reduction"),
+    Category.PARALLELISM: (r"occupancy|threads per block|launch (config|param|bound|(warp|block|grid|thread)s?\b)|"
+                           r"persistent kernel|split-?k|"
+                           r"all (available )?threads|more (blocks|warps|threads)|"
+                           r"(remove|avoid|fewer|no) (waits?|sync)|"
+                           r"warp speciali[sz]|\bLPT\b|inter-warpgroup overlap|openmp|\bomp\b",
+                           r"block ?size|grid size|\bstreams?\b|overlap|\bwaits?\b|pipelin|\bstages?\b|"
+                           r"parallel(i[sz]e|ism)|\bnum_warps|scheduler"),
+    Category.VECTORIZATION: (r"vectori[sz]|float4|\bx128\b|\bsimd\b|\bavx\d*|\bneon\b|vector (loads?|stores?)|"
+                             r"half2|wide loads?|\bhsum\b",
+                             r"\bsve\b|packed"),
+    Category.TILING: (r"til(ed|ing)\b|tile sizes?", r"\btiles?\b|blocking|block_size|chunk size|\bmmvq?\b|coopmat"),
+    Category.FUSION: (r"\bfus(e|ed|es|ing|ion)\b|single kernel|one kernel|merge (the )?kernels", r"combine"),
+    Category.ALGORITHMIC: (r"online softmax|\bO\(n|avoid (re)?comput|early exit|fast path|lookup table|"
+                           r"separat(e|ing) the loops|one pass|single pass|(reduce|fewer|less) \w+ calls|"
+                           r"(remove|delete|avoid|drop|skip)s? (unnecessary|redundant|unneeded|extra)|"
+                           r"less (index )?math|fewer instructions|hoist",
+                           r"algorithm|redundant|skip(s|ping)? |\bcub\b|cublas|direct (conv|kernel)"),
+    Category.PRECISION: (r"half precision (for|to) speed", r"\bbf16\b|\bfp16\b|\bfp8\b|\bint8\b|mixed precision|"
+                         r"\btf32\b|\bmxfp"),
+    Category.REGISTER_PRESSURE: (r"register (pressure|spill|usage)|\bspill|launch_bounds|maxrregcount",
+                                 r"registers?\b"),
+    Category.BRANCH_DIVERGENCE: (r"divergen|branchless|branch-free", r"branch"),
+    Category.CACHING: (r"avoid (a )?(copy|copies|alloc)|memory (usage|footprint)|less memory|allocate less|"
+                       r"memoi[sz]|don'?t return|no longer (return|materiali)|precompute",
+                       r"\bcach(e|ed|es|ing)\b|\breuse|in-?place"),
+    Category.OTHER: (r"auto-?tun|\btun(e|ed|es|ing)\b|use_fast_math|\bR2P\b", r"heuristic|-O3"),
+}
+_TECHNIQUE_RES = {cat: (re.compile(strong, re.IGNORECASE), re.compile(weak, re.IGNORECASE))
+                  for cat, (strong, weak) in _TECHNIQUE_WORDS.items()}
+
+# Words that mark work other than a performance change. Matched on the subject line only: bodies of real
+# perf commits often mention fixes, tests and docs in passing.
+_OTHER_WORK_RE = re.compile(
+    r"^(revert|merge|bump|release|version|docs?\b|readme|typo|lint|format|style|ci\b|test|tests\b|build|cmake)|"
+    r"\b(fix(es|ed)?|bug|crash|segfault|typo|warning|nan|overflow|incorrect|wrong|compile|build)\b|"
+    r"\b(add|adds|added|support|implement|introduce)\b.*\b(op|ops|operator|support|model|backend|option|"
+    r"feature|api|test|loss|layer)s?\b|"
+    r"^(\[[^\]]*\]\s*)*(allow|enable|support|feat(ure)?)\b|\bfallback\b|\bsimplif(y|ies|ied|ication)\b",
+    re.IGNORECASE)
+# Benchmark tables and before/after figures in a body: "| 1.23 | 2.34 |", "12.3 ms -> 8.1 ms", "+35%".
+_MEASUREMENT_RE = re.compile(r"(\|\s*[\d.]+\s*(ms|us|t/s|gb/s|tflops?)?\s*\|)|([\d.]+\s*(->|→)\s*[\d.]+)|"
+                             r"(\+\d+(\.\d+)?\s?%)|(\d+(\.\d+)?\s?%\s+(faster|speedup|improvement|better))",
+                             re.IGNORECASE)
+
+# Constructs in kernel code whose introduction is a performance edit, per category.
+_CONSTRUCTS: dict[Category, str] = {
+    Category.SHARED_MEMORY: r"__shared__|extern __shared__|\bsmem\b|threadgroup\b|__local\b|tl\.local|LDS",
+    Category.VECTORIZATION: r"float4|float2|int4|uint4|half2|bfloat162|\bx128\b|Packed128|__ldg|ld\.global\.v4|"
+                            r"_mm\d*_|__m256|__m512|vld1q?_|vst1q?_|svld|vec4|\bv4f32\b|reinterpret_cast<\s*(float|int)4",
+    Category.ATOMICS: r"__shfl_(xor|down|up)_sync|cg::reduce|warpReduce|blockReduce|warp_reduce|block_reduce|simd_sum|"
+                      r"subgroupAdd",
+    Category.PARALLELISM: r"cudaStream|cudaMemcpyAsync|cudaGraph|#\s*pragma\s+omp|num_warps|num_stages|"
+                          r"grid_constant|cooperative|cudaOccupancy|\bpipeline\b|__syncwarp|mbarrier",
+    Category.TILING: r"\bTILE\w*|\bBLOCK_[MNK]\b|BLOCK_SIZE|\bBM\b|\bBN\b|\bBK\b|tile_size|split_k",
+    Category.REGISTER_PRESSURE: r"__launch_bounds__|maxrregcount|#\s*pragma\s+unroll",
+    Category.PRECISION: r"__nv_bfloat16|__half\b|__float2half|__bfloat162float|fp8|__nv_fp8|tf32|float16|bfloat16",
+    Category.MEMORY_ACCESS: r"__restrict__|\brestrict\b|cp\.async|memcpy_async|cp_async|\bTMA\b|tma_load|"
+                            r"tl\.make_block_ptr|cuda::memcpy_async|__builtin_prefetch|prefetch",
+    Category.OTHER: r"triton\.autotune|triton\.Config|@autotune|-use_fast_math|-O3|wgmma|wmma|\bmma\b|tcgen05",
+}
+_CONSTRUCT_RES = {cat: re.compile(rx) for cat, rx in _CONSTRUCTS.items()}
+_REMOVED_ATOMIC_RE = re.compile(r"\batomic(Add|_add|Max|Min)\b|\btl\.atomic_")
+# A line whose only change is a number, with a tuning parameter on it: `block_size = 256` -> `= 512`.
+_TUNING_NAME_RE = re.compile(r"block|warp|tile|thread|stage|chunk|unroll|split|grid|BLOCK|num_|<<<", re.IGNORECASE)
+_DIGITS_RE = re.compile(r"\d+")
+_TEST_OR_BENCH_FILE_RE = re.compile(r"(^|/)(test_|bench|benchmark|profile_)|_test\.\w+$|_bench\.\w+$", re.IGNORECASE)
+
+# Signal weights (log-odds added when the signal fires). Set on the development half of bench/labels.
+WEIGHTS = {
+    "message_outcome_subject": 3.0,  # "faster", "throughput", "2x", "optimize" in the subject line
+    "message_outcome_body": 1.4,  # ... only in the body: PR templates and asides mention performance too
+    "message_technique": 2.2,  # the subject names a specific performance technique ("bank conflict", "float4")
+    "message_technique_body": 1.2,  # ... only the body does
+    "message_technique_generic": 0.8,  # names a word that is often a technique ("cache", "pipeline", "fp8")
+    "message_measurement": 1.0,  # a benchmark table or before/after figure in the message
+    "technique_backed_by_diff": 1.2,  # the technique it names appears in the diff's added code
+    "diff_constructs": 0.6,  # per kind of performance construct introduced by rewriting existing lines (max 3)
+    "diff_constructs_added": 0.3,  # per kind introduced only in pure additions (new code beside the old; max 3)
+    "diff_atomics_replaced": 1.5,  # atomics removed and warp/block reductions added
+    "diff_numeric_tuning": 1.4,  # launch/tile parameters retuned, nothing else in those lines
+    "other_work_subject": -2.0,  # subject says fix/revert/test/docs/"add support for X"
+    "only_new_files": -1.5,  # every kernel file is new: a feature, not a before/after change
+    "only_test_or_bench_files": -2.5,  # kernel files changed are tests or benchmarks
+    "tiny_non_kernel_edit": -0.8,  # fewer than 3 changed lines in kernel files
+}
+
+
+@dataclass
+class Classification:
+    perf_score: float
+    category: Category
+    evidence: list[str] = field(default_factory=list)
+
+    @property
+    def is_perf(self) -> bool:
+        return self.perf_score >= PERF_THRESHOLD
+
+
+@dataclass
+class _Tally:
+    log_odds: float = PRIOR_LOG_ODDS
+    evidence: list[tuple[float, str]] = field(default_factory=list)
+    technique_votes: dict[Category, float] = field(default_factory=dict)
+
+    def add(self, signal: str, detail: str, times: float = 1.0) -> None:
+        weight = WEIGHTS[signal] * times
+        self.log_odds += weight
+        self.evidence.append((weight, f"{signal} ({weight:+.1f}): {detail}"))
+
+    def vote(self, category: Category, amount: float) -> None:
+        self.technique_votes[category] = self.technique_votes.get(category, 0.0) + amount
+
+
+def classify_commit(message: str, diffs: list[FileDiff]) -> Classification:
+    """Score one commit from its full message and the diffs of its kernel files."""
+    tally = _Tally()
+    message_techniques = _score_message(message, tally)
+    diff_constructs = _score_diff(diffs, tally)
+    # Only specific technique words count as backed: "fp8" in the message and fp8 types in the diff is as
+    # often a new feature as a speedup.
+    backed = sorted(c.value for c in message_techniques & diff_constructs)
+    if backed:
+        tally.add("technique_backed_by_diff", ", ".join(backed))
+    score = 1.0 / (1.0 + math.exp(-tally.log_odds))
+    category = _category(tally, score)
+    evidence = [text for _, text in sorted(tally.evidence, key=lambda e: -abs(e[0]))]
+    return Classification(perf_score=round(score, 4), category=category, evidence=evidence)
+
+
+def _score_message(message: str, tally: _Tally) -> set[Category]:
+    """Add the message's signals; return the categories of the specific technique words it names."""
+    subject = message.strip().splitlines()[0] if message.strip() else ""
+    outcome = _OUTCOME_RE.search(subject)
+    if outcome:
+        tally.add("message_outcome_subject", repr(outcome.group(0)))
+    else:
+        outcome = _OUTCOME_RE.search(message)
+        if outcome:
+            tally.add("message_outcome_body", repr(outcome.group(0)))
+    techniques: set[Category] = set()
+    specific_hits: list[tuple[bool, str]] = []  # (in the subject, description)
+    generic_hit = ""
+    for category, (specific, generic) in _TECHNIQUE_RES.items():
+        match = specific.search(message)
+        if match:
+            specific_hits.append((specific.search(subject) is not None, f"{category.value}: {match.group(0)!r}"))
+            techniques.add(category)
+            tally.vote(category, 2.0)
+        elif match := generic.search(message):
+            generic_hit = generic_hit or f"{category.value}: {match.group(0)!r}"
+            tally.vote(category, 1.0)
+    if specific_hits:
+        in_subject, description = max(specific_hits, key=lambda hit: hit[0])
+        tally.add("message_technique" if in_subject else "message_technique_body", description)
+    elif generic_hit:
+        tally.add("message_technique_generic", generic_hit)
+    measurement = _MEASUREMENT_RE.search(message)
+    if measurement:
+        tally.add("message_measurement", repr(measurement.group(0)))
+    other = _OTHER_WORK_RE.search(subject)
+    if other and not _OUTCOME_RE.search(subject):
+        tally.add("other_work_subject", repr(other.group(0)))
+    return techniques
+
+
+def _score_diff(diffs: list[FileDiff], tally: _Tally) -> set[Category]:
+    text_diffs = [d for d in diffs if not d.is_binary]
+    if not text_diffs:
+        return set()
+    if all(d.status == "added" for d in text_diffs):
+        tally.add("only_new_files", ", ".join(d.path for d in text_diffs[:3]))
+    if all(_TEST_OR_BENCH_FILE_RE.search(d.path) for d in text_diffs):
+        tally.add("only_test_or_bench_files", ", ".join(d.path for d in text_diffs[:3]))
+    modified = [d for d in text_diffs if d.status == "modified"]
+    changed = sum(len(d.added_lines) + len(d.removed_lines) for d in text_diffs)
+    if changed < 3:
+        tally.add("tiny_non_kernel_edit", f"{changed} changed lines")
+    rewritten = [h for d in modified for h in d.hunks if h[0] and h[1]]  # hunks that replace lines
+    introduced = _introduced_constructs(rewritten)
+    appended = {c: e for c, e in _introduced_constructs([h for d in modified for h in d.hunks]).items()
+                if c not in introduced}
+    for category in (*introduced, *appended):
+        tally.vote(category, 1.0)
+    if introduced:
+        kinds = ", ".join(f"{c.value} ({e})" for c, e in list(introduced.items())[:3])
+        tally.add("diff_constructs", kinds, times=min(len(introduced), 3))
+    if appended:
+        kinds = ", ".join(f"{c.value} ({e})" for c, e in list(appended.items())[:3])
+        tally.add("diff_constructs_added", kinds, times=min(len(appended), 3))
+    if _atomics_replaced(modified):
+        tally.add("diff_atomics_replaced", "atomic operations removed, warp/block reduction added")
+        tally.vote(Category.ATOMICS, 3.0)
+    tuning = _numeric_tuning(modified)
+    if tuning:
+        tally.add("diff_numeric_tuning", tuning)
+        tally.vote(Category.OTHER if "num_" in tuning or "stage" in tuning else Category.PARALLELISM, 1.0)
+    return set(introduced)
+
+
+def _count(pattern: re.Pattern[str], lines: list[str]) -> tuple[int, str]:
+    hits = [m.group(0) for line in lines for m in [pattern.search(line)] if m]
+    return len(hits), (hits[0] if hits else "")
+
+
+def _introduced_constructs(hunks: list[tuple[list[str], list[str]]]) -> dict[Category, str]:
+    """Categories whose constructs appear more often in the added than in the removed lines of the hunks."""
+    added = [line for _, lines in hunks for line in lines]
+    removed = [line for lines, _ in hunks for line in lines]
+    introduced: dict[Category, str] = {}
+    for category, pattern in _CONSTRUCT_RES.items():
+        n_added, example = _count(pattern, added)
+        n_removed, _ = _count(pattern, removed)
+        if n_added > n_removed:
+            introduced[category] = example
+    return introduced
+
+
+def _atomics_replaced(modified: list[FileDiff]) -> bool:
+    added = [line for d in modified for line in d.added_lines]
+    removed = [line for d in modified for line in d.removed_lines]
+    n_removed, _ = _count(_REMOVED_ATOMIC_RE, removed)
+    n_added, _ = _count(_REMOVED_ATOMIC_RE, added)
+    n_reductions, _ = _count(_CONSTRUCT_RES[Category.ATOMICS], added)
+    return n_removed > n_added and n_reductions > 0
+
+
+def _numeric_tuning(modified: list[FileDiff]) -> str:
+    """The first removed/added line pair that differs only in numbers on a tuning parameter, or ""."""
+    for diff in modified:
+        removed_shapes = {_DIGITS_RE.sub("0", line.strip()): line.strip() for line in diff.removed_lines}
+        for line in diff.added_lines:
+            shape = _DIGITS_RE.sub("0", line.strip())
+            before = removed_shapes.get(shape)
+            if before is not None and before != line.strip() and _TUNING_NAME_RE.search(line):
+                return f"{before[:60]!r} -> {line.strip()[:60]!r}"
+    return ""
+
+
+def _category(tally: _Tally, score: float) -> Category:
+    if score < PERF_THRESHOLD:
+        return Category.NONE
+    if not tally.technique_votes:
+        return Category.OTHER
+    return max(tally.technique_votes.items(), key=lambda kv: kv[1])[0]

@@ -1,0 +1,66 @@
+"""Options of `perfforge mine`: one dataclass, mirrored by the command line and a YAML file (perfforge.config)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from mining.classify import PERF_THRESHOLD
+from mining.dedup import NEAR_DUPLICATE_JACCARD
+from perfforge.errors import ConfigError
+from perfforge.records import SCHEMA_VERSION
+
+# Bump when a change to mining makes earlier shards wrong, so resumed runs refuse to mix them.
+MINER_VERSION = "1"
+
+
+@dataclass
+class MineConfig:
+    sources: list[str] = field(default_factory=list, metadata={
+        "positional": True,
+        "help": "repositories to mine: paths (work tree or bare), git URLs, or files listing them one per line; "
+                "none mines the embedded demo repository"})
+    out: Path = field(default=Path("perfforge-out/mine"), metadata={"help": "output directory"})
+    rev: str = field(default="HEAD", metadata={"help": "revision whose history is mined (a branch, tag or sha)"})
+    jobs: int = field(default=2, metadata={"help": "worker processes for diffs, classification and pairs"})
+    chunk_size: int = field(default=200, metadata={
+        "help": "candidate commits per unit of work; a finished unit is never redone after an interruption"})
+    perf_threshold: float = field(default=PERF_THRESHOLD, metadata={
+        "help": "perf score at or above which a commit is a performance change"})
+    judge_url: str | None = field(default=None, metadata={
+        "help": "OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1) of an LLM judge for uncertain commits"})
+    judge_model: str = field(default="default", metadata={"help": "model name the judge endpoint serves"})
+    judge_band_low: float = field(default=0.3, metadata={"help": "lowest rule score sent to the judge"})
+    judge_band_high: float = field(default=0.7, metadata={"help": "highest rule score sent to the judge"})
+    max_patch_lines: int = field(default=20_000, metadata={
+        "help": "a file's patch longer than this is cut and the file recorded as a huge diff"})
+    max_file_bytes: int = field(default=2_000_000, metadata={
+        "help": "source files larger than this give no function pairs (generated or vendored code)"})
+    near_duplicate_jaccard: float = field(default=NEAR_DUPLICATE_JACCARD, metadata={
+        "help": "MinHash Jaccard similarity at which two pairs are near duplicates"})
+    overwrite: bool = field(default=False, metadata={
+        "help": "discard finished work in OUT instead of resuming it"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+
+    def validate(self) -> None:
+        if self.jobs < 1:
+            raise ConfigError(f"--jobs must be at least 1, got {self.jobs}")
+        if self.chunk_size < 1:
+            raise ConfigError(f"--chunk-size must be at least 1, got {self.chunk_size}")
+        for name in ("perf_threshold", "judge_band_low", "judge_band_high", "near_duplicate_jaccard"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+        if self.judge_band_low >= self.judge_band_high:
+            raise ConfigError("--judge-band-low must be below --judge-band-high")
+        if self.max_patch_lines < 1 or self.max_file_bytes < 1:
+            raise ConfigError("--max-patch-lines and --max-file-bytes must be positive")
+
+    def fingerprint(self) -> str:
+        """Identity of the options that change results; finished work made under another one is not reused."""
+        relevant = {k: v for k, v in asdict(self).items() if k not in ("sources", "out", "jobs", "overwrite",
+                                                                         "progress", "near_duplicate_jaccard")}
+        relevant.update(miner=MINER_VERSION, schema=SCHEMA_VERSION)
+        return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -1,0 +1,501 @@
+"""Function definitions in a source file, and the ones whose code a commit changed.
+
+tree-sitter finds the definitions, so a file with syntax errors still yields every function the parser
+recognises, and nothing here raises on bad code. Each definition gets a qualified name (to match the before and
+after versions of a file) and a KernelKind (what the function is: CUDA kernel, Triton kernel, OpenMP host code...).
+
+Lines are the "\\n"-separated lines of the file, as git and tree-sitter count them; Python's str.splitlines would
+also split at form feeds and unicode separators and disagree.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import tree_sitter
+
+from perfforge.records import KernelKind, normalise_code
+
+LANGUAGE_BY_EXTENSION: dict[str, str] = {
+    # CUDA and HIP share the CUDA grammar: HIP kernels use the same __global__ / __device__ qualifiers.
+    ".cu": "cuda", ".cuh": "cuda", ".hip": "cuda",
+    ".c": "c",
+    # Headers are read as C++: the C++ grammar parses C headers too, the C grammar chokes on C++ ones.
+    ".h": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".inl": "cpp",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".C": "cpp",  # .C is C++ by the gcc convention
+    ".cl": "opencl",
+    ".py": "python",
+    # Upper-case Fortran suffixes ask for the C preprocessor; both are Fortran.
+    ".f": "fortran", ".f90": "fortran", ".f95": "fortran", ".f03": "fortran", ".f08": "fortran",
+    ".F": "fortran", ".F90": "fortran", ".F95": "fortran", ".F03": "fortran", ".F08": "fortran",
+}
+
+# The grammar package parsing each language. OpenCL C is C with address-space and kernel qualifiers, which the C
+# grammar reads as an unknown type name: the definition, its name and its body still come out right.
+_GRAMMAR_MODULE = {
+    "c": "tree_sitter_c", "opencl": "tree_sitter_c", "cpp": "tree_sitter_cpp", "cuda": "tree_sitter_cuda",
+    "python": "tree_sitter_python", "fortran": "tree_sitter_fortran",
+}
+_C_FAMILY = frozenset({"c", "cpp", "cuda", "opencl"})
+
+_DEFINITION_QUERY = {
+    "c_family": "(function_definition) @definition",
+    "python": "(function_definition) @definition",
+    "fortran": "[(subroutine) (function) (module_procedure)] @definition",
+}
+
+
+@dataclass(frozen=True)
+class Function:
+    """One function definition in a source file."""
+
+    name: str  # "ns::Class::method" in C++, "Class.method" for Python methods, the plain name otherwise
+    kind: KernelKind
+    start_line: int  # 1-based, inclusive; includes decorators, a template<> header, an extern "C" prefix
+    end_line: int  # 1-based, inclusive
+    code: str  # the whole lines start_line..end_line, without the final line break
+
+
+@dataclass(frozen=True)
+class FunctionChange:
+    """A function present in both versions of a file whose code differs beyond formatting."""
+
+    name: str
+    kind: KernelKind  # kind of the after version
+    before: Function
+    after: Function
+
+
+def language_of(path: str) -> str | None:
+    """Mining language of a source path by its extension, None when the file is not a supported source."""
+    suffix = PurePosixPath(path).suffix
+    # Exact case first, since .F/.C differ from .f/.c; then any other casing (.CU, .Cpp) as its lower-case form.
+    return LANGUAGE_BY_EXTENSION.get(suffix) or LANGUAGE_BY_EXTENSION.get(suffix.lower())
+
+
+@functools.cache
+def _tree_sitter_language(language: str) -> tree_sitter.Language:
+    if language not in _GRAMMAR_MODULE:
+        raise ValueError(f"unknown language {language!r}; expected one of {sorted(_GRAMMAR_MODULE)}")
+    grammar = importlib.import_module(_GRAMMAR_MODULE[language])
+    return tree_sitter.Language(grammar.language())
+
+
+@functools.cache
+def _parser(language: str) -> tree_sitter.Parser:
+    return tree_sitter.Parser(_tree_sitter_language(language))
+
+
+@functools.cache
+def _query(language: str, pattern: str) -> tree_sitter.Query:
+    return tree_sitter.Query(_tree_sitter_language(language), pattern)
+
+
+def _captures(language: str, pattern: str, node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """Nodes under node matching a single-capture query pattern, in source order."""
+    found = tree_sitter.QueryCursor(_query(language, pattern)).captures(node)
+    return sorted((n for nodes in found.values() for n in nodes), key=lambda n: (n.start_byte, -n.end_byte))
+
+
+def _text(node: tree_sitter.Node) -> str:
+    return node.text.decode("utf-8", "surrogatepass") if node.text is not None else ""
+
+
+def _function_at(data: bytes, start_byte: int, end_byte: int, start_row: int, name: str, kind: KernelKind) -> Function:
+    """Function spanning the whole lines of data[start_byte:end_byte]; start_row is the 0-based row of start_byte."""
+    line_start = data.rfind(b"\n", 0, start_byte) + 1
+    last_byte = max(end_byte - 1, start_byte)  # a node may end just after its own line break
+    line_end = data.find(b"\n", last_byte)
+    lines = data[line_start:len(data) if line_end < 0 else line_end]
+    code = lines.removesuffix(b"\r").decode("utf-8", "surrogatepass")
+    return Function(name=name, kind=kind, start_line=start_row + 1, end_line=start_row + 1 + lines.count(b"\n"),
+                    code=code)
+
+
+def _node_function(data: bytes, node: tree_sitter.Node, name: str, kind: KernelKind) -> Function:
+    return _function_at(data, node.start_byte, node.end_byte, node.start_point.row, name, kind)
+
+
+def extract_functions(source: str, language: str) -> list[Function]:
+    """Every function definition in source (nested Python functions too), in source order.
+
+    language is a mining language name (see LANGUAGE_BY_EXTENSION); an unknown one raises ValueError.
+    """
+    # surrogatepass: text decoded with errors="surrogateescape" (or holding any lone surrogate) still encodes,
+    # and slices of it decode back to the same characters.
+    data = source.encode("utf-8", "surrogatepass")
+    root = _parser(language).parse(data).root_node
+    if language in _C_FAMILY:
+        functions = _c_functions(data, root, language)
+    elif language == "python":
+        functions = _python_functions(data, root)
+    else:
+        functions = _fortran_functions(data, root)
+    return sorted(functions, key=lambda f: f.start_line)
+
+
+# ---- C, C++, CUDA, OpenCL --------------------------------------------------------------------------------------
+
+# Declarators wrapping the name of a function: `float *f()`, `T &f()`, `(f)()`, `f() [[attr]]`...
+_DECLARATOR_WRAPPERS = frozenset({
+    "function_declarator", "pointer_declarator", "reference_declarator", "parenthesized_declarator",
+    "attributed_declarator",
+})
+# Scopes whose name qualifies a C++ definition written inside them.
+_NAMED_SCOPES = frozenset({"namespace_definition", "class_specifier", "struct_specifier", "union_specifier"})
+# The qualifiers deciding the kind are matched as words in the text before the declarator, not as nodes: the CUDA
+# grammar makes them anonymous tokens, and the C/C++ grammars (OpenCL, HIP in .cpp) misread them as type names.
+_CUDA_QUALIFIER_RE = re.compile(r"\b(__global__|__device__)\b")
+_OPENCL_KERNEL_RE = re.compile(r"\b(__kernel|kernel)\b")
+_OMP_PRAGMA_RE = re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+omp\b|\b_Pragma\s*\(\s*\"\s*omp\b", re.MULTILINE)
+_SPACE_RE = re.compile(r"\s+")
+# Double-underscore identifiers before a declaration are compiler attributes (__cluster_dims__, __maxnreg__...),
+# never the name of the function being defined.
+_ATTRIBUTE_MACRO_RE = re.compile(r"__\w+__")
+_NOT_NEWLINE_RE = re.compile(rb"[^\n]")
+
+
+def _c_functions(data: bytes, root: tree_sitter.Node, language: str) -> Iterable[Function]:
+    code_only = _blank_comments(data, _captures(language, "(comment) @comment", root))
+    parsed = [_parsed_definition(node, code_only) for node in _captures(language, _DEFINITION_QUERY["c_family"], root)]
+    recovered = [d for e in _captures(language, "(ERROR) @error", root) for d in _recovered_definitions(e, code_only)]
+    for definition in _outermost([d for d in parsed if d is not None] + recovered):
+        name = "::".join([*_c_scopes(definition.scope), _SPACE_RE.sub(" ", _text(definition.name_node))])
+        kind = _c_kind(definition, code_only, language)
+        yield _function_at(data, definition.head.start_byte, definition.body_end, definition.head.start_point.row,
+                           name, kind)
+
+
+@dataclass(frozen=True)
+class _CDefinition:
+    """Where the parts of one C-family definition lie: what its name, kind and lines are read from."""
+
+    head: tree_sitter.Node  # first node of the definition (template header, extern "C", attribute macro line)
+    name_node: tree_sitter.Node  # the declared name, qualified or not
+    scope: tree_sitter.Node  # the node whose ancestors are the namespaces and classes qualifying the name
+    body_start: int  # byte offset of the body's `{`
+    body_end: int  # byte offset just past the body's `}`
+
+
+def _parsed_definition(definition: tree_sitter.Node, code_only: bytes) -> _CDefinition | None:
+    """A function_definition node as tree-sitter parsed it; None without body (`f() = default;`) or name.
+
+    Conditional branches that open a brace each (`#ifdef X` `if (a) {` `#else` `if (b) {` `#endif`) make
+    tree-sitter run the body on over the following functions; the body then ends at the brace matching its `{`
+    in the first branch of each conditional.
+    """
+    body = definition.child_by_field_name("body")
+    name_node = _declared_name(definition.child_by_field_name("declarator"))
+    if name_node is not None and _ATTRIBUTE_MACRO_RE.fullmatch(_text(name_node)):
+        name_node = _name_behind_attribute(definition.child_by_field_name("declarator"))
+    if body is None or name_node is None:
+        return None
+    body_end = body.end_byte
+    if _CONDITIONAL_RE.search(code_only, body.start_byte, body.end_byte):
+        body_end = min(body_end, _matching_brace_end(code_only, body.start_byte) or body_end)
+    return _CDefinition(_c_head(definition), name_node, definition, body.start_byte, body_end)
+
+
+def _name_behind_attribute(declarator: tree_sitter.Node) -> tree_sitter.Node | None:
+    """Name of the real function when a leading attribute macro took the declarator's place.
+
+    `__cluster_dims__(2, 1, 1) __global__ void k(...) {` reads as a function `__cluster_dims__` whose parameter
+    list holds the real declarator `k(...)`: take the last function declarator nested in it.
+    """
+    nested = [node for node in _descendants(declarator) if node.type == "function_declarator" and node != declarator]
+    names = [_declared_name(node) for node in nested]
+    names = [name for name in names if name is not None and not _ATTRIBUTE_MACRO_RE.fullmatch(_text(name))]
+    return names[-1] if names else None
+
+
+def _descendants(node: tree_sitter.Node) -> Iterable[tree_sitter.Node]:
+    """node's descendants in source order."""
+    stack = list(reversed(node.children))
+    while stack:
+        child = stack.pop()
+        yield child
+        stack.extend(reversed(child.children))
+
+
+def _declared_name(declarator: tree_sitter.Node | None) -> tree_sitter.Node | None:
+    """The declared name (identifier, qualified_identifier, operator_name...) of a function's declarator."""
+    node, is_function = declarator, False
+    while node is not None and node.type in _DECLARATOR_WRAPPERS:
+        is_function = is_function or node.type == "function_declarator"
+        inner = node.child_by_field_name("declarator")
+        if inner is None:  # wrappers without a declarator field hold it as their last named child
+            inner = node.named_children[-1] if node.named_children else None
+        node = inner
+    return node if is_function else None
+
+
+def _c_head(definition: tree_sitter.Node) -> tree_sitter.Node:
+    """First node of a definition: its template<> headers, an `extern "C"` written for it alone, and a macro.
+
+    An attribute macro on the line before a definition (`REQD_SUBGROUP_SIZE_128` above an OpenCL kernel, a
+    template header with `__launch_bounds__(...) __cluster_dims__(...)`) reads to tree-sitter as a declaration
+    missing its `;`, which swallows the next words (the `kernel` or `__global__` qualifier): such a declaration
+    belongs to the definition.
+    """
+    head = definition
+    while head.parent is not None and (
+        head.parent.type == "template_declaration"
+        or (head.parent.type == "linkage_specification" and head.parent.child_by_field_name("body") == head)
+    ):
+        head = head.parent
+    before = head.prev_named_sibling
+    if (
+        before is not None
+        and before.type in ("declaration", "template_declaration")
+        and before.end_point.row >= head.start_point.row - 1  # on the line just above, not a stray one further up
+        and _ends_with_missing(before)
+    ):
+        head = before
+    return head
+
+
+def _ends_with_missing(node: tree_sitter.Node) -> bool:
+    """Whether the last token under node is one tree-sitter invented (a missing `;`)."""
+    while node.child_count:
+        node = node.children[-1]
+    return node.is_missing
+
+
+# Parts of a function's head as error recovery leaves them: `template <...> static __global__ void` and the like.
+_HEAD_PARTS = frozenset({
+    "primitive_type", "type_identifier", "sized_type_specifier", "qualified_identifier", "template_type",
+    "storage_class_specifier", "type_qualifier", "launch_bounds", "template_parameter_list", "attribute_specifier",
+    "attribute_declaration", "ms_declspec_modifier", "virtual", "placeholder_type_specifier",
+})
+_KEYWORD_RE = re.compile(r"\w+")
+
+
+def _recovered_definitions(error: tree_sitter.Node, code_only: bytes) -> Iterable[_CDefinition]:
+    """Definitions tree-sitter gave up on, found as `head declarator(...) {` runs of an ERROR node's children.
+
+    A preprocessor conditional splitting a statement (an `#ifdef` between the two halves of an `if` condition)
+    makes the whole function an ERROR node; its body is then delimited by matching braces, reading only the
+    first branch of each conditional so that the alternatives do not count their braces twice.
+    """
+    children = error.children
+    for index in range(1, len(children)):
+        name_node = _declared_name(children[index - 1]) if children[index].type == "{" else None
+        body_end = _matching_brace_end(code_only, children[index].start_byte) if name_node else None
+        if name_node is None or body_end is None:
+            continue
+        first = index - 1
+        while first > 0 and _is_head_part(children[first - 1]):
+            first -= 1
+        yield _CDefinition(children[first], name_node, error, children[index].start_byte, body_end)
+
+
+def _is_head_part(node: tree_sitter.Node) -> bool:
+    return node.type in _HEAD_PARTS or (not node.is_named and _KEYWORD_RE.fullmatch(node.type) is not None)
+
+
+# Braces, string and character literals (skipped whole), and conditional directives at the start of a line.
+_BRACE_TOKEN_RE = re.compile(
+    rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{}]|^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b',
+    re.MULTILINE,
+)
+
+
+_CONDITIONAL_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.MULTILINE)
+
+
+def _matching_brace_end(code_only: bytes, open_brace: int) -> int | None:
+    """Offset just past the `}` closing the `{` at open_brace; only the first branch of an #if group counts."""
+    depth = 0
+    skipping: list[bool] = []  # per open #if group: are we past its first branch
+    for token in _BRACE_TOKEN_RE.finditer(code_only, open_brace):
+        directive = token.group(1)
+        if directive is not None:
+            _follow_conditional(skipping, directive.decode())
+        elif any(skipping) or token.group() not in (b"{", b"}"):
+            continue
+        else:
+            depth += 1 if token.group() == b"{" else -1
+            if depth == 0:
+                return token.end()
+    return None
+
+
+def _follow_conditional(skipping: list[bool], directive: str) -> None:
+    if directive.startswith("if"):
+        skipping.append(False)
+    elif directive == "endif":
+        if skipping:
+            skipping.pop()
+    elif skipping:  # elif, else
+        skipping[-1] = True
+
+
+def _outermost(definitions: list[_CDefinition]) -> list[_CDefinition]:
+    """The definitions not inside another one, in source order.
+
+    C functions do not nest: a definition inside another is error recovery misreading part of a body (or, rarely,
+    the method of a class local to a function, which is part of that function's code anyway).
+    """
+    kept: list[_CDefinition] = []
+    for definition in sorted(definitions, key=lambda d: (d.head.start_byte, -d.body_end)):
+        if not kept or definition.head.start_byte >= kept[-1].body_end:
+            kept.append(definition)
+    return kept
+
+
+def _blank_comments(data: bytes, comments: list[tree_sitter.Node]) -> bytes:
+    """data with comment bytes turned to spaces (line breaks kept), so a commented-out pragma does not count."""
+    blanked = bytearray(data)
+    for comment in comments:
+        span = data[comment.start_byte:comment.end_byte]
+        blanked[comment.start_byte:comment.end_byte] = _NOT_NEWLINE_RE.sub(b" ", span)
+    return bytes(blanked)
+
+
+def _c_scopes(scope: tree_sitter.Node) -> list[str]:
+    """Names of the namespaces and classes enclosing scope, outermost first (anonymous ones skipped)."""
+    scopes = []
+    node = scope.parent
+    while node is not None and node.type != "function_definition":  # a local class is not qualified further
+        name = node.child_by_field_name("name") if node.type in _NAMED_SCOPES else None
+        if name is not None:
+            scopes.append(_SPACE_RE.sub("", _text(name)))
+        node = node.parent
+    return scopes[::-1]
+
+
+def _c_kind(definition: _CDefinition, code_only: bytes, language: str) -> KernelKind:
+    head = code_only[definition.head.start_byte:definition.name_node.start_byte].decode("utf-8", "surrogatepass")
+    if language == "opencl" and _OPENCL_KERNEL_RE.search(head):
+        return KernelKind.OPENCL_KERNEL
+    # Checked in every C-family language: HIP kernels often live in .cpp files.
+    qualifiers = set(_CUDA_QUALIFIER_RE.findall(head))
+    if "__global__" in qualifiers:
+        return KernelKind.CUDA_KERNEL
+    if "__device__" in qualifiers:
+        return KernelKind.DEVICE_FUNCTION
+    if _OMP_PRAGMA_RE.search(code_only, definition.body_start, definition.body_end):
+        return KernelKind.OPENMP_REGION
+    return KernelKind.HOST_FUNCTION
+
+
+# ---- Python --------------------------------------------------------------------------------------------------------
+
+
+def _python_functions(data: bytes, root: tree_sitter.Node) -> Iterable[Function]:
+    triton_jit_names = _triton_jit_names(root)
+    for definition in _captures("python", _DEFINITION_QUERY["python"], root):
+        name_node = definition.child_by_field_name("name")
+        if name_node is None:
+            continue
+        decorated = definition.parent is not None and definition.parent.type == "decorated_definition"
+        outer = definition.parent if decorated else definition
+        decorators = {_decorated_callable(child) for child in outer.children if child.type == "decorator"}
+        # @triton.autotune / @triton.heuristics only configure the jit function stacked below them: the jit
+        # decorator alone decides.
+        kind = KernelKind.TRITON_KERNEL if decorators & triton_jit_names else KernelKind.PYTHON_FUNCTION
+        name = ".".join([*_python_classes(outer), _text(name_node)])
+        yield _node_function(data, outer, name, kind)
+
+
+def _decorated_callable(decorator: tree_sitter.Node) -> str:
+    """Dotted name a decorator applies: `triton.jit` for both @triton.jit and @triton.jit(debug=True)."""
+    expression = decorator.named_children[0] if decorator.named_children else decorator
+    if expression.type == "call":
+        expression = expression.child_by_field_name("function") or expression
+    return _SPACE_RE.sub("", _text(expression))
+
+
+def _python_classes(outer: tree_sitter.Node) -> list[str]:
+    """Names of the classes enclosing a definition, outermost first, up to the nearest enclosing function."""
+    classes = []
+    node = outer.parent
+    while node is not None and node.type != "function_definition":
+        name = node.child_by_field_name("name") if node.type == "class_definition" else None
+        if name is not None:
+            classes.append(_text(name))
+        node = node.parent
+    return classes[::-1]
+
+
+def _triton_jit_names(root: tree_sitter.Node) -> frozenset[str]:
+    """The dotted names under which a module refers to triton's jit (`triton.jit`, `tr.jit`, an imported `jit`)."""
+    module_names = {"triton"}  # `triton.jit` means triton even where the import is out of sight
+    jit_names: set[str] = set()
+    for statement in _captures("python", "[(import_statement) (import_from_statement)] @import", root):
+        if statement.type == "import_statement":
+            module_names.update(_bound_names(statement, "triton"))
+        elif _is_triton_module(statement.child_by_field_name("module_name")):
+            jit_names.update(_bound_names(statement, "jit"))
+    return frozenset(jit_names | {f"{module}.jit" for module in module_names})
+
+
+def _is_triton_module(module_name: tree_sitter.Node | None) -> bool:
+    if module_name is None:
+        return False
+    name = _text(module_name)
+    return name == "triton" or name.startswith("triton.")
+
+
+def _bound_names(statement: tree_sitter.Node, imported: str) -> set[str]:
+    """Names an import statement binds to `imported` (`import triton as tr` binds tr to triton)."""
+    bound = set()
+    for child in statement.children_by_field_name("name"):
+        if child.type == "aliased_import":
+            original, alias = child.child_by_field_name("name"), child.child_by_field_name("alias")
+            if original is not None and alias is not None and _text(original) == imported:
+                bound.add(_text(alias))
+        elif _text(child) == imported or _text(child).startswith(imported + "."):
+            bound.add(imported)  # `import triton.language` binds triton as well
+    return bound
+
+
+# ---- Fortran -------------------------------------------------------------------------------------------------------
+
+# Free-form `!$omp` directives anywhere on a line, fixed-form `c$omp` / `*$omp` in column 1.
+_FORTRAN_OMP_RE = re.compile(rb"^[ \t]*!\$omp\b|^[c*]\$omp\b", re.MULTILINE | re.IGNORECASE)
+
+
+def _fortran_functions(data: bytes, root: tree_sitter.Node) -> Iterable[Function]:
+    for definition in _captures("fortran", _DEFINITION_QUERY["fortran"], root):
+        if definition.parent is not None and definition.parent.type == "interface":
+            continue  # an interface body declares a procedure defined elsewhere
+        statement = definition.named_children[0] if definition.named_children else None
+        name_node = statement.child_by_field_name("name") if statement is not None else None
+        if name_node is None:
+            continue
+        has_omp = _FORTRAN_OMP_RE.search(data, definition.start_byte, definition.end_byte) is not None
+        kind = KernelKind.OPENMP_REGION if has_omp else KernelKind.HOST_FUNCTION
+        yield _node_function(data, definition, _text(name_node), kind)
+
+
+# ---- changes -------------------------------------------------------------------------------------------------------
+
+
+def changed_functions(before_source: str, after_source: str, language: str) -> list[FunctionChange]:
+    """Functions present in both versions whose code differs beyond comments and white space, in after order.
+
+    Functions are matched by qualified name; the k-th definition of a name (overloads, #ifdef variants) before is
+    matched with the k-th one after. Functions only added or only removed are not returned.
+    """
+    before_by_name: dict[str, list[Function]] = defaultdict(list)
+    for function in extract_functions(before_source, language):
+        before_by_name[function.name].append(function)
+    seen: Counter[str] = Counter()
+    changes = []
+    for after in extract_functions(after_source, language):
+        index = seen[after.name]
+        seen[after.name] += 1
+        candidates = before_by_name.get(after.name, [])
+        if index >= len(candidates):
+            continue
+        before = candidates[index]
+        if normalise_code(before.code, language) != normalise_code(after.code, language):
+            changes.append(FunctionChange(name=after.name, kind=after.kind, before=before, after=after))
+    return changes

@@ -1,0 +1,58 @@
+"""The SPDX id of a repository's licence, read from its licence file at the mined revision.
+
+Recognition is by phrases each licence text must contain (the SPDX list's own wording), most specific first,
+so that a GPL text that quotes "MIT" is not taken for MIT. Unknown or missing licences are NOASSERTION, the
+SPDX value for "nobody said"; a dataset card lists them so users can leave such records out.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mining.gitlog import BlobReader, run_git
+from perfforge.errors import SourceError
+
+NOASSERTION = "NOASSERTION"
+LICENCE_FILE_RE = re.compile(r"^(licen[cs]e|copying|copyright)(\.(md|txt|rst))?$", re.IGNORECASE)
+
+# (SPDX id, phrases that must all appear, lower-cased, white space folded). Order matters: specific first.
+_SIGNATURES: list[tuple[str, tuple[str, ...]]] = [
+    ("AGPL-3.0", ("gnu affero general public license", "version 3")),
+    ("LGPL-3.0", ("gnu lesser general public license", "version 3")),
+    ("LGPL-2.1", ("gnu lesser general public license", "version 2.1")),
+    ("GPL-3.0", ("gnu general public license", "version 3")),
+    ("GPL-2.0", ("gnu general public license", "version 2")),
+    ("Apache-2.0", ("apache license", "version 2.0")),
+    ("MPL-2.0", ("mozilla public license", "2.0")),
+    ("BSL-1.0", ("boost software license",)),
+    ("Unlicense", ("this is free and unencumbered software released into the public domain",)),
+    ("BSD-3-Clause", ("redistribution and use in source and binary forms", "neither the name")),
+    ("BSD-2-Clause", ("redistribution and use in source and binary forms",)),
+    ("ISC", ("permission to use, copy, modify, and/or distribute this software for any purpose",)),
+    ("MIT", ("permission is hereby granted, free of charge", "the above copyright notice")),
+]
+
+
+def spdx_of_text(text: str) -> str:
+    folded = " ".join(text.lower().split())
+    for spdx, phrases in _SIGNATURES:
+        if all(p in folded for p in phrases):
+            return spdx
+    return NOASSERTION
+
+
+def licence_of(git_dir: Path, rev: str = "HEAD") -> str:
+    """SPDX id of the licence file at the top of rev (the first one recognised), else NOASSERTION."""
+    try:
+        names = run_git(git_dir, "ls-tree", "--name-only", rev).splitlines()
+    except SourceError:  # an empty repository or an unreadable tree
+        return NOASSERTION
+    with BlobReader(git_dir) as blobs:
+        for name in sorted(n for n in names if LICENCE_FILE_RE.match(n)):
+            data = blobs.read(rev, name)
+            if data:
+                spdx = spdx_of_text(data.decode("utf-8", errors="replace"))
+                if spdx != NOASSERTION:
+                    return spdx
+    return NOASSERTION

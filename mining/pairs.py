@@ -1,0 +1,117 @@
+"""Function-level before/after pairs of one performance commit.
+
+For each kernel file the commit modified: the file at the parent and at the commit (one `cat-file --batch`
+process), the functions tree-sitter finds changed in it (mining.functions), and one PairRecord per function.
+Every file that gives no pair for a reason other than "no function changed" is reported as a FileSkip.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from mining.functions import FunctionChange, changed_functions, language_of
+from mining.gitlog import BlobReader, CommitMeta, FileDiff
+from perfforge.records import FoundBy, KernelKind, PairRecord, Target, code_hash
+
+
+@dataclass
+class FileSkip:
+    sha: str
+    path: str
+    reason: str  # missing_blob, binary_file, undecodable, file_too_large, huge_diff, unsupported_language
+
+
+@dataclass
+class CommitContext:
+    """What every pair of one commit shares."""
+
+    repo: str
+    repo_url: str
+    licence: str
+    meta: CommitMeta
+    perf_score: float
+    category: str
+    evidence: list[str]
+    found_by: FoundBy
+
+
+def decode_source(data: bytes) -> str | None:
+    """Text of a source file; None for binary content. Non-UTF-8 files (Latin-1 comments in old C code)
+    are read as Latin-1, which never fails and keeps every byte."""
+    if b"\0" in data[:8000]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def target_of(language: str, kind: KernelKind, file_text: str) -> Target:
+    if kind == KernelKind.TRITON_KERNEL:
+        return Target.TRITON
+    if kind == KernelKind.OPENCL_KERNEL or language == "opencl":
+        return Target.OPENCL
+    if language == "cuda":
+        return Target.HIP if "hip_runtime" in file_text or "__HIP_PLATFORM" in file_text else Target.CUDA
+    if language == "python" and ("cutlass" in file_text or "cuda" in file_text):
+        return Target.CUDA
+    return Target.CPU
+
+
+def pairs_of_commit(context: CommitContext, diffs: list[FileDiff], blobs: BlobReader,
+                    max_file_bytes: int) -> tuple[list[PairRecord], list[FileSkip]]:
+    pairs: list[PairRecord] = []
+    skips: list[FileSkip] = []
+    parent = context.meta.parents[0] if context.meta.parents else ""
+    for diff in diffs:
+        if diff.status != "modified" or not parent:
+            continue  # added or deleted files have no before/after function
+        result = _file_pairs(context, diff, parent, blobs, max_file_bytes)
+        if isinstance(result, FileSkip):
+            skips.append(result)
+        else:
+            pairs.extend(result)
+    return pairs, skips
+
+
+def _file_pairs(context: CommitContext, diff: FileDiff, parent: str, blobs: BlobReader,
+                max_file_bytes: int) -> list[PairRecord] | FileSkip:
+    sha = context.meta.sha
+
+    def skip(reason: str) -> FileSkip:
+        return FileSkip(sha, diff.path, reason)
+
+    language = language_of(diff.path)
+    if language is None:
+        return skip("unsupported_language")
+    if diff.is_binary:
+        return skip("binary_file")
+    if diff.truncated:
+        return skip("huge_diff")
+    before_bytes, after_bytes = blobs.read(parent, diff.path), blobs.read(sha, diff.path)
+    if before_bytes is None or after_bytes is None:
+        return skip("missing_blob")
+    if max(len(before_bytes), len(after_bytes)) > max_file_bytes:
+        return skip("file_too_large")
+    before, after = decode_source(before_bytes), decode_source(after_bytes)
+    if before is None or after is None:
+        return skip("undecodable")
+    file_diff = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
+                                             f"a/{diff.path}", f"b/{diff.path}"))
+    return [_pair(context, diff.path, language, change, before, after, file_diff, parent)
+            for change in changed_functions(before, after, language)]
+
+
+def _pair(context: CommitContext, path: str, language: str, change: FunctionChange, before: str, after: str,
+          file_diff: str, parent: str) -> PairRecord:
+    meta = context.meta
+    return PairRecord(
+        repo=context.repo, repo_url=context.repo_url, commit=meta.sha, parent=parent, date=meta.date, path=path,
+        licence=context.licence, found_by=context.found_by.value, language=language,
+        target=target_of(language, change.kind, after).value, kernel_name=change.name,
+        kernel_kind=change.kind.value, function_before=change.before.code, function_after=change.after.code,
+        file_before=before, file_after=after, diff=file_diff,
+        code_hash=code_hash(change.before.code, change.after.code, language),
+        perf_score=context.perf_score, category=context.category, evidence=context.evidence,
+        message=meta.message)

@@ -1,0 +1,314 @@
+"""`perfforge mine`: git histories in, commits.parquet + pairs.parquet + stats.json out.
+
+Stage one runs in the main process, per repository: a `--shared` bare clone, metadata and changed paths of
+every commit in one git stream, the prefilter. Its survivors are cut into chunks of `chunk_size` commits;
+stage two runs the chunks in `jobs` worker processes (each with its own `--shared` clone per repository):
+patches, classification, the optional LLM judge, function-level pairs. Each finished chunk is a shard file
+written atomically under OUT/.work/shards, so an interrupted run redoes only unfinished chunks. The merge
+deduplicates pairs across all repositories and writes the outputs atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from mining.classify import Classification, classify_commit
+from mining.config import MINER_VERSION, MineConfig
+from mining.dedup import deduplicate
+from mining.gitlog import BlobReader, CommitMeta, StreamFailure, iter_commit_meta, iter_patches, list_shas, shared_clone
+from mining.judge import apply_judgement, judge_commit
+from mining.licence import licence_of
+from mining.pairs import CommitContext, pairs_of_commit
+from mining.prefilter import kernel_python_files_at, prefilter
+from mining.sources import Source, resolve_sources
+from perfforge.errors import BackendError, ConfigError
+from perfforge.io import read_json, write_json, write_parquet
+from perfforge.llm_client import ChatClient
+from perfforge.records import COMMIT_FEATURES, PAIR_FEATURES, SCHEMA_VERSION, Category, CommitRecord, FoundBy, as_row
+
+FINGERPRINT_FILE = "fingerprint.txt"
+# How many failure examples per repository the stats keep (all are counted).
+MAX_FAILURE_EXAMPLES = 50
+
+
+@dataclass
+class RepoPlan:
+    """Stage one's result for one repository."""
+
+    source: Source
+    licence: str
+    commits_total: int
+    candidates: list[CommitMeta]
+    kernel_files: dict[str, list[str]]
+    prefilter_counts: dict[str, int]
+    failures: list[dict[str, str]]
+    seconds: float
+
+
+@dataclass
+class ChunkTask:
+    """One unit of stage two: picklable, self-contained."""
+
+    repo: str
+    repo_url: str
+    git_dir: Path
+    licence: str
+    commits: list[CommitMeta]
+    kernel_files: dict[str, list[str]]
+    shard_path: Path
+    clones_dir: Path
+    config: MineConfig
+
+
+@dataclass
+class MineResult:
+    out: Path
+    stats: dict[str, Any]
+    interrupted: bool = False
+    paths: dict[str, Path] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- stage one
+
+
+def plan_repo(source: Source, clones_dir: Path, config: MineConfig) -> RepoPlan:
+    started = time.perf_counter()
+    git_dir = shared_clone(source.git_dir, clones_dir / "main" / (_key(source.name) + ".git"))
+    shas = list_shas(git_dir, config.rev)
+    kernel_py_files = kernel_python_files_at(git_dir, config.rev)
+    failures: list[StreamFailure] = []
+    counts: Counter[str] = Counter()
+    candidates: list[CommitMeta] = []
+    kernel_files: dict[str, list[str]] = {}
+    for meta in iter_commit_meta(git_dir, shas, failures):
+        result = prefilter(meta, kernel_py_files)
+        counts[result.reason] += 1
+        if result.is_candidate:
+            candidates.append(meta)
+            kernel_files[meta.sha] = result.kernel_files
+    return RepoPlan(source=source, licence=licence_of(git_dir, config.rev), commits_total=len(shas),
+                    candidates=candidates, kernel_files=kernel_files, prefilter_counts=dict(counts),
+                    failures=[{"sha": f.sha, "path": "", "reason": "missing_object: " + f.reason} for f in failures],
+                    seconds=time.perf_counter() - started)
+
+
+def _key(name: str) -> str:
+    return name.replace("/", "+")
+
+
+def chunk_tasks(plan: RepoPlan, work_dir: Path, config: MineConfig) -> list[ChunkTask]:
+    tasks = []
+    for start in range(0, len(plan.candidates), config.chunk_size):
+        commits = plan.candidates[start:start + config.chunk_size]
+        chunk_id = hashlib.sha1("".join(c.sha for c in commits).encode()).hexdigest()[:16]
+        tasks.append(ChunkTask(
+            repo=plan.source.name, repo_url=plan.source.url, git_dir=plan.source.git_dir, licence=plan.licence,
+            commits=commits, kernel_files={c.sha: plan.kernel_files[c.sha] for c in commits},
+            shard_path=work_dir / "shards" / _key(plan.source.name) / f"{chunk_id}.json",
+            clones_dir=work_dir / "clones", config=config))
+    return tasks
+
+
+# ---------------------------------------------------------------- stage two (worker processes)
+
+_WORKER_CLONES: dict[str, Path] = {}
+
+
+def _worker_clone(task: ChunkTask) -> Path:
+    """This process's own shared clone of the task's repository (made once per process)."""
+    if task.repo not in _WORKER_CLONES:
+        dest = task.clones_dir / str(os.getpid()) / (_key(task.repo) + ".git")
+        _WORKER_CLONES[task.repo] = shared_clone(task.git_dir, dest)
+    return _WORKER_CLONES[task.repo]
+
+
+def run_chunk(task: ChunkTask) -> int:
+    """Classify the chunk's commits, extract pairs of the perf ones, write the shard; returns commits done."""
+    started = time.perf_counter()
+    git_dir = _worker_clone(task)
+    config = task.config
+    judge = ChatClient(config.judge_url, config.judge_model, timeout_s=60.0) if config.judge_url else None
+    judge_counts: Counter[str] = Counter()
+    failures: list[StreamFailure] = []
+    by_sha = {c.sha: c for c in task.commits}
+    commits, pairs, skips = [], [], []
+    with BlobReader(git_dir) as blobs:
+        for sha, diffs in iter_patches(git_dir, list(by_sha), task.kernel_files, config.max_patch_lines, failures):
+            meta = by_sha[sha]
+            classification, found_by = _classify(meta, diffs, config, judge, judge_counts)
+            commit_pairs = []
+            if classification.perf_score >= config.perf_threshold:
+                context = CommitContext(task.repo, task.repo_url, task.licence, meta, classification.perf_score,
+                                        classification.category.value, classification.evidence, found_by)
+                commit_pairs, file_skips = pairs_of_commit(context, diffs, blobs, config.max_file_bytes)
+                skips.extend(asdict(s) for s in file_skips)
+                pairs.extend(as_row(p) for p in commit_pairs)
+            commits.append(as_row(_commit_record(task.repo, meta, task.kernel_files[sha], classification, found_by,
+                                                 config.perf_threshold, len(commit_pairs))))
+    skips.extend({"sha": f.sha, "path": "", "reason": "missing_object: " + f.reason} for f in failures)
+    write_json(task.shard_path, {"commits": commits, "pairs": pairs, "failures": skips,
+                                 "judge": dict(judge_counts), "seconds": time.perf_counter() - started})
+    return len(task.commits)
+
+
+def _classify(meta: CommitMeta, diffs: list, config: MineConfig, judge: ChatClient | None,
+              judge_counts: Counter[str]) -> tuple[Classification, FoundBy]:
+    rules = classify_commit(meta.message, diffs)
+    if judge is None or not config.judge_band_low <= rules.perf_score <= config.judge_band_high:
+        return rules, FoundBy.MINED_RULES
+    judge_counts["asked"] += 1
+    try:
+        judgement = judge_commit(judge, meta.message, diffs)
+    except BackendError:
+        judge_counts["endpoint_errors"] += 1
+        return rules, FoundBy.MINED_RULES
+    if judgement is None:
+        judge_counts["unparsable_answers"] += 1
+        return rules, FoundBy.MINED_RULES
+    judge_counts["answered"] += 1
+    judged = apply_judgement(rules, judgement)
+    if (judged.perf_score >= config.perf_threshold) != (rules.perf_score >= config.perf_threshold):
+        judge_counts["changed_decision"] += 1
+    return judged, FoundBy.MINED_LLM_JUDGE
+
+
+def _commit_record(repo: str, meta: CommitMeta, kernel_files: list[str], classification: Classification,
+                   found_by: FoundBy, threshold: float, n_pairs: int) -> CommitRecord:
+    is_perf = classification.perf_score >= threshold
+    return CommitRecord(
+        repo=repo, sha=meta.sha, parent=meta.parents[0] if meta.parents else "", date=meta.date,
+        message=meta.message, files=meta.files, kernel_files=kernel_files, is_perf=is_perf,
+        perf_score=classification.perf_score,
+        category=classification.category.value if is_perf else Category.NONE.value,
+        evidence=classification.evidence, found_by=found_by.value, n_pairs=n_pairs)
+
+
+# ---------------------------------------------------------------- orchestration
+
+
+def check_work_dir(work_dir: Path, config: MineConfig) -> None:
+    """Resume only work made under the same options; --overwrite starts afresh."""
+    marker = work_dir / FINGERPRINT_FILE
+    if config.overwrite and work_dir.exists():
+        shutil.rmtree(work_dir)
+    if marker.exists() and marker.read_text().strip() != config.fingerprint():
+        raise ConfigError(f"{config.out} holds unfinished work made with other options; rerun with the same "
+                          "options to resume it, or pass --overwrite to start afresh")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(config.fingerprint() + "\n")
+
+
+def mine(config: MineConfig) -> MineResult:
+    work_dir = config.out / ".work"
+    check_work_dir(work_dir, config)
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    sources = resolve_sources(config.sources, work_dir / "repos")
+    plans = [plan_repo(source, work_dir / "clones", config) for source in sources]
+    tasks = [task for plan in plans for task in chunk_tasks(plan, work_dir, config)]
+    interrupted = not _run_tasks([t for t in tasks if not t.shard_path.exists()], config)
+    if interrupted:
+        return MineResult(out=config.out, stats={}, interrupted=True)
+    stats = _merge(plans, tasks, config, started_at)
+    shutil.rmtree(work_dir / "clones", ignore_errors=True)
+    return MineResult(out=config.out, stats=stats, paths={name: config.out / name for name in
+                                                           ("commits.parquet", "pairs.parquet", "stats.json")})
+
+
+def _run_tasks(todo: list[ChunkTask], config: MineConfig) -> bool:
+    """Run chunks (in-process for --jobs 1); False if interrupted. Finished shards are kept either way."""
+    total = sum(len(t.commits) for t in todo)
+    with tqdm(total=total, unit="commit", desc="mining", disable=not config.progress or not todo) as bar:
+        if config.jobs == 1:
+            try:
+                for task in todo:
+                    bar.update(run_chunk(task))
+            except KeyboardInterrupt:
+                return False
+            return True
+        executor = ProcessPoolExecutor(max_workers=config.jobs)
+        try:
+            pending: set[Future[int]] = {executor.submit(run_chunk, task) for task in todo}
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    bar.update(future.result())
+        except KeyboardInterrupt:
+            executor.shutdown(wait=False, cancel_futures=True)
+            return False
+        executor.shutdown()
+    return True
+
+
+def _merge(plans: list[RepoPlan], tasks: list[ChunkTask], config: MineConfig, started_at: str) -> dict[str, Any]:
+    shards_by_repo: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        shards_by_repo.setdefault(task.repo, []).append(read_json(task.shard_path))
+    commits = [c for shards in shards_by_repo.values() for s in shards for c in s["commits"]]
+    pairs_all = [p for shards in shards_by_repo.values() for s in shards for p in s["pairs"]]
+    pairs, dedup_stats = deduplicate(pairs_all, config.near_duplicate_jaccard)
+    kept_per_commit = Counter((p["repo"], p["commit"]) for p in pairs)
+    for commit in commits:
+        commit["n_pairs"] = kept_per_commit[(commit["repo"], commit["sha"])]
+    commits.sort(key=lambda c: (c["repo"], c["date"], c["sha"]))
+    write_parquet(config.out / "commits.parquet", commits, COMMIT_FEATURES)
+    write_parquet(config.out / "pairs.parquet", pairs, PAIR_FEATURES)
+    stats = _stats(plans, shards_by_repo, commits, pairs, len(pairs_all), dedup_stats, config, started_at)
+    write_json(config.out / "stats.json", stats)
+    return stats
+
+
+def _repo_stats(plan: RepoPlan, shards: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    failures = plan.failures + [f for s in shards for f in s["failures"]]
+    repo_commits = [c for s in shards for c in s["commits"]]
+    stage2_seconds = sum(s["seconds"] for s in shards)
+    return {
+        "url": plan.source.url, "licence": plan.licence, "commits_total": plan.commits_total,
+        "prefilter": plan.prefilter_counts, "candidates": len(plan.candidates),
+        "perf_commits": sum(1 for c in repo_commits if c["is_perf"]),
+        "pairs_before_dedup": sum(len(s["pairs"]) for s in shards),
+        "pairs": sum(1 for p in pairs if p["repo"] == plan.source.name),
+        "failures": dict(Counter(f["reason"].split(":")[0] for f in failures)),
+        "failure_examples": failures[:MAX_FAILURE_EXAMPLES],
+        "stage1_seconds": round(plan.seconds, 3),
+        "prefilter_commits_per_s": round(plan.commits_total / plan.seconds, 1) if plan.seconds else None,
+        "stage2_worker_seconds": round(stage2_seconds, 3),
+    }
+
+
+def _stats(plans: list[RepoPlan], shards_by_repo: dict[str, list[dict[str, Any]]], commits: list[dict[str, Any]],
+           pairs: list[dict[str, Any]], pairs_before_dedup: int, dedup_stats: Any, config: MineConfig,
+           started_at: str) -> dict[str, Any]:
+    judge: Counter[str] = Counter()
+    for shards in shards_by_repo.values():
+        for shard in shards:
+            judge.update(shard["judge"])
+    repos = {plan.source.name: _repo_stats(plan, shards_by_repo.get(plan.source.name, []), pairs) for plan in plans}
+    perf = [c for c in commits if c["is_perf"]]
+    return {
+        "schema_version": SCHEMA_VERSION, "miner_version": MINER_VERSION, "started_at": started_at,
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
+        "totals": {
+            "repositories": len(plans), "commits_total": sum(p.commits_total for p in plans),
+            "candidates": len(commits), "perf_commits": len(perf), "pairs_before_dedup": pairs_before_dedup,
+            "exact_duplicates": dedup_stats.exact_duplicates, "near_duplicates": dedup_stats.near_duplicates,
+            "pairs": len(pairs), "failures": sum(sum(r["failures"].values()) for r in repos.values()),
+        },
+        "perf_commit_categories": dict(Counter(c["category"] for c in perf).most_common()),
+        "pair_categories": dict(Counter(p["category"] for p in pairs).most_common()),
+        "pair_kernel_kinds": dict(Counter(p["kernel_kind"] for p in pairs).most_common()),
+        "pair_languages": dict(Counter(p["language"] for p in pairs).most_common()),
+        "judge": dict(judge),
+        "repos": repos,
+    }

@@ -1,0 +1,99 @@
+"""The `perfforge` command: one subcommand per stage, each a small object whose flags come from its config
+dataclass (perfforge.config). Errors a user can fix print one line and exit 2; an interrupted long job
+keeps its finished work, says how to resume, and exits 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from perfforge import __version__
+from perfforge.config import add_arguments, from_namespace
+from perfforge.errors import PerfforgeError
+
+
+@dataclasses.dataclass(frozen=True)
+class Subcommand:
+    name: str
+    help: str
+    config_cls: Callable[[], type]  # imported lazily: `perfforge card` should not import the miner
+    run: Callable[[Any], int]
+
+
+def _mine_config() -> type:
+    from mining.config import MineConfig
+    return MineConfig
+
+
+def _run_mine(config: Any) -> int:
+    from mining.pipeline import mine
+    result = mine(config)
+    if result.interrupted:
+        print(f"interrupted: finished work is kept in {config.out}; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    totals = result.stats["totals"]
+    print(f"mined {totals['repositories']} repositories: {totals['commits_total']} commits, "
+          f"{totals['candidates']} candidates, {totals['perf_commits']} performance commits, "
+          f"{totals['pairs']} pairs ({totals['exact_duplicates']} exact and {totals['near_duplicates']} near "
+          f"duplicates removed), {totals['failures']} failures skipped")
+    print("categories: " + json.dumps(result.stats["perf_commit_categories"]))
+    for name, path in result.paths.items():
+        print(f"{name:>16}: {path}")
+    return 0
+
+
+def _card_config() -> type:
+    from perfforge.card import CardConfig
+    return CardConfig
+
+
+def _run_card(config: Any) -> int:
+    from perfforge.card import write_card
+    print(f"card: {write_card(config)}")
+    return 0
+
+
+SUBCOMMANDS = {
+    command.name: command for command in (
+        Subcommand("mine", "mine git histories into a dataset of performance commits and function pairs",
+                   _mine_config, _run_mine),
+        Subcommand("card", "write the dataset card of a mined dataset into data_cards/", _card_config, _run_card),
+    )
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="perfforge", description="GPU and CPU performance engineering "
+                                     "with local models: datasets, profiles, validation, optimisation.")
+    parser.add_argument("--version", action="version", version=f"perfforge {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in SUBCOMMANDS.values():
+        sub = commands.add_parser(command.name, help=command.help, description=command.help)
+        sub.add_argument("--config", help="YAML file of options (flags override it)", default=None)
+        add_arguments(sub, command.config_cls())
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = SUBCOMMANDS[args.command]
+    try:
+        config = from_namespace(command.config_cls(), args)
+        return command.run(config)
+    except PerfforgeError as exc:
+        print(f"perfforge: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Atomic writes: a result is either absent or whole, never half-written.
+
+Everything is written to `<name>.incomplete` in the destination directory and renamed into place, the
+habit of HF datasets' builder: an interrupted job leaves only `.incomplete` files, which the next run ignores
+and overwrites.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+INCOMPLETE_SUFFIX = ".incomplete"
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + INCOMPLETE_SUFFIX)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_text(path: Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_parquet(path: Path, rows: list[dict[str, Any]], features: datasets.Features) -> None:
+    """Rows written with HF datasets under the given features (an empty list gives an empty, typed table)."""
+    dataset = datasets.Dataset.from_list(rows, features=features)
+    with atomic_path(path) as tmp:
+        dataset.to_parquet(str(tmp))
+
+
+def read_parquet(path: Path) -> datasets.Dataset:
+    return datasets.Dataset.from_parquet(str(path))

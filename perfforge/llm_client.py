@@ -1,0 +1,64 @@
+"""A small client for any OpenAI-compatible chat endpoint (vLLM, llama.cpp's server, a commercial API).
+
+Standard library only, so every stage (and the GPU machine, which lacks the model stack) can import it.
+Timeouts and retries are explicit; an endpoint that is down, or does not serve the named model, raises
+BackendError with a message that says which and what to change.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from perfforge.errors import BackendError
+
+# Back-off between retries, seconds: transient failures (a server still loading, a 503 under load) usually
+# clear within a few seconds; three tries keep a dead endpoint from stalling a run for long.
+RETRY_DELAYS_S = (1.0, 3.0)
+
+
+@dataclass
+class ChatClient:
+    base_url: str  # e.g. http://127.0.0.1:8000/v1
+    model: str
+    api_key: str = "EMPTY"
+    timeout_s: float = 120.0
+
+    def chat(self, messages: list[dict[str, str]], *, max_tokens: int = 512, temperature: float = 0.0,
+             n: int = 1) -> list[str]:
+        """The n completions' texts for one chat request."""
+        body = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
+                "temperature": temperature, "n": n}
+        response = self._post("/chat/completions", body)
+        try:
+            return [choice["message"]["content"] or "" for choice in response["choices"]]
+        except (KeyError, TypeError) as exc:
+            raise BackendError(f"{self.base_url} answered without choices ({exc}); is it OpenAI-compatible?") from None
+
+    def _post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:
+        url = self.base_url.rstrip("/") + route
+        data = json.dumps(body).encode()
+        last_error = ""
+        for delay in (*RETRY_DELAYS_S, None):
+            request = urllib.request.Request(url, data=data, method="POST", headers={
+                "Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"})
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as reply:
+                    return json.loads(reply.read().decode())
+            except urllib.error.HTTPError as exc:
+                detail = exc.read().decode(errors="replace")[:300]
+                if exc.code == 404 or (exc.code == 400 and "model" in detail.lower()):
+                    raise BackendError(f"{url} does not serve model {self.model!r} (HTTP {exc.code}: {detail}); "
+                                       "pass the served model name") from None
+                if exc.code < 500 and exc.code != 429:
+                    raise BackendError(f"{url} refused the request (HTTP {exc.code}): {detail}") from None
+                last_error = f"HTTP {exc.code}: {detail}"
+            except (urllib.error.URLError, TimeoutError, ConnectionError, json.JSONDecodeError) as exc:
+                last_error = str(getattr(exc, "reason", exc))
+            if delay is not None:
+                time.sleep(delay)
+        raise BackendError(f"model endpoint {url} is not answering ({last_error}); start the server or fix the URL")

@@ -1,0 +1,276 @@
+"""The record: one row per before/after pair, and the commit rows mining keeps.
+
+Fields are grouped by the stage that fills them (provenance and code from mining or synthesis, the perf
+classification from mining, profiles from profiling/). Every row carries SCHEMA_VERSION; a reader that meets
+another major version refuses it instead of guessing. Each field carries its documentation
+(`field_docs`), from which docs/records.md and the data cards' field tables are generated.
+
+Closed sets are enums whose values are the strings stored in parquet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
+from typing import Any
+
+import datasets
+
+# Bump the minor version for added nullable fields, the major version for renamed or removed ones.
+SCHEMA_VERSION = "1.0"
+
+
+class Category(str, Enum):
+    """What kind of performance change a commit or pair is (the optimisation technique that dominates)."""
+
+    MEMORY_ACCESS = "memory_access"  # coalescing, access patterns, strides
+    SHARED_MEMORY = "shared_memory"  # staging through shared memory, bank conflicts
+    ATOMICS = "atomics"  # atomic contention, reductions replacing atomics
+    PARALLELISM = "parallelism"  # launch configuration, occupancy, streams, OpenMP, more parallel work
+    VECTORIZATION = "vectorization"  # float4 / x128 / SIMD intrinsics / vector types
+    TILING = "tiling"  # blocking, tile sizes
+    FUSION = "fusion"  # fusing kernels or operations
+    ALGORITHMIC = "algorithmic"  # better algorithm, less redundant work, faster library routine
+    PRECISION = "precision"  # lower-precision types for speed
+    REGISTER_PRESSURE = "register_pressure"  # registers, spills, launch bounds
+    BRANCH_DIVERGENCE = "branch_divergence"
+    CACHING = "caching"  # reuse, avoiding recomputation, copies, allocations; memory footprint
+    OTHER = "other"  # autotune tables, compiler flags, anything else performance-related
+    NONE = "none"  # not a performance change
+
+
+class KernelKind(str, Enum):
+    """What the changed function is, as tree-sitter sees it."""
+
+    CUDA_KERNEL = "cuda_kernel"  # __global__ function (CUDA or HIP)
+    DEVICE_FUNCTION = "device_function"  # __device__ (not __global__) function
+    TRITON_KERNEL = "triton_kernel"  # Python function decorated with @triton.jit (or a triton decorator)
+    OPENMP_REGION = "openmp_region"  # C/C++/Fortran function containing an OpenMP pragma
+    HOST_FUNCTION = "host_function"  # any other C, C++, CUDA host or Fortran function
+    PYTHON_FUNCTION = "python_function"  # any other Python function
+    OPENCL_KERNEL = "opencl_kernel"  # __kernel function in OpenCL C
+
+
+class Target(str, Enum):
+    """Where the code runs; decides which profiler and validator apply."""
+
+    CUDA = "cuda"
+    TRITON = "triton"
+    CPU = "cpu"
+    HIP = "hip"
+    OPENCL = "opencl"
+    METAL = "metal"
+
+
+class FoundBy(str, Enum):
+    """How a record entered the dataset."""
+
+    MINED_RULES = "mined:rules"  # the rule classifier decided alone
+    MINED_LLM_JUDGE = "mined:llm-judge"  # the rule score was uncertain and the LLM judge decided
+    SYNTHETIC_PATTERN = "synthetic:pattern"  # generated from the pattern catalogue
+    SYNTHETIC_COMMIT = "synthetic:commit"  # a runnable task synthesised from a mined commit
+
+
+def _doc(text: str, **default: Any) -> Any:
+    """A dataclass field with its documentation (the README's field table and data cards read it)."""
+    if "factory" in default:
+        return field(default_factory=default["factory"], metadata={"doc": text})
+    if "default" in default:
+        return field(default=default["default"], metadata={"doc": text})
+    return field(metadata={"doc": text})
+
+
+@dataclass
+class CommitRecord:
+    """One commit that passed the prefilter (commits.parquet)."""
+
+    repo: str = _doc("repository: owner/name for URLs, the directory name for local repositories")
+    sha: str = _doc("commit id (40 hex digits)")
+    parent: str = _doc("first parent's id; empty for a root commit")
+    date: str = _doc("author date, ISO 8601, UTC")
+    message: str = _doc("full commit message")
+    files: list[str] = _doc("every path the commit changed")
+    kernel_files: list[str] = _doc("the changed paths that hold kernels: the prefilter's reason to keep the commit")
+    is_perf: bool = _doc("perf_score reached the run's perf_threshold")
+    perf_score: float = _doc("classifier score in [0, 1]: the probability-like weight of the evidence")
+    category: str = _doc("Category value: the dominant optimisation technique; none when not is_perf")
+    evidence: list[str] = _doc("the signals that decided score and category, strongest first")
+    found_by: str = _doc("FoundBy value: mined:rules, or mined:llm-judge when the LLM judge decided")
+    n_pairs: int = _doc("function-level pairs kept from this commit after deduplication")
+    schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
+
+
+@dataclass
+class Timing:
+    """Timing statistics of one measured run."""
+
+    median_ms: float = _doc("median duration of one call, milliseconds")
+    p10_ms: float = _doc("10th percentile, milliseconds")
+    p90_ms: float = _doc("90th percentile, milliseconds")
+    trials: int = _doc("timed calls after warm-up")
+    method: str = _doc("how it was timed: cuda_events, monotonic_clock, ...")
+
+
+@dataclass
+class CounterValue:
+    """One hardware or simulator counter."""
+
+    name: str = _doc("the tool's metric name, e.g. ncu dram__throughput.avg.pct_of_peak_sustained_elapsed")
+    value: float = _doc("the value, in unit")
+    unit: str = _doc("unit as the tool reports it: %, byte, cycle, inst, ...")
+
+
+@dataclass
+class Stall:
+    """Share of sampled warp stalls with one reason."""
+
+    reason: str = _doc("stall reason, e.g. long_scoreboard, mio_throttle, barrier")
+    share: float = _doc("fraction of sampled warp stalls, in [0, 1]")
+
+
+@dataclass
+class RooflinePoint:
+    """Where the kernel sits against the machine's measured peaks."""
+
+    arithmetic_intensity_flop_per_byte: float = _doc("FLOP per byte of DRAM traffic")
+    achieved_gflop_per_s: float = _doc("achieved GFLOP/s")
+    achieved_gbyte_per_s: float = _doc("achieved DRAM GB/s")
+    peak_gflop_per_s: float = _doc("the machine's peak GFLOP/s for the kernel's precision")
+    peak_gbyte_per_s: float = _doc("the machine's peak DRAM GB/s")
+
+
+@dataclass
+class HotLine:
+    """A source line that costs the most."""
+
+    line: int = _doc("1-based line in the edited source file")
+    code: str = _doc("the line's text")
+    share: float = _doc("fraction of samples (GPU) or of cost (CPU) on this line, in [0, 1]")
+    dominant_stall: str = _doc("the stall reason with most samples on the line; empty on the CPU")
+
+
+@dataclass
+class Diagnosis:
+    """A bottleneck found in a profile."""
+
+    name: str = _doc("registry name of the bottleneck, e.g. shared_memory_bank_conflicts")
+    severity: float = _doc("in [0, 1]; diagnoses are ranked by it")
+    evidence: list[str] = _doc("metric = value against threshold, and the source lines involved")
+
+
+@dataclass
+class Profile:
+    """A measured profile of one version of a kernel, with the machine it was measured on."""
+
+    machine: str = _doc("GPU or CPU model, clocks where readable")
+    tool_versions: str = _doc("driver, compiler, profiler versions")
+    timing: Timing = _doc("timing statistics")
+    counters: list[CounterValue] = _doc("hardware or simulator counters", factory=list)
+    stalls: list[Stall] = _doc("warp-state stall breakdown", factory=list)
+    roofline: RooflinePoint | None = _doc("roofline point; None where the target has none", default=None)
+    hot_lines: list[HotLine] = _doc("costliest source lines", factory=list)
+    diagnoses: list[Diagnosis] = _doc("bottlenecks, most severe first", factory=list)
+
+
+@dataclass
+class PairRecord:
+    """One function-level before/after pair (pairs.parquet)."""
+
+    # provenance: mining or synthesis
+    repo: str = _doc("repository: owner/name for URLs, the directory name for local repositories")
+    repo_url: str = _doc("where the repository was read from (URL or absolute path)")
+    commit: str = _doc("the commit that made the change")
+    parent: str = _doc("its first parent: the before side")
+    date: str = _doc("author date of the commit, ISO 8601, UTC")
+    path: str = _doc("the changed file's path")
+    licence: str = _doc("SPDX id of the repository's licence at the mined revision; NOASSERTION when unknown")
+    found_by: str = _doc("FoundBy value: mined:rules, mined:llm-judge, synthetic:pattern, synthetic:commit")
+    # what the code is
+    language: str = _doc("source language: cuda, c, cpp, opencl, python, fortran")
+    target: str = _doc("Target value: where it runs (cuda, triton, cpu, hip, opencl, metal)")
+    kernel_name: str = _doc("the function's qualified name (Class::method, Class.method)")
+    kernel_kind: str = _doc("KernelKind value: cuda_kernel, device_function, triton_kernel, openmp_region, ...")
+    # the code
+    function_before: str = _doc("the function's source at the parent")
+    function_after: str = _doc("the function's source at the commit")
+    file_before: str = _doc("the whole file at the parent")
+    file_after: str = _doc("the whole file at the commit")
+    diff: str = _doc("unified diff of the whole file")
+    code_hash: str = _doc("formatting-blind hash of (function_before, function_after), for deduplication")
+    # the classification: mining
+    perf_score: float = _doc("the commit's classifier score in [0, 1]")
+    category: str = _doc("Category value: the commit's dominant optimisation technique")
+    evidence: list[str] = _doc("the signals that decided score and category, strongest first")
+    message: str = _doc("the commit message")
+    # measured later by profiling/; None until then
+    profile_before: Profile | None = _doc("profile of the before version; None until profiled", default=None)
+    profile_after: Profile | None = _doc("profile of the after version; None until profiled", default=None)
+    schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
+
+
+def _features_of(cls: type) -> dict[str, Any]:
+    return {f.name: _feature_for(f.type) for f in fields(cls)}
+
+
+_SCALARS = {"str": datasets.Value("string"), "float": datasets.Value("float64"),
+            "int": datasets.Value("int64"), "bool": datasets.Value("bool")}
+_NESTED = {cls.__name__: cls for cls in (Timing, CounterValue, Stall, RooflinePoint, HotLine, Diagnosis, Profile)}
+
+
+def _feature_for(annotation: str) -> Any:
+    """datasets feature for a dataclass field annotation (annotations are strings under __future__)."""
+    annotation = annotation.replace(" | None", "")
+    if annotation in _SCALARS:
+        return _SCALARS[annotation]
+    if annotation.startswith("list["):
+        return datasets.List(_feature_for(annotation[5:-1]))
+    if annotation in _NESTED:
+        return _features_of(_NESTED[annotation])
+    raise TypeError(f"no datasets feature for annotation {annotation!r}")
+
+
+COMMIT_FEATURES = datasets.Features(_features_of(CommitRecord))
+PAIR_FEATURES = datasets.Features(_features_of(PairRecord))
+
+
+def field_docs(cls: type) -> list[tuple[str, str, str]]:
+    """(name, type, documentation) of every field of a record class."""
+    return [(f.name, str(f.type), f.metadata.get("doc", "")) for f in fields(cls)]
+
+
+# Every record class, in the order the documentation presents them.
+RECORD_CLASSES = (CommitRecord, PairRecord, Profile, Timing, CounterValue, Stall, RooflinePoint, HotLine, Diagnosis)
+
+
+def as_row(record: CommitRecord | PairRecord) -> dict[str, Any]:
+    """Plain dict for datasets (nested dataclasses become dicts, None stays None)."""
+    return asdict(record)
+
+
+_C_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_HASH_COMMENT_RE = re.compile(r"#[^\n]*")  # Python comments
+_FORTRAN_COMMENT_RE = re.compile(r"![^$\n][^\n]*|!$")  # `!` comments, keeping `!$omp` directives
+_SPACE_RE = re.compile(r"\s+")
+
+
+def normalise_code(code: str, language: str = "c") -> str:
+    """Code with comments and all white space removed, so that formatting-only differences vanish.
+
+    language is a mining language name (c, cpp, cuda, python, fortran); C-like languages keep their
+    preprocessor lines, pragmas included, because they change what the code does.
+    """
+    if language == "python":
+        stripped = _HASH_COMMENT_RE.sub("", code)
+    elif language == "fortran":
+        stripped = _FORTRAN_COMMENT_RE.sub("", code)
+    else:
+        stripped = _C_COMMENT_RE.sub("", code)
+    return _SPACE_RE.sub("", stripped)
+
+
+def code_hash(function_before: str, function_after: str, language: str = "c") -> str:
+    """Formatting-blind identity of a pair, for exact deduplication."""
+    payload = normalise_code(function_before, language) + "\0" + normalise_code(function_after, language)
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:32]

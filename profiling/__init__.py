@@ -1,0 +1,1 @@
+"""Profiling: build, run, time, counters, stalls, roofline, diagnosis, validation (issue: pipeline)."""

@@ -1,0 +1,1 @@
+"""Synthesis: pattern catalogue tasks and runnable tasks from mined commits (issue: synthesis)."""

@@ -1,0 +1,1 @@
+"""Training: LoRA SFT and preference training on the dataset (issue: training)."""
