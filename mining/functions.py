@@ -15,7 +15,7 @@ import importlib
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 import tree_sitter
@@ -57,7 +57,7 @@ class Function:
 
     name: str  # "ns::Class::method" in C++, "Class.method" for Python methods, the plain name otherwise
     kind: KernelKind
-    start_line: int  # 1-based, inclusive; includes decorators, a template<> header, an extern "C" prefix
+    start_line: int  # 1-based, inclusive; with decorators, template<> header, extern "C", attribute macro line
     end_line: int  # 1-based, inclusive
     code: str  # the whole lines start_line..end_line, without the final line break
 
@@ -165,18 +165,18 @@ def _c_functions(data: bytes, root: tree_sitter.Node, language: str) -> Iterable
     code_only = _blank_comments(data, _captures(language, "(comment) @comment", root))
     parsed = [_parsed_definition(node, code_only) for node in _captures(language, _DEFINITION_QUERY["c_family"], root)]
     recovered = [d for e in _captures(language, "(ERROR) @error", root) for d in _recovered_definitions(e, code_only)]
-    for definition in _outermost([d for d in parsed if d is not None] + recovered):
+    for definition in _trim_heads(_outermost([d for d in parsed if d is not None] + recovered), code_only):
         name = "::".join([*_c_scopes(definition.scope), _SPACE_RE.sub(" ", _text(definition.name_node))])
         kind = _c_kind(definition, code_only, language)
-        yield _function_at(data, definition.head.start_byte, definition.body_end, definition.head.start_point.row,
-                           name, kind)
+        yield _function_at(data, definition.head_start, definition.body_end, definition.head_row, name, kind)
 
 
 @dataclass(frozen=True)
 class _CDefinition:
     """Where the parts of one C-family definition lie: what its name, kind and lines are read from."""
 
-    head: tree_sitter.Node  # first node of the definition (template header, extern "C", attribute macro line)
+    head_start: int  # byte offset where the definition starts (template header, extern "C", attribute macro line)
+    head_row: int  # 0-based row of head_start
     name_node: tree_sitter.Node  # the declared name, qualified or not
     scope: tree_sitter.Node  # the node whose ancestors are the namespaces and classes qualifying the name
     body_start: int  # byte offset of the body's `{`
@@ -199,7 +199,8 @@ def _parsed_definition(definition: tree_sitter.Node, code_only: bytes) -> _CDefi
     body_end = body.end_byte
     if _CONDITIONAL_RE.search(code_only, body.start_byte, body.end_byte):
         body_end = min(body_end, _matching_brace_end(code_only, body.start_byte) or body_end)
-    return _CDefinition(_c_head(definition), name_node, definition, body.start_byte, body_end)
+    head = _c_head(definition)
+    return _CDefinition(head.start_byte, head.start_point.row, name_node, definition, body.start_byte, body_end)
 
 
 def _name_behind_attribute(declarator: tree_sitter.Node) -> tree_sitter.Node | None:
@@ -267,13 +268,9 @@ def _ends_with_missing(node: tree_sitter.Node) -> bool:
     return node.is_missing
 
 
-# Parts of a function's head as error recovery leaves them: `template <...> static __global__ void` and the like.
-_HEAD_PARTS = frozenset({
-    "primitive_type", "type_identifier", "sized_type_specifier", "qualified_identifier", "template_type",
-    "storage_class_specifier", "type_qualifier", "launch_bounds", "template_parameter_list", "attribute_specifier",
-    "attribute_declaration", "ms_declspec_modifier", "virtual", "placeholder_type_specifier",
-})
-_KEYWORD_RE = re.compile(r"\w+")
+# What may separate the end of the previous declaration from the head of a recovered definition: white space,
+# preprocessor lines (with their continuations) and access specifiers.
+_BEFORE_HEAD_RE = re.compile(rb"(?:\s+|#(?:[^\n\\]|\\.)*|(?:public|private|protected)\s*:(?!:))+", re.DOTALL)
 
 
 def _recovered_definitions(error: tree_sitter.Node, code_only: bytes) -> Iterable[_CDefinition]:
@@ -289,24 +286,26 @@ def _recovered_definitions(error: tree_sitter.Node, code_only: bytes) -> Iterabl
         body_end = _matching_brace_end(code_only, children[index].start_byte) if name_node else None
         if name_node is None or body_end is None:
             continue
-        first = index - 1
-        while first > 0 and _is_head_part(children[first - 1]):
-            first -= 1
-        yield _CDefinition(children[first], name_node, error, children[index].start_byte, body_end)
+        head_start = _recovered_head_start(code_only, name_node.start_byte)
+        yield _CDefinition(head_start, code_only.count(b"\n", 0, head_start), name_node, error,
+                           children[index].start_byte, body_end)
 
 
-def _is_head_part(node: tree_sitter.Node) -> bool:
-    return node.type in _HEAD_PARTS or (not node.is_named and _KEYWORD_RE.fullmatch(node.type) is not None)
+def _recovered_head_start(code_only: bytes, name_start: int) -> int:
+    """Start of the head ending at a recovered definition's name: just after the previous `;`, `{` or `}`.
+
+    Read from the text, not the tree: error recovery scatters the head (`template <...> static __global__
+    __cluster_dims__(4, 1, 1) void`) over nested ERROR nodes.
+    """
+    previous_end = max(code_only.rfind(delimiter, 0, name_start) for delimiter in (b";", b"{", b"}")) + 1
+    skipped = _BEFORE_HEAD_RE.match(code_only, previous_end, name_start)
+    return skipped.end() if skipped else previous_end
 
 
-# Braces, string and character literals (skipped whole), and conditional directives at the start of a line.
-_BRACE_TOKEN_RE = re.compile(
-    rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{}]|^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b',
-    re.MULTILINE,
-)
-
-
-_CONDITIONAL_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.MULTILINE)
+_CONDITIONAL = rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b"  # a conditional directive, its name captured
+_CONDITIONAL_RE = re.compile(_CONDITIONAL, re.MULTILINE)
+# Braces, string and character literals (matched whole, so that braces inside them are skipped), conditionals.
+_BRACE_TOKEN_RE = re.compile(rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{}]|' + _CONDITIONAL, re.MULTILINE)
 
 
 def _matching_brace_end(code_only: bytes, open_brace: int) -> int | None:
@@ -337,16 +336,37 @@ def _follow_conditional(skipping: list[bool], directive: str) -> None:
 
 
 def _outermost(definitions: list[_CDefinition]) -> list[_CDefinition]:
-    """The definitions not inside another one, in source order.
+    """The definitions not starting inside the body of another one, in source order.
 
-    C functions do not nest: a definition inside another is error recovery misreading part of a body (or, rarely,
-    the method of a class local to a function, which is part of that function's code anyway).
+    C functions do not nest: a definition in another's body is error recovery misreading part of that body (or,
+    rarely, the method of a class local to a function, which is part of that function's code anyway).
     """
     kept: list[_CDefinition] = []
-    for definition in sorted(definitions, key=lambda d: (d.head.start_byte, -d.body_end)):
-        if not kept or definition.head.start_byte >= kept[-1].body_end:
+    open_bodies: list[_CDefinition] = []  # kept definitions whose body may still hold the next head
+    for definition in sorted(definitions, key=lambda d: (d.head_start, -d.body_end)):
+        open_bodies = [other for other in open_bodies if other.body_end > definition.head_start]
+        if not any(other.body_start <= definition.head_start for other in open_bodies):
             kept.append(definition)
+            open_bodies.append(definition)
     return kept
+
+
+def _trim_heads(definitions: list[_CDefinition], code_only: bytes) -> list[_CDefinition]:
+    """definitions (in source order), each head cut after any other definition lying inside it.
+
+    Error recovery can read a whole misparsed kernel (recovered on its own from an ERROR node) as the head of the
+    next function: that function's head then starts, like a recovered one, after the previous `;`, `{` or `}`.
+    """
+    trimmed = []
+    for index, definition in enumerate(definitions):
+        # Definitions come sorted by head start and none starts in another's body: only the next one can lie in
+        # this head.
+        following = definitions[index + 1] if index + 1 < len(definitions) else None
+        if following is not None and following.body_end <= definition.body_start:
+            head_start = _recovered_head_start(code_only, definition.name_node.start_byte)
+            definition = replace(definition, head_start=head_start, head_row=code_only.count(b"\n", 0, head_start))
+        trimmed.append(definition)
+    return trimmed
 
 
 def _blank_comments(data: bytes, comments: list[tree_sitter.Node]) -> bytes:
@@ -371,7 +391,7 @@ def _c_scopes(scope: tree_sitter.Node) -> list[str]:
 
 
 def _c_kind(definition: _CDefinition, code_only: bytes, language: str) -> KernelKind:
-    head = code_only[definition.head.start_byte:definition.name_node.start_byte].decode("utf-8", "surrogatepass")
+    head = code_only[definition.head_start:definition.name_node.start_byte].decode("utf-8", "surrogatepass")
     if language == "opencl" and _OPENCL_KERNEL_RE.search(head):
         return KernelKind.OPENCL_KERNEL
     # Checked in every C-family language: HIP kernels often live in .cpp files.

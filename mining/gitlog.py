@@ -12,6 +12,7 @@ Everything here only reads the repository it is given.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -73,14 +74,23 @@ def is_git_dir(path: Path) -> bool:
 def shared_clone(source_git_dir: Path, dest: Path) -> Path:
     """A bare clone sharing the source's objects (no copy, milliseconds): all tools work on it, never on the
     source, because PyDriller/GitPython write to the repository they open (STACK.md) and concurrent
-    writers race on config.lock. It also gives mirrors without a `config` file one."""
-    if dest.exists():
+    writers race on config.lock. It also gives mirrors without a `config` file one.
+
+    An existing clone at dest is reused when it shares the same source; it is made under a temporary name
+    and renamed, so an interrupted clone is never mistaken for a finished one."""
+    alternates = dest / "objects" / "info" / "alternates"
+    source_objects = str((source_git_dir / "objects").resolve())
+    if alternates.exists() and alternates.read_text().strip() == source_objects:
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["git", "clone", "--bare", "--shared", "--quiet", str(source_git_dir), str(dest)],
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp = dest.with_name(dest.name + ".incomplete")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["git", "clone", "--bare", "--shared", "--quiet", str(source_git_dir), str(tmp)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise SourceError(f"cannot clone {source_git_dir}: {proc.stderr.strip()}")
+    tmp.rename(dest)
     return dest
 
 
@@ -101,8 +111,12 @@ def _stream(git_dir: Path, shas: list[str], args: list[str],
         proc = subprocess.Popen(["git", "--git-dir", str(git_dir), "-c", "core.quotepath=off", "diff-tree",
                                  "--stdin", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
-        proc.stdin.write(("\n".join(shas[start:]) + "\n").encode())
-        proc.stdin.close()
+        try:
+            proc.stdin.write(("\n".join(shas[start:]) + "\n").encode())
+            proc.stdin.close()
+        except BrokenPipeError:  # git exited before reading its input: the repository itself is unreadable
+            proc.wait()
+            raise SourceError(f"git diff-tree failed in {git_dir}: {proc.stderr.read().decode().strip()}") from None
         current: str | None = None
         lines: list[str] = []
         for raw in proc.stdout:

@@ -30,7 +30,7 @@ from mining.gitlog import BlobReader, CommitMeta, StreamFailure, iter_commit_met
 from mining.judge import apply_judgement, judge_commit
 from mining.licence import licence_of
 from mining.pairs import CommitContext, pairs_of_commit
-from mining.prefilter import kernel_python_files_at, prefilter
+from mining.prefilter import MAX_KERNEL_FILES, kernel_python_files_at, prefilter
 from mining.sources import Source, resolve_sources
 from perfforge.errors import BackendError, ConfigError
 from perfforge.io import read_json, write_json, write_parquet
@@ -122,15 +122,9 @@ def chunk_tasks(plan: RepoPlan, work_dir: Path, config: MineConfig) -> list[Chun
 
 # ---------------------------------------------------------------- stage two (worker processes)
 
-_WORKER_CLONES: dict[str, Path] = {}
-
-
 def _worker_clone(task: ChunkTask) -> Path:
-    """This process's own shared clone of the task's repository (made once per process)."""
-    if task.repo not in _WORKER_CLONES:
-        dest = task.clones_dir / str(os.getpid()) / (_key(task.repo) + ".git")
-        _WORKER_CLONES[task.repo] = shared_clone(task.git_dir, dest)
-    return _WORKER_CLONES[task.repo]
+    """This process's own shared clone of the task's repository, made by its first chunk in this process."""
+    return shared_clone(task.git_dir, task.clones_dir / str(os.getpid()) / (_key(task.repo) + ".git"))
 
 
 def run_chunk(task: ChunkTask) -> int:
@@ -299,6 +293,7 @@ def _stats(plans: list[RepoPlan], shards_by_repo: dict[str, list[dict[str, Any]]
         "schema_version": SCHEMA_VERSION, "miner_version": MINER_VERSION, "started_at": started_at,
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
+        "prefilter_max_kernel_files": MAX_KERNEL_FILES,
         "totals": {
             "repositories": len(plans), "commits_total": sum(p.commits_total for p in plans),
             "candidates": len(commits), "perf_commits": len(perf), "pairs_before_dedup": pairs_before_dedup,

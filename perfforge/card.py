@@ -19,7 +19,16 @@ import yaml
 
 from perfforge.errors import DatasetError
 from perfforge.io import read_json, write_text
-from perfforge.records import RECORD_CLASSES, SCHEMA_VERSION, field_docs
+from perfforge.records import (
+    RECORD_CLASSES,
+    SCHEMA_VERSION,
+    Category,
+    FoundBy,
+    KernelKind,
+    PairRecord,
+    Target,
+    field_docs,
+)
 
 REQUIRED_FILES = ("stats.json", "commits.parquet", "pairs.parquet")
 
@@ -38,10 +47,20 @@ def records_markdown() -> str:
              "Generated from perfforge/records.py by `python scripts/gen_record_docs.py`; do not edit by hand.\n"]
     for cls in RECORD_CLASSES:
         parts.append(f"## {cls.__name__}\n\n{(cls.__doc__ or '').strip()}\n")
-        parts.append("| field | type | meaning |\n|---|---|---|")
-        parts.extend(f"| `{name}` | `{kind}` | {doc} |" for name, kind, doc in field_docs(cls))
+        parts.append(_fields_table(cls))
         parts.append("")
+    parts.append("## Closed sets\n")
+    for enum in (Category, KernelKind, Target, FoundBy):
+        parts.append(f"- `{enum.__name__}` ({(enum.__doc__ or '').strip()}): "
+                     + ", ".join(f"`{member.value}`" for member in enum))
+    parts.append("")
     return "\n".join(parts)
+
+
+def _fields_table(cls: type) -> str:
+    rows = ["| field | type | meaning |", "|---|---|---|"]
+    rows.extend(f"| `{name}` | `{kind.replace('|', 'or')}` | {doc} |" for name, kind, doc in field_docs(cls))
+    return "\n".join(rows)
 
 
 def _load(dataset: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -105,14 +124,13 @@ def _sources_table(stats: dict[str, Any]) -> str:
 def render_card(name: str, stats: dict[str, Any], commits: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
     totals = stats["totals"]
     perf_categories = Counter(c["category"] for c in commits if c["is_perf"])
-    fields_md = "\n".join(f"| `{n}` | `{k}` | {d} |" for n, k, d in field_docs(RECORD_CLASSES[1]))
     config = stats["config"]
     return "\n".join([
         _header(name, stats, pairs),
         f"# {name}\n",
         "## Dataset Description\n",
         f"Function-level before/after pairs of performance changes mined from {totals['repositories']} git "
-        f"histor{'y' if totals['repositories'] == 1 else 'ies'} by perfforge {stats['miner_version']} "
+        f"histor{'y' if totals['repositories'] == 1 else 'ies'} by perfforge's miner v{stats['miner_version']} "
         f"(schema {stats['schema_version']}), {stats['finished_at']}. {totals['pairs']} pairs from "
         f"{totals['perf_commits']} performance commits out of {totals['candidates']} candidate commits "
         f"({totals['commits_total']} commits read).\n",
@@ -128,15 +146,16 @@ def render_card(name: str, stats: dict[str, Any], commits: list[dict[str, Any]],
         "### Performance commits by category\n", _table(perf_categories, ("category", "commits")) + "\n",
         "### Pairs by category\n", _table(Counter(p["category"] for p in pairs), ("category", "pairs")) + "\n",
         "### Pairs by kernel kind\n", _table(Counter(p["kernel_kind"] for p in pairs), ("kernel kind", "pairs")) + "\n",
-        "### Data Fields (pairs)\n", "| field | type | meaning |\n|---|---|---|\n" + fields_md + "\n",
+        "### Data Fields (pairs)\n", _fields_table(PairRecord) + "\n",
         "The full schema, commits and profiles included: docs/records.md in perfforge.\n",
         "## Dataset Creation\n",
-        "### Source Data\n", _sources_table(stats).split("\n", 2)[0] and
-        "Public or local git histories listed above, mined at revision "
+        "### Source Data\n",
+        "The git histories listed above (Sizes), mined at revision "
         f"`{config['rev']}`. Merges are skipped; each commit is compared with its first parent.\n",
         "### How it was built\n",
         "1. Prefilter on metadata and changed paths: commits touching kernel files (CUDA, HIP, OpenCL, C/C++, "
-        "Fortran, Python kernel DSLs) outside tests, docs and vendored code, and fewer than a mass change.\n"
+        "Fortran, Python kernel DSLs) outside tests, docs and vendored code, and not a mass change (more than "
+        f"{stats['prefilter_max_kernel_files']} kernel files).\n"
         "2. Classification from the message and the kernel files' diff (rule evidence, weights in "
         f"mining/classify.py), threshold {config['perf_threshold']}"
         + (f"; an LLM judge ({config['judge_model']}) decided scores in [{config['judge_band_low']}, "

@@ -47,7 +47,11 @@ def read_json(path: Path) -> Any:
 
 def write_parquet(path: Path, rows: list[dict[str, Any]], features: datasets.Features) -> None:
     """Rows written with HF datasets under the given features (an empty list gives an empty, typed table)."""
-    dataset = datasets.Dataset.from_list(rows, features=features)
+    datasets.disable_progress_bars()  # its per-write bars would bury the command's own progress and summary
+    if rows:
+        dataset = datasets.Dataset.from_list(rows, features=features)
+    else:  # from_list cannot infer columns from nothing
+        dataset = datasets.Dataset.from_dict({name: [] for name in features}, features=features)
     with atomic_path(path) as tmp:
         dataset.to_parquet(str(tmp))
 

@@ -88,18 +88,24 @@ def test_hip_kernel_in_a_cpp_file_is_a_cuda_kernel() -> None:
     assert kinds(source, "cpp") == {"hip_add": KernelKind.CUDA_KERNEL, "host": KernelKind.HOST_FUNCTION}
 
 
-def test_attribute_macros_before_a_kernel_do_not_take_its_name() -> None:
-    """`__cluster_dims__(...)` first reads as a function named __cluster_dims__ holding the kernel."""
-    source = """\
+@pytest.mark.parametrize("attributes", [
+    # read as a function named __cluster_dims__ whose parameter list holds the kernel
+    "__cluster_dims__(C::CLUSTER, 1, 1) __launch_bounds__(C::THREADS, 1)",
+    # read as a template declaration missing its `;` that swallows __global__, then a host function
+    "__launch_bounds__(C::THREADS, 1)\n__cluster_dims__(C::CLUSTER)",
+])
+def test_attribute_macros_before_a_kernel_keep_its_name_kind_and_lines(attributes: str) -> None:
+    source = f"""\
 template <typename C>
-__cluster_dims__(C::CLUSTER, 1, 1) __launch_bounds__(C::THREADS, 1)
-__global__ void attention(const __grid_constant__ Globals<C> g) {
+{attributes}
+__global__ void attention(const __grid_constant__ Globals<C> g) {{
     run(g);
-}
+}}
 """
     functions = extract_functions(source, "cuda")
+    end_line = source.count("\n")
     assert [(f.name, f.kind, f.start_line, f.end_line) for f in functions] == [
-        ("attention", KernelKind.CUDA_KERNEL, 1, 5),
+        ("attention", KernelKind.CUDA_KERNEL, 1, end_line),
     ]
 
 

@@ -1,0 +1,129 @@
+"""Shared fixtures: small real git repositories built by the tests themselves (never downloaded)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+# Deterministic identity and clock, so that shas do not depend on who runs the tests or when.
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.com",
+    "GIT_COMMITTER_NAME": "Test Author", "GIT_COMMITTER_EMAIL": "author@example.com",
+    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull,
+}
+
+
+def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    full_env = {**os.environ, **_GIT_ENV, **(env or {})}
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=full_env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {proc.stderr}")
+    return proc.stdout
+
+
+@dataclass
+class RepoBuilder:
+    """A git work tree that tests fill commit by commit: `commit(message, {path: text or bytes or None})`.
+
+    None deletes the path. Each commit gets the next day's date in 2024, so history order is stable.
+    """
+
+    path: Path
+    shas: list[str] = field(default_factory=list)
+
+    def commit(self, message: str, files: dict[str, str | bytes | None]) -> str:
+        for name, content in files.items():
+            target = self.path / name
+            if content is None:
+                git(self.path, "rm", "-q", "--", name)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content, encoding="utf-8")
+            git(self.path, "add", "--", name)
+        day = len(self.shas) + 1
+        date = f"2024-01-{day:02d}T12:00:00+00:00" if day <= 28 else f"2024-02-{day - 28:02d}T12:00:00+00:00"
+        git(self.path, "commit", "-q", "--allow-empty", "-m", message,
+            env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+        sha = git(self.path, "rev-parse", "HEAD").strip()
+        self.shas.append(sha)
+        return sha
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[[str], RepoBuilder]:
+    """Factory of empty repositories (branch main) under tmp_path."""
+
+    def factory(name: str = "repo") -> RepoBuilder:
+        path = tmp_path / name
+        path.mkdir(parents=True)
+        git(path, "init", "-q", "-b", "main")
+        return RepoBuilder(path)
+
+    return factory
+
+
+MIT_LICENSE = """MIT License
+
+Copyright (c) 2024 Test Author
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of this software and associated
+documentation files (the "Software"), to deal in the Software without restriction, including without limitation
+the rights to use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies of the Software.
+
+The above copyright notice and this permission notice shall be included in all copies or substantial portions of
+the Software.
+"""
+
+NAIVE_SUM_CU = """#include <cuda_runtime.h>
+
+__global__ void sum_kernel(const float* x, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        atomicAdd(out, x[i]);
+    }
+}
+
+void launch_sum(const float* x, float* out, int n) {
+    sum_kernel<<<(n + 255) / 256, 256>>>(x, out, n);
+}
+"""
+
+REDUCED_SUM_CU = """#include <cuda_runtime.h>
+
+__global__ void sum_kernel(const float* x, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = i < n ? x[i] : 0.0f;
+    for (int offset = 16; offset > 0; offset /= 2) {
+        v += __shfl_down_sync(0xffffffff, v, offset);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(out, v);
+    }
+}
+
+void launch_sum(const float* x, float* out, int n) {
+    sum_kernel<<<(n + 255) / 256, 256>>>(x, out, n);
+}
+"""
+
+
+@pytest.fixture
+def perf_repo(make_repo: Callable[[str], RepoBuilder]) -> RepoBuilder:
+    """A small history: licence, a CUDA kernel, a docs change, a warp-shuffle optimisation with a vague
+    message, a bug fix, and an 'optimizer' false friend."""
+    repo = make_repo("perf_repo")
+    repo.commit("Initial import", {"LICENSE": MIT_LICENSE, "src/sum.cu": NAIVE_SUM_CU, "README.md": "# sums\n"})
+    repo.commit("docs: explain the sum", {"README.md": "# sums\n\nAdds floats.\n"})
+    repo.commit("rework reduce: warp shuffle reduction instead of per-element atomics",
+                {"src/sum.cu": REDUCED_SUM_CU})
+    repo.commit("fix optimizer learning rate in the training script",
+                {"train.py": "lr = 0.01\n", "src/sum.cu": REDUCED_SUM_CU.replace("0.0f", "0.f")})
+    return repo

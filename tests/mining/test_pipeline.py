@@ -1,0 +1,169 @@
+"""mining.pipeline end to end on repositories the tests build: outputs, resumption, parallelism, failures."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import mining.pipeline as pipeline
+from mining.config import MineConfig
+from mining.pipeline import mine
+from perfforge.errors import ConfigError
+from tests.conftest import NAIVE_SUM_CU, REDUCED_SUM_CU, RepoBuilder, git
+
+
+def run(sources: list[Path], out: Path, **options: object) -> pipeline.MineResult:
+    config = MineConfig(sources=[str(s) for s in sources], out=out, progress=False, **options)
+    return mine(config)
+
+
+def rows(path: Path) -> list[dict]:
+    return pq.read_table(path).to_pylist()
+
+
+def snapshot(git_dir: Path) -> dict[str, str]:
+    """Path -> content hash of every file in a git directory."""
+    return {str(p.relative_to(git_dir)): hashlib.sha1(p.read_bytes()).hexdigest()
+            for p in sorted(git_dir.rglob("*")) if p.is_file()}
+
+
+def test_mines_commits_and_function_pairs_with_provenance(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    """The docs-only commit is prefiltered away; the vague warp-shuffle commit becomes a cuda_kernel pair."""
+    result = run([perf_repo.path], tmp_path / "out", jobs=1)
+    commits = rows(result.paths["commits.parquet"])
+    assert [c["sha"] for c in commits] == [perf_repo.shas[0], perf_repo.shas[2], perf_repo.shas[3]]
+    perf = {c["sha"]: c["is_perf"] for c in commits}
+    assert perf == {perf_repo.shas[0]: False, perf_repo.shas[2]: True, perf_repo.shas[3]: False}
+    (pair,) = rows(result.paths["pairs.parquet"])
+    assert (pair["repo"], pair["commit"], pair["parent"]) == ("perf_repo", perf_repo.shas[2], perf_repo.shas[1])
+    assert (pair["kernel_name"], pair["kernel_kind"], pair["target"]) == ("sum_kernel", "cuda_kernel", "cuda")
+    assert pair["licence"] == "MIT" and pair["found_by"] == "mined:rules"
+    assert "atomicAdd(out, x[i])" in pair["function_before"] and "__shfl_down_sync" in pair["function_after"]
+    assert pair["file_before"] == NAIVE_SUM_CU and pair["file_after"] == REDUCED_SUM_CU
+    assert pair["diff"].startswith("--- a/src/sum.cu")
+    stats = json.loads(result.paths["stats.json"].read_text())
+    assert stats["totals"]["commits_total"] == 4 and stats["totals"]["candidates"] == 3
+    assert stats["repos"]["perf_repo"]["prefilter"] == {"candidate": 3, "no_kernel_files": 1}
+    assert stats["perf_commit_categories"] == {"atomics": 1}
+
+
+def test_never_writes_to_the_source_repository(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    before = snapshot(perf_repo.path / ".git")
+    run([perf_repo.path], tmp_path / "out", jobs=2)
+    assert snapshot(perf_repo.path / ".git") == before
+    assert git(perf_repo.path, "status", "--porcelain") == ""
+
+
+def test_interrupted_run_resumes_without_redoing_finished_chunks(perf_repo: RepoBuilder, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C after the first chunk keeps its shard; the rerun does only the rest and equals a clean run."""
+    real_run_chunk = pipeline.run_chunk
+    calls: list[int] = []
+
+    def interrupted_after_one(task: pipeline.ChunkTask) -> int:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run_chunk(task)
+
+    monkeypatch.setattr(pipeline, "run_chunk", interrupted_after_one)
+    out = tmp_path / "out"
+    first = run([perf_repo.path], out, jobs=1, chunk_size=1)
+    assert first.interrupted
+    assert not (out / "pairs.parquet").exists()
+    assert len(list((out / ".work" / "shards").rglob("*.json"))) == 1
+
+    calls.clear()
+    monkeypatch.setattr(pipeline, "run_chunk", lambda task: (calls.append(1), real_run_chunk(task))[1])
+    second = run([perf_repo.path], out, jobs=1, chunk_size=1)
+    assert not second.interrupted and len(calls) == 2  # three chunks, one already done
+
+    fresh = run([perf_repo.path], tmp_path / "fresh", jobs=1, chunk_size=1)
+    for name in ("commits.parquet", "pairs.parquet"):
+        assert rows(second.paths[name]) == rows(fresh.paths[name])
+
+
+def test_parallel_run_equals_serial_run(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    serial = run([perf_repo.path], tmp_path / "serial", jobs=1, chunk_size=1)
+    parallel = run([perf_repo.path], tmp_path / "parallel", jobs=2, chunk_size=1)
+    for name in ("commits.parquet", "pairs.parquet"):
+        assert rows(serial.paths[name]) == rows(parallel.paths[name])
+
+
+def test_resuming_with_other_options_is_refused_until_overwrite(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run([perf_repo.path], out, jobs=1)
+    with pytest.raises(ConfigError, match="other options.*--overwrite"):
+        run([perf_repo.path], out, jobs=1, perf_threshold=0.7)
+    assert not run([perf_repo.path], out, jobs=1, perf_threshold=0.7, overwrite=True).interrupted
+
+
+def test_bad_files_and_missing_objects_are_recorded_not_fatal(make_repo, tmp_path: Path) -> None:
+    """A binary .cu, a patch over the size limit and a commit whose blob is gone are counted and skipped."""
+    repo = make_repo("broken")
+    repo.commit("import", {"src/a.cu": NAIVE_SUM_CU, "src/blob.cu": b"\x00\x01binary", "src/big.cu": "int x;\n"})
+    repo.commit("2x faster: warp shuffle reduction",
+                {"src/a.cu": REDUCED_SUM_CU, "src/blob.cu": b"\x00\x02binary",
+                 "src/big.cu": "".join(f"int x{i};\n" for i in range(300))})
+    lost = repo.commit("tune block size for speed", {"src/b.cu": REDUCED_SUM_CU.replace("256", "128")})
+    repo.commit("3x faster sum", {"src/a.cu": REDUCED_SUM_CU.replace("256", "512")})
+    blob = git(repo.path, "rev-parse", f"{lost}:src/b.cu").strip()  # only the lost commit's diff needs it
+    os.remove(repo.path / ".git" / "objects" / blob[:2] / blob[2:])
+
+    result = run([repo.path], tmp_path / "out", jobs=1, max_patch_lines=100)
+    stats = json.loads(result.paths["stats.json"].read_text())
+    failures = stats["repos"]["broken"]["failures"]
+    assert failures.get("binary_file") == 1
+    assert failures.get("huge_diff") == 1
+    assert failures.get("missing_object") == 1
+    assert stats["repos"]["broken"]["failure_examples"][-1]["sha"] == lost
+    mined = {c["sha"] for c in rows(result.paths["commits.parquet"])}
+    assert repo.shas[-1] in mined and lost not in mined  # the commit after the broken one was still mined
+
+
+class _FakeJudge(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint that calls every commit a tiling change."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        answer = {"choices": [{"message": {"role": "assistant", "content":
+                                           '{"is_perf": true, "category": "tiling", "reason": "retiled"}'}}]}
+        body = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def judge_url() -> Iterator[str]:
+    server = http.server.HTTPServer(("127.0.0.1", 0), _FakeJudge)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_llm_judge_decides_the_uncertain_band(perf_repo: RepoBuilder, tmp_path: Path, judge_url: str) -> None:
+    """Only commits whose rule score is inside the band are sent; the judged ones say so in found_by."""
+    result = run([perf_repo.path], tmp_path / "out", jobs=1, judge_url=judge_url, judge_band_low=0.0,
+                 judge_band_high=0.2)
+    commits = rows(result.paths["commits.parquet"])
+    judged = [c for c in commits if c["found_by"] == "mined:llm-judge"]
+    assert judged and all(c["is_perf"] and c["category"] == "tiling" for c in judged)
+    assert all(c["evidence"][0].startswith("llm_judge: perf") for c in judged)
+    assert all(c["found_by"] == "mined:rules" for c in commits if c["perf_score"] > 0.75)
+    stats = json.loads(result.paths["stats.json"].read_text())
+    assert stats["judge"]["asked"] == stats["judge"]["answered"] == len(judged)

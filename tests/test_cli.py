@@ -1,0 +1,88 @@
+"""The perfforge command: the main job on the embedded demo, the card, and one clear line for bad input."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from mining.sources import demo_bundle
+from perfforge.cli import main
+
+
+@pytest.fixture(scope="module")
+def demo_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo") / "mine"
+    assert main(["mine", "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_mine_with_no_source_mines_the_embedded_demo_and_finds_its_known_truth(demo_dataset: Path) -> None:
+    """The demo history's truth file says which commits are optimisations: the miner must agree closely."""
+    truth = {row["sha"]: row for row in csv.DictReader(demo_bundle().with_name("demo_truth.csv").open())}
+    commits = pq.read_table(demo_dataset / "commits.parquet").to_pylist()
+    assert commits and all(c["repo"] == "perfforge/minikern-demo" for c in commits)
+    predicted = {c["sha"] for c in commits if c["is_perf"]}
+    actual = {sha for sha, row in truth.items() if row["is_perf"] == "true"}
+    precision = len(predicted & actual) / len(predicted)
+    recall = len(predicted & actual) / len(actual)
+    assert precision >= 0.9, f"precision {precision:.2f} on the demo"
+    assert recall >= 0.6, f"recall {recall:.2f} on the demo"
+    agree = [c for c in commits if c["sha"] in actual and c["is_perf"] and c["category"] == truth[c["sha"]]["category"]]
+    assert len(agree) >= 0.7 * len(predicted & actual)
+    pairs = pq.read_table(demo_dataset / "pairs.parquet").to_pylist()
+    assert {p["licence"] for p in pairs} == {"MIT"}
+    assert {"cuda_kernel", "openmp_region"} <= {p["kernel_kind"] for p in pairs}
+
+
+def test_mine_prints_a_summary_and_where_results_are(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mine", "--out", str(tmp_path / "o"), "--no-progress", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "mined 1 repositories" in out and "performance commits" in out
+    assert str(tmp_path / "o" / "pairs.parquet") in out
+
+
+def test_card_writes_a_hugging_face_card_from_the_data(demo_dataset: Path, tmp_path: Path) -> None:
+    assert main(["card", str(demo_dataset), "--out-dir", str(tmp_path), "--name", "minikern-demo"]) == 0
+    text = (tmp_path / "minikern-demo.md").read_text()
+    header = yaml.safe_load(text.split("---\n")[1])
+    assert header["license"] == ["mit"]
+    assert header["configs"][0]["data_files"] == "pairs.parquet"
+    n_pairs = pq.read_table(demo_dataset / "pairs.parquet").num_rows
+    assert f"{n_pairs} pairs" in text
+    for section in ("## Dataset Structure", "### Data Fields", "## Dataset Creation", "### Known Limitations",
+                    "### Licensing Information"):
+        assert section in text
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["mine", "/no/such/repo"], "perfforge: error: source /no/such/repo does not exist"),
+    (["mine", "--jobs", "0"], "perfforge: error: --jobs must be at least 1"),
+    (["card", "/no/such/dataset"], "perfforge: error: /no/such/dataset is not a perfforge dataset"),
+])
+def test_bad_input_gets_one_clear_error_line(argv: list[str], message: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*argv, *(["--out", str(tmp_path / "o")] if argv[0] == "mine" else [])]) == 2
+    assert error_line(capsys).startswith(message)
+
+
+def test_a_directory_that_is_not_a_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "plain").mkdir()
+    assert main(["mine", str(tmp_path / "plain"), "--out", str(tmp_path / "o")]) == 2
+    assert "is not a git repository" in error_line(capsys)
+
+
+def test_unknown_option_in_a_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "mine.yaml"
+    config.write_text("chunk: 10\n")
+    assert main(["mine", "--config", str(config), "--out", str(tmp_path / "o")]) == 2
+    assert "unknown option 'chunk'" in error_line(capsys)
