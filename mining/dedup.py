@@ -36,8 +36,7 @@ def _shingles(text: str, mark: str) -> set[str]:
 
 def _signature(shingles: set[str]) -> MinHash:
     signature = MinHash(num_perm=MINHASH_PERMUTATIONS)
-    for shingle in shingles:
-        signature.update(shingle.encode("utf-8", "surrogatepass"))
+    signature.update_batch([shingle.encode("utf-8", "surrogatepass") for shingle in shingles])
     return signature
 
 

@@ -123,6 +123,17 @@ def _node_function(data: bytes, node: tree_sitter.Node, name: str, kind: KernelK
 
 
 def extract_functions(source: str, language: str) -> list[Function]:
+    """Every function definition in source (see _extract_functions). Cached: in a history, each version of a
+    file is usually the after side of one commit and the before side of the next one that touches it."""
+    return list(_extract_functions_cached(source, language))
+
+
+@functools.lru_cache(maxsize=32)
+def _extract_functions_cached(source: str, language: str) -> tuple[Function, ...]:
+    return tuple(_extract_functions(source, language))
+
+
+def _extract_functions(source: str, language: str) -> list[Function]:
     """Every function definition in source (nested Python functions too), in source order.
 
     language is a mining language name (see LANGUAGE_BY_EXTENSION); an unknown one raises ValueError.

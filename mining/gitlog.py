@@ -190,7 +190,7 @@ def _split_patch(lines: list[str], max_patch_lines: int) -> list[FileDiff]:
         header = _DIFF_HEADER_RE.match(line)
         if header:
             if current is not None:
-                _finish(current, body, max_patch_lines)
+                parse_patch_body(current, body, max_patch_lines)
             path = _unquote_path(header.group(2))
             current, body = FileDiff(path=path.split("/", 1)[1] if path.startswith("b/") else path[3:],
                                      status="modified"), []
@@ -198,11 +198,12 @@ def _split_patch(lines: list[str], max_patch_lines: int) -> list[FileDiff]:
         elif current is not None:
             body.append(line)
     if current is not None:
-        _finish(current, body, max_patch_lines)
+        parse_patch_body(current, body, max_patch_lines)
     return diffs
 
 
-def _finish(diff: FileDiff, body: list[str], max_patch_lines: int) -> None:
+def parse_patch_body(diff: FileDiff, body: list[str], max_patch_lines: int) -> None:
+    """Fill diff from the lines of its patch after the `diff --git` header (mode lines, hunks)."""
     for line in body[:6]:
         if line.startswith("new file mode"):
             diff.status = "added"

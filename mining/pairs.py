@@ -7,7 +7,6 @@ Every file that gives no pair for a reason other than "no function changed" is r
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
 from mining.functions import FunctionChange, changed_functions, language_of
@@ -97,9 +96,8 @@ def _file_pairs(context: CommitContext, diff: FileDiff, parent: str, blobs: Blob
     before, after = decode_source(before_bytes), decode_source(after_bytes)
     if before is None or after is None:
         return skip("undecodable")
-    file_diff = "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
-                                             f"a/{diff.path}", f"b/{diff.path}"))
-    return [_pair(context, diff.path, language, change, before, after, file_diff, parent)
+    unified = diff.patch[diff.patch.find("--- "):]  # git's patch without its `index` line
+    return [_pair(context, diff.path, language, change, before, after, unified, parent)
             for change in changed_functions(before, after, language)]
 
 

@@ -259,11 +259,13 @@ def normalise_code(code: str, language: str = "c") -> str:
     """Code with comments and all white space removed, so that formatting-only differences vanish.
 
     language is a mining language name (c, cpp, cuda, python, fortran); C-like languages keep their
-    preprocessor lines, pragmas included, because they change what the code does.
+    preprocessor lines, pragmas included, because they change what the code does. Python keeps each line's
+    indentation depth, which is part of its syntax.
     """
-    if language == "python":
-        stripped = _HASH_COMMENT_RE.sub("", code)
-    elif language == "fortran":
+    if language == "python":  # indentation is syntax: keep each line's depth, drop the rest of the spacing
+        lines = (_HASH_COMMENT_RE.sub("", line).rstrip() for line in code.expandtabs(8).splitlines())
+        return "\n".join(f"{len(line) - len(line.lstrip())}:{_SPACE_RE.sub('', line)}" for line in lines if line)
+    if language == "fortran":
         stripped = _FORTRAN_COMMENT_RE.sub("", code)
     else:
         stripped = _C_COMMENT_RE.sub("", code)

@@ -75,5 +75,7 @@ def test_code_hash_ignores_formatting_and_comments_but_not_code() -> None:
 
 def test_normalise_code_keeps_pragmas_and_python_floor_division() -> None:
     assert "#pragmaompparallelfor" in normalise_code("#pragma omp parallel for\nfor(;;){}")
-    assert normalise_code("a = b // c  # note", "python") == "a=b//c"
+    assert normalise_code("a = b // c  # note", "python") == "0:a=b//c"
+    moved_into_loop = normalise_code("for i in r:\n    f(i)\ng()", "python")
+    assert moved_into_loop != normalise_code("for i in r:\n    f(i)\n    g()", "python")
     assert "!$ompparalleldo" in normalise_code("!$omp parallel do\nx = 1 ! note", "fortran")

@@ -1,0 +1,192 @@
+"""mining/judge.py: parsing the judge's JSON, applying it over the rules, and asking a real local HTTP endpoint."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import perfforge.llm_client
+from mining.classify import PERF_THRESHOLD, Classification
+from mining.gitlog import FileDiff
+from mining.judge import (
+    JUDGED_NOT_PERF_SCORE,
+    JUDGED_PERF_SCORE,
+    MAX_DIFF_CHARS,
+    Judgement,
+    apply_judgement,
+    judge_commit,
+    judge_prompt,
+    parse_judgement,
+)
+from perfforge.errors import BackendError
+from perfforge.llm_client import ChatClient
+from perfforge.records import Category
+
+MODEL = "judge-7b"
+DIFF = FileDiff(path="src/sum.cu", status="modified", added_lines=["v += __shfl_down_sync(0xffffffff, v, 16);"],
+                removed_lines=["atomicAdd(out, x[i]);"], patch="@@ -5 +5 @@\n-atomicAdd(out, x[i]);\n+v += ...")
+
+
+# ---- parsing ------------------------------------------------------------------------------------------------------
+
+
+def test_parse_valid_json() -> None:
+    judgement = parse_judgement('{"is_perf": true, "category": "atomics", "reason": "warp shuffles replace atomics"}')
+    assert judgement == Judgement(True, Category.ATOMICS, "warp shuffles replace atomics")
+
+
+def test_parse_json_inside_prose_and_code_fences() -> None:
+    text = ('Sure. Here is my answer:\n```json\n{\n  "is_perf": false,\n  "category": "NONE",\n'
+            '  "reason": "a bug fix"\n}\n```\nLet me know if you need more.')
+    assert parse_judgement(text) == Judgement(False, Category.NONE, "a bug fix")
+
+
+def test_parse_fills_missing_category_and_reason_and_cuts_long_reasons() -> None:
+    assert parse_judgement('{"is_perf": true}') == Judgement(True, Category.OTHER, "")
+    assert len(parse_judgement('{"is_perf": true, "reason": "' + "x" * 500 + '"}').reason) == 200
+
+
+@pytest.mark.parametrize("text", [
+    "I think this is a performance change.",  # no JSON at all
+    '{"is_perf": true, "category": "atomics",}',  # trailing comma
+    "{is_perf: true}",  # unquoted key
+    '{"category": "atomics", "reason": "no decision"}',  # is_perf missing
+    "",
+], ids=["prose", "trailing-comma", "unquoted", "no-is-perf", "empty"])
+def test_parse_invalid_json_is_none(text: str) -> None:
+    assert parse_judgement(text) is None
+
+
+def test_parse_unknown_category_is_none() -> None:
+    assert parse_judgement('{"is_perf": true, "category": "magic", "reason": "?"}') is None
+
+
+@pytest.mark.xfail(strict=True, reason='bug: parse_judgement applies bool() to is_perf, so the string "false" '
+                                       "is read as a yes")
+def test_parse_is_perf_given_as_a_string_is_not_a_yes() -> None:
+    judgement = parse_judgement('{"is_perf": "false", "category": "none", "reason": "a refactor"}')
+    assert judgement is None or judgement.is_perf is False
+
+
+# ---- applying -----------------------------------------------------------------------------------------------------
+
+
+RULES = Classification(perf_score=0.45, category=Category.NONE, evidence=["diff_constructs (+0.6): atomics (x)"])
+
+
+def test_judged_yes_lands_above_the_threshold_with_its_category() -> None:
+    judged = apply_judgement(RULES, Judgement(True, Category.ATOMICS, "warp reduction"))
+    assert judged.perf_score == JUDGED_PERF_SCORE >= PERF_THRESHOLD
+    assert judged.is_perf and judged.category == Category.ATOMICS
+    assert judged.evidence == ["llm_judge: perf: warp reduction", *RULES.evidence]
+
+
+def test_judged_yes_without_a_category_is_other() -> None:
+    judged = apply_judgement(RULES, Judgement(True, Category.NONE, "faster"))
+    assert judged.category == Category.OTHER
+
+
+def test_judged_no_lands_below_the_threshold() -> None:
+    rules = Classification(perf_score=0.6, category=Category.TILING, evidence=["message_technique_generic (+0.8): x"])
+    judged = apply_judgement(rules, Judgement(False, Category.TILING, "renames a tile variable"))
+    assert judged.perf_score == JUDGED_NOT_PERF_SCORE < PERF_THRESHOLD
+    assert not judged.is_perf and judged.category == Category.NONE
+    assert judged.evidence == ["llm_judge: not perf: renames a tile variable", *rules.evidence]
+
+
+def test_prompt_holds_message_and_diff_cut_to_the_limit() -> None:
+    huge = FileDiff(path="gen.cu", status="modified", patch="+x\n" * 10_000)
+    system, user = judge_prompt("speed up sum", [DIFF, huge])
+    assert system["role"] == "system" and '"is_perf"' in system["content"] and "atomics" in system["content"]
+    assert user["content"].startswith("Commit message:\nspeed up sum\n\nDiff:\n--- src/sum.cu\n@@ -5 +5 @@")
+    assert len(user["content"]) <= len("Commit message:\nspeed up sum\n\nDiff:\n") + MAX_DIFF_CHARS
+
+
+# ---- a real endpoint ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeEndpoint:
+    """What the local OpenAI-compatible server answers, and the requests it received."""
+
+    base_url: str = ""
+    answer: str = '{"is_perf": true, "category": "atomics", "reason": "shuffles instead of atomics"}'
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+@pytest.fixture
+def endpoint() -> Iterator[FakeEndpoint]:
+    """http.server on 127.0.0.1 (port 0) in a thread: /v1/chat/completions serves MODEL, 404 for any other."""
+    state = FakeEndpoint()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state.requests.append({"path": self.path, "auth": self.headers["Authorization"], **body})
+            if self.path != "/v1/chat/completions" or body.get("model") != MODEL:
+                reply, status = {"error": {"message": f"The model `{body.get('model')}` does not exist."}}, 404
+            else:
+                reply, status = {"object": "chat.completion", "model": MODEL, "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": state.answer},
+                     "finish_reason": "stop"}]}, 200
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    yield state
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.fixture
+def no_retry_delay(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(perfforge.llm_client, "RETRY_DELAYS_S", (0.0, 0.0))
+
+
+def test_judge_commit_asks_the_endpoint_and_parses_its_answer(endpoint: FakeEndpoint) -> None:
+    judgement = judge_commit(ChatClient(endpoint.base_url, MODEL, timeout_s=5.0), "rework reduce", [DIFF])
+    assert judgement == Judgement(True, Category.ATOMICS, "shuffles instead of atomics")
+    [request] = endpoint.requests
+    assert request["path"] == "/v1/chat/completions" and request["auth"] == "Bearer EMPTY"
+    assert (request["model"], request["max_tokens"], request["temperature"], request["n"]) == (MODEL, 200, 0.0, 1)
+    assert [m["role"] for m in request["messages"]] == ["system", "user"]
+    assert "rework reduce" in request["messages"][1]["content"]
+
+
+def test_judge_commit_with_an_unparsable_answer_is_none(endpoint: FakeEndpoint) -> None:
+    endpoint.answer = "It is hard to say without benchmarks."
+    assert judge_commit(ChatClient(endpoint.base_url, MODEL, timeout_s=5.0), "rework reduce", [DIFF]) is None
+
+
+def test_unknown_model_is_a_backend_error_naming_the_model(endpoint: FakeEndpoint, no_retry_delay: None) -> None:
+    client = ChatClient(endpoint.base_url, "no-such-model", timeout_s=5.0)
+    with pytest.raises(BackendError, match=r"does not serve model 'no-such-model' \(HTTP 404"):
+        judge_commit(client, "rework reduce", [DIFF])
+    assert len(endpoint.requests) == 1  # a 404 is not retried
+
+
+def test_nothing_listening_is_a_backend_error(no_retry_delay: None) -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago, now closed again
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = ChatClient(f"http://127.0.0.1:{port}/v1", MODEL, timeout_s=5.0)
+    with pytest.raises(BackendError, match=rf"http://127.0.0.1:{port}/v1/chat/completions is not answering"):
+        judge_commit(client, "rework reduce", [DIFF])
