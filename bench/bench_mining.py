@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pyarrow.parquet as pq  # noqa: E402
 from pydriller import ModificationType, Repository  # noqa: E402
 
-from mining.classify import PERF_THRESHOLD, classify_commit  # noqa: E402
 from mining import functions  # noqa: E402
+from mining.classify import PERF_THRESHOLD, classify_commit  # noqa: E402
 from mining.config import MineConfig  # noqa: E402
 from mining.gitlog import CommitMeta, FileDiff, parse_patch_body, shared_clone  # noqa: E402
 from mining.pipeline import mine  # noqa: E402

@@ -117,6 +117,9 @@ _CONSTRUCTS: dict[Category, str] = {
 }
 _CONSTRUCT_RES = {cat: re.compile(rx) for cat, rx in _CONSTRUCTS.items()}
 _REMOVED_ATOMIC_RE = re.compile(r"\batomic(Add|_add|Max|Min)\b|\btl\.atomic_")
+# A branch that lets one thread of a warp or block act: `if (threadIdx.x == 0)`, `(threadIdx.x & 31) == 0`.
+_ONE_THREAD_GUARD_RE = re.compile(r"threadIdx\.x\s*(&\s*\d+\s*\)?\s*)?(%\s*\d+\s*\)?\s*)?==\s*0|\blane(_?id)?\s*==\s*0|"
+                                  r"\btid\s*==\s*0")
 # A line whose only change is a number, with a tuning parameter on it: `block_size = 256` -> `= 512`.
 _TUNING_NAME_RE = re.compile(r"block|warp|tile|thread|stage|chunk|unroll|split|grid|BLOCK|num_|<<<", re.IGNORECASE)
 _DIGITS_RE = re.compile(r"\d+")
@@ -273,12 +276,14 @@ def _introduced_constructs(hunks: list[tuple[list[str], list[str]]]) -> dict[Cat
 
 
 def _atomics_replaced(modified: list[FileDiff]) -> bool:
+    """Warp or block reductions added while atomics were removed, or fenced to one thread per warp/block."""
     added = [line for d in modified for line in d.added_lines]
     removed = [line for d in modified for line in d.removed_lines]
-    n_removed, _ = _count(_REMOVED_ATOMIC_RE, removed)
-    n_added, _ = _count(_REMOVED_ATOMIC_RE, added)
     n_reductions, _ = _count(_CONSTRUCT_RES[Category.ATOMICS], added)
-    return n_removed > n_added and n_reductions > 0
+    if not n_reductions or not _count(_REMOVED_ATOMIC_RE, removed)[0]:
+        return False
+    fewer_atomics = _count(_REMOVED_ATOMIC_RE, removed)[0] > _count(_REMOVED_ATOMIC_RE, added)[0]
+    return fewer_atomics or _count(_ONE_THREAD_GUARD_RE, added)[0] > 0
 
 
 def _numeric_tuning(modified: list[FileDiff]) -> str:

@@ -169,17 +169,106 @@ _SPACE_RE = re.compile(r"\s+")
 # Double-underscore identifiers before a declaration are compiler attributes (__cluster_dims__, __maxnreg__...),
 # never the name of the function being defined.
 _ATTRIBUTE_MACRO_RE = re.compile(r"__\w+__")
-_NOT_NEWLINE_RE = re.compile(rb"[^\n]")
+# Byte translation table blanking every byte but the line break.
+_BLANK = bytes(byte if byte == ord("\n") else ord(" ") for byte in range(256))
 
 
 def _c_functions(data: bytes, root: tree_sitter.Node, language: str) -> Iterable[Function]:
-    code_only = _blank_comments(data, _captures(language, "(comment) @comment", root))
-    parsed = [_parsed_definition(node, code_only) for node in _captures(language, _DEFINITION_QUERY["c_family"], root)]
-    recovered = [d for e in _captures(language, "(ERROR) @error", root) for d in _recovered_definitions(e, code_only)]
-    for definition in _trim_heads(_outermost([d for d in parsed if d is not None] + recovered), code_only):
+    code_only = _blank_comments(data, _comments(data, root))
+    for definition in _trim_heads(_c_definitions(root, code_only, language), code_only):
         name = "::".join([*_c_scopes(definition.scope), _SPACE_RE.sub(" ", _text(definition.name_node))])
         kind = _c_kind(definition, code_only, language)
         yield _function_at(data, definition.head_start, definition.body_end, definition.head_row, name, kind)
+
+
+def _c_definitions(root: tree_sitter.Node, code_only: bytes, language: str) -> list[_CDefinition]:
+    """The outermost definitions (see _outermost), parsed and recovered, in source order.
+
+    The result is the one from every function_definition node in the tree, but most bodies are never searched:
+    a definition in the body of a kept definition is dropped, so a body is searched (with a query, at every
+    depth) only when its definition is dropped, has no name, or ends before its body node (the conditional
+    branches of _parsed_definition), where what lies in the body can still be kept.
+    """
+    # One entry per function_definition node found: [node, its parsed definition, whether its body is covered].
+    entries = [[node, _parsed_definition(node, code_only), False] for node in _definition_nodes(root)]
+    errors = _error_nodes(root) if root.has_error else []
+    recovered = [d for error in errors for d in _recovered_definitions(error, code_only)]
+    while True:
+        for entry in [entry for entry in entries if not entry[2] and not _body_is_closed(*entry[:2])]:
+            entries.extend(_nested_entries(entry, code_only, language))
+        # Source order of the nodes, as a query returns them: _outermost keeps the first of equal definitions.
+        entries.sort(key=lambda entry: (entry[0].start_byte, -entry[0].end_byte))
+        kept = _outermost([entry[1] for entry in entries if entry[1] is not None] + recovered)
+        kept_ids = {id(definition) for definition in kept}
+        dropped = [entry for entry in entries if not entry[2] and id(entry[1]) not in kept_ids]
+        if not dropped:
+            return kept
+        for entry in dropped:
+            entries.extend(_nested_entries(entry, code_only, language))
+
+
+def _body_is_closed(node: tree_sitter.Node, definition: _CDefinition | None) -> bool:
+    """Whether every definition inside node's body lies inside definition's body (then dropped when it is kept)."""
+    return definition is not None and definition.body_end == node.child_by_field_name("body").end_byte
+
+
+def _nested_entries(entry: list, code_only: bytes, language: str) -> list[list]:
+    """Entries for the function_definition nodes at any depth in the body of entry's node, which is marked covered."""
+    entry[2] = True
+    body = entry[0].child_by_field_name("body")
+    nested = _captures(language, _DEFINITION_QUERY["c_family"], body) if body is not None else []
+    return [[node, _parsed_definition(node, code_only), True] for node in nested]
+
+
+def _definition_nodes(root: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """The function_definition nodes of the tree except those in the body of another (most of the tree)."""
+    found = []
+    pending = [root.children]
+    while pending:
+        for child in pending.pop():
+            if child.type == "function_definition":
+                found.append(child)
+                body = child.child_by_field_name("body")
+                pending.append([grandchild for grandchild in child.children if grandchild != body])
+            elif child.child_count:
+                pending.append(child.children)
+    return found
+
+
+def _error_nodes(root: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """The ERROR nodes of the tree in source order, found along the nodes holding an error."""
+    found = []
+    pending = [[root]]
+    while pending:
+        for node in pending.pop():
+            if node.has_error:
+                if node.is_error:
+                    found.append(node)
+                pending.append(node.children)
+    return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
+
+
+# Where a comment may start: every comment token starts with `//` or `/*`.
+_COMMENT_START_RE = re.compile(rb"/[/*]")
+
+
+def _comments(data: bytes, root: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """The comment nodes of the tree in source order: the nodes starting at a `//` or `/*` outside comments.
+
+    Looking up the node at each candidate offset is several times faster than a query visiting the whole tree;
+    a candidate inside a string, or in text tree-sitter skipped, finds another node and is passed over.
+    """
+    comments = []
+    candidate = _COMMENT_START_RE.search(data)
+    while candidate is not None:
+        start = candidate.start()
+        node = root.descendant_for_byte_range(start, start + 1)
+        if node is not None and node.start_byte == start and node.type == "comment":
+            comments.append(node)
+            candidate = _COMMENT_START_RE.search(data, node.end_byte)
+        else:
+            candidate = _COMMENT_START_RE.search(data, start + 1)
+    return comments
 
 
 @dataclass(frozen=True)
@@ -384,8 +473,7 @@ def _blank_comments(data: bytes, comments: list[tree_sitter.Node]) -> bytes:
     """data with comment bytes turned to spaces (line breaks kept), so a commented-out pragma does not count."""
     blanked = bytearray(data)
     for comment in comments:
-        span = data[comment.start_byte:comment.end_byte]
-        blanked[comment.start_byte:comment.end_byte] = _NOT_NEWLINE_RE.sub(b" ", span)
+        blanked[comment.start_byte:comment.end_byte] = data[comment.start_byte:comment.end_byte].translate(_BLANK)
     return bytes(blanked)
 
 

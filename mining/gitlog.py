@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -103,53 +105,107 @@ def _stream(git_dir: Path, shas: list[str], args: list[str],
             failures: list[StreamFailure]) -> Iterator[tuple[str, list[str]]]:
     """(sha, output lines) per commit of `git diff-tree --stdin ARGS`, restarting after unreadable commits.
 
-    Each commit's output must start with a line beginning with the record separator, then the sha.
+    Each commit's output starts with a line beginning with the record separator, then the sha; ARGS must hold
+    `--always`, so that a commit with an empty diff prints it too and headers match input shas one to one.
+    When git stops, the commit it was printing may be whole (git died before the next header, e.g. on a
+    missing tree) or not (a missing blob inside its patch): it is run again alone to tell which.
     """
     start = 0
     while start < len(shas):
-        done = 0
-        proc = subprocess.Popen(["git", "--git-dir", str(git_dir), "-c", "core.quotepath=off", "diff-tree",
-                                 "--stdin", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        outcome = _DiffTreeRun(git_dir, shas[start:], args)
+        yield from outcome.complete_records()
+        if outcome.returncode == 0:
+            return
+        last = outcome.last_record
+        failed = start if last is None else start + outcome.headers_seen - 1
+        if last is not None:
+            alone = _DiffTreeRun(git_dir, [last[0]], args)
+            records = list(alone.complete_records())
+            if alone.returncode == 0:  # the last commit was whole: git stopped on the next one
+                yield from records
+                failed += 1
+        if failed < len(shas):
+            failures.append(StreamFailure(shas[failed], outcome.error))
+        start = failed + 1
+
+
+class _DiffTreeRun:
+    """One `git diff-tree --stdin` process over shas; records are read as the output streams in."""
+
+    def __init__(self, git_dir: Path, shas: list[str], args: list[str]) -> None:
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in complete_records, once git exits)
+        self._proc = subprocess.Popen(["git", "--git-dir", str(git_dir), "-c", "core.quotepath=off", "diff-tree",
+                                       "--stdin", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._stderr)
+        # Fed from a thread: git writes while it reads, and a full stdout pipe would block it (and us) forever.
+        self._feeder = threading.Thread(target=self._feed, args=(("\n".join(shas) + "\n").encode(),), daemon=True)
+        self._feeder.start()
+        self.headers_seen = 0
+        self.last_record: tuple[str, list[str]] | None = None
+        self.returncode: int | None = None
+        self.error = ""
+
+    def _feed(self, data: bytes) -> None:
         try:
-            proc.stdin.write(("\n".join(shas[start:]) + "\n").encode())
-            proc.stdin.close()
-        except BrokenPipeError:  # git exited before reading its input: the repository itself is unreadable
-            proc.wait()
-            raise SourceError(f"git diff-tree failed in {git_dir}: {proc.stderr.read().decode().strip()}") from None
-        current: str | None = None
-        lines: list[str] = []
-        for raw in proc.stdout:
-            line = raw.decode("utf-8", errors="replace").rstrip("\n")
+            self._proc.stdin.write(data)
+            self._proc.stdin.close()
+        except BrokenPipeError:  # git stopped reading: its exit status and stderr say why
+            pass
+
+    def complete_records(self) -> Iterator[tuple[str, list[str]]]:
+        """Records followed by another header, then the last one too if git succeeded."""
+        current: tuple[str, list[str]] | None = None
+        for raw in self._proc.stdout:
+            line = _decode_line(raw)
             if line.startswith(_RS):
                 if current is not None:
-                    yield current, lines
-                current, lines, done = line[1:41], [line[1:]], done + 1
+                    yield current
+                current = (line[1:41], [line[1:]])
+                self.headers_seen += 1
             elif current is not None:
-                lines.append(line)
-        stderr = proc.stderr.read().decode("utf-8", errors="replace").strip()
-        if proc.wait() == 0:
-            if current is not None:
-                yield current, lines
-            return
-        # git stopped inside commit number `done` (its header may or may not have been printed).
-        failed_index = start + max(done - 1, 0) if current is not None else start
-        if current is not None and current != shas[failed_index]:
-            failed_index = start + done
-        failures.append(StreamFailure(shas[failed_index], stderr.splitlines()[-1] if stderr else "git failed"))
-        start = failed_index + 1
+                current[1].append(line)
+        self._feeder.join()
+        self.returncode = self._proc.wait()
+        self._stderr.seek(0)
+        stderr = self._stderr.read().decode("utf-8", errors="replace").strip()
+        self._stderr.close()
+        self.error = stderr.splitlines()[-1] if stderr else f"git diff-tree exited with {self.returncode}"
+        if self.returncode == 0 and current is not None:
+            yield current
+        else:
+            self.last_record = current
 
 
-_QUOTED_RE = re.compile(r'^"(.*)"$')
+def _decode_line(raw: bytes) -> str:
+    """One output line; a line that is not UTF-8 (a Latin-1 source file in a patch) is read as Latin-1."""
+    try:
+        return raw.decode("utf-8").rstrip("\n")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1").rstrip("\n")
+
+
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
 
 def _unquote_path(path: str) -> str:
-    """git quotes paths with control characters or quotes C-style; undo it."""
-    match = _QUOTED_RE.match(path)
-    if not match:
+    """git quotes a path that holds a quote, a backslash or a control character C-style ("a\\tb.cu",
+    octal escapes for bytes); undo it. Unquoted paths come back as they are."""
+    if len(path) < 2 or not (path.startswith('"') and path.endswith('"')):
         return path
-    raw = match.group(1).encode("latin-1", errors="backslashreplace").decode("unicode_escape")
-    return raw.encode("latin-1", errors="replace").decode("utf-8", errors="replace")
+    raw = bytearray()
+    body, i = path[1:-1], 0
+    while i < len(body):
+        char = body[i]
+        if char != "\\" or i + 1 == len(body):
+            raw.extend(char.encode("utf-8", "surrogateescape"))
+            i += 1
+        elif body[i + 1] in "01234567":
+            raw.append(int(body[i + 1:i + 4], 8) & 0xFF)
+            i += 4
+        else:
+            raw.append(_C_ESCAPES.get(body[i + 1], ord(body[i + 1])))
+            i += 2
+    return raw.decode("utf-8", errors="replace")
 
 
 def _parse_meta(lines: list[str]) -> CommitMeta:
@@ -163,7 +219,7 @@ def _parse_meta(lines: list[str]) -> CommitMeta:
 
 def iter_commit_meta(git_dir: Path, shas: list[str], failures: list[StreamFailure]) -> Iterator[CommitMeta]:
     """Metadata and changed paths of each commit (rename detection off: a move is a delete and an add)."""
-    args = ["-r", "--root", "--no-renames", "--name-only", _META_FORMAT]
+    args = ["-r", "--root", "--always", "--no-renames", "--name-only", _META_FORMAT]
     for _, lines in _stream(git_dir, shas, args, failures):
         yield _parse_meta(lines)
 
@@ -173,13 +229,23 @@ def iter_patches(git_dir: Path, shas: list[str], paths_by_sha: dict[str, list[st
     """Patches of the given commits, restricted to paths_by_sha[sha]; each file's patch is cut at
     max_patch_lines (FileDiff.truncated) so a vendored 100 MB file costs no memory."""
     wanted = {sha: set(paths) for sha, paths in paths_by_sha.items()}
-    args = ["-r", "--root", "--no-renames", "-p", "-U3", "--format=%x1e%H"]
+    args = ["-r", "--root", "--always", "--no-renames", "-p", "-U3", "--format=%x1e%H"]
     for sha, lines in _stream(git_dir, shas, args, failures):
         diffs = [d for d in _split_patch(lines[1:], max_patch_lines) if d.path in wanted.get(sha, ())]
         yield sha, diffs
 
 
-_DIFF_HEADER_RE = re.compile(r"^diff --git (\"?a/.*\"?) (\"?b/.*\"?)$")
+_DIFF_HEADER = "diff --git "
+_QUOTED_PAIR_RE = re.compile(r'^("(?:[^"\\]|\\.)*") ')
+
+
+def _header_path(rest: str) -> str:
+    """The path of `diff --git a/P b/P` (renames are off, so both sides are the same path P, which may hold
+    spaces, " b/" included); quoted when git quotes it."""
+    quoted = _QUOTED_PAIR_RE.match(rest)
+    if quoted:
+        return _unquote_path(quoted.group(1))[2:]
+    return rest[2:2 + (len(rest) - 5) // 2]
 
 
 def _split_patch(lines: list[str], max_patch_lines: int) -> list[FileDiff]:
@@ -187,13 +253,10 @@ def _split_patch(lines: list[str], max_patch_lines: int) -> list[FileDiff]:
     current: FileDiff | None = None
     body: list[str] = []
     for line in lines:
-        header = _DIFF_HEADER_RE.match(line)
-        if header:
+        if line.startswith(_DIFF_HEADER):
             if current is not None:
                 parse_patch_body(current, body, max_patch_lines)
-            path = _unquote_path(header.group(2))
-            current, body = FileDiff(path=path.split("/", 1)[1] if path.startswith("b/") else path[3:],
-                                     status="modified"), []
+            current, body = FileDiff(path=_header_path(line[len(_DIFF_HEADER):]), status="modified"), []
             diffs.append(current)
         elif current is not None:
             body.append(line)
@@ -242,12 +305,13 @@ class BlobReader:
             return None
         self._proc.stdin.write(f"{rev}:{path}\n".encode())
         self._proc.stdin.flush()
-        header = self._proc.stdout.readline().decode("utf-8", errors="replace").split()
-        if len(header) != 3 or header[1] != "blob":
-            return None  # "<spec> missing", "ambiguous", or a tree
+        reply = self._proc.stdout.readline().decode("utf-8", errors="replace").rstrip("\n")
+        if reply.endswith((" missing", " ambiguous")):
+            return None  # no content follows; the spec itself may hold spaces
+        header = reply.split()
         data = self._proc.stdout.read(int(header[2]))
         self._proc.stdout.read(1)  # the newline after the content
-        return data
+        return data if header[1] == "blob" else None  # a tree or commit was read whole and dropped
 
     def close(self) -> None:
         if self._proc.poll() is None:

@@ -55,7 +55,10 @@ def parse_judgement(text: str) -> Judgement | None:
     try:
         data = json.loads(match.group(0))
         category = Category(str(data.get("category", "other")).lower())
-        return Judgement(bool(data["is_perf"]), category, str(data.get("reason", ""))[:200])
+        is_perf = data["is_perf"]
+        if not isinstance(is_perf, bool):  # "false" is a yes to bool(): accept only the two JSON values
+            is_perf = {"true": True, "false": False}[str(is_perf).strip().lower()]
+        return Judgement(is_perf, category, str(data.get("reason", ""))[:200])
     except (ValueError, KeyError, TypeError):
         return None
 

@@ -16,27 +16,38 @@ from perfforge.errors import SourceError
 NOASSERTION = "NOASSERTION"
 LICENCE_FILE_RE = re.compile(r"^(licen[cs]e|copying|copyright)(\.(md|txt|rst))?$", re.IGNORECASE)
 
-# (SPDX id, phrases that must all appear, lower-cased, white space folded). Order matters: specific first.
-_SIGNATURES: list[tuple[str, tuple[str, ...]]] = [
-    ("AGPL-3.0", ("gnu affero general public license", "version 3")),
-    ("LGPL-3.0", ("gnu lesser general public license", "version 3")),
-    ("LGPL-2.1", ("gnu lesser general public license", "version 2.1")),
-    ("GPL-3.0", ("gnu general public license", "version 3")),
-    ("GPL-2.0", ("gnu general public license", "version 2")),
-    ("Apache-2.0", ("apache license", "version 2.0")),
-    ("MPL-2.0", ("mozilla public license", "2.0")),
-    ("BSL-1.0", ("boost software license",)),
+# Licences with a title: (SPDX id, title phrase that must open the text, phrases that must appear anywhere).
+# The title is looked for in the opening lines only, because licence bodies name other licences (GPL-3.0's
+# section 13 names the Affero licence, MPL-2.0 names the GPLs as secondary licences).
+_TITLED: list[tuple[str, str, tuple[str, ...]]] = [
+    ("AGPL-3.0", "gnu affero general public license", ("version 3",)),
+    ("LGPL-3.0", "gnu lesser general public license", ("version 3",)),
+    ("LGPL-2.1", "gnu lesser general public license", ("version 2.1",)),
+    ("GPL-3.0", "gnu general public license", ("version 3",)),
+    ("GPL-2.0", "gnu general public license", ("version 2",)),
+    ("Apache-2.0", "apache license", ("version 2.0",)),
+    ("MPL-2.0", "mozilla public license", ("2.0",)),
+    ("BSL-1.0", "boost software license", ()),
+]
+# Licences without a title of their own: (SPDX id, phrases that must all appear), most specific first.
+_UNTITLED: list[tuple[str, tuple[str, ...]]] = [
     ("Unlicense", ("this is free and unencumbered software released into the public domain",)),
     ("BSD-3-Clause", ("redistribution and use in source and binary forms", "neither the name")),
     ("BSD-2-Clause", ("redistribution and use in source and binary forms",)),
     ("ISC", ("permission to use, copy, modify, and/or distribute this software for any purpose",)),
     ("MIT", ("permission is hereby granted, free of charge", "the above copyright notice")),
 ]
+# Characters of the folded text in which a title counts: a copyright line or two may precede it.
+TITLE_WINDOW_CHARS = 300
 
 
 def spdx_of_text(text: str) -> str:
     folded = " ".join(text.lower().split())
-    for spdx, phrases in _SIGNATURES:
+    head = folded[:TITLE_WINDOW_CHARS]
+    for spdx, title, phrases in _TITLED:
+        if title in head and all(p in folded for p in phrases):
+            return spdx
+    for spdx, phrases in _UNTITLED:
         if all(p in folded for p in phrases):
             return spdx
     return NOASSERTION

@@ -96,7 +96,7 @@ def _file_pairs(context: CommitContext, diff: FileDiff, parent: str, blobs: Blob
     before, after = decode_source(before_bytes), decode_source(after_bytes)
     if before is None or after is None:
         return skip("undecodable")
-    unified = diff.patch[diff.patch.find("--- "):]  # git's patch without its `index` line
+    unified = diff.patch[diff.patch.find("--- "):] + "\n"  # git's patch without its `index` line
     return [_pair(context, diff.path, language, change, before, after, unified, parent)
             for change in changed_functions(before, after, language)]
 

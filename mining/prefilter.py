@@ -1,7 +1,8 @@
 """Stage one: decide from metadata and changed paths alone which commits deserve a diff.
 
-A commit is a candidate when it changes at least one kernel-bearing file outside tests, docs and vendored
-code, and is not a mass change (imports, reformatting, vendoring) too large to be a before/after example.
+A commit is a candidate when it changes at least one kernel-bearing file (a source the function extractor
+reads, mining.functions.LANGUAGE_BY_EXTENSION, or a shader) outside tests, docs and vendored code, and is
+not a mass change (imports, reformatting, vendoring) too large to be a before/after example.
 Python files count only when they hold GPU kernels written in a Python DSL (Triton, CuTe DSL, TileLang,
 Numba CUDA, Pallas): a path that says so, or a file that imports such a DSL at the tip of the history (one
 `git grep`, not one read per commit).
@@ -13,21 +14,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from mining.functions import language_of
 from mining.gitlog import CommitMeta, run_git
 from perfforge.errors import SourceError
 
-# Extensions whose files hold GPU or HPC kernels (or host code that launches and tunes them).
-KERNEL_EXTENSIONS = {
-    ".cu", ".cuh", ".hip", ".cl", ".metal", ".comp", ".glsl",  # GPU kernels and shaders
-    ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".inl",  # C/C++ (OpenMP, SIMD, hot loops)
-    ".f", ".f90", ".f95", ".f03", ".F", ".F90",  # Fortran
-}
+# Kernel files the function extractor cannot parse but the classifier can still read: shaders.
+SHADER_EXTENSIONS = {".metal", ".comp", ".glsl", ".wgsl", ".hlsl"}
 # Directories whose changes are never performance work on the code itself.
 EXCLUDED_DIR_RE = re.compile(
     r"(^|/)(tests?|testing|unittests?|docs?|examples?|third[_-]?party|vendor|external|extern|deps|\.github)(/|$)",
     re.IGNORECASE)
 # Paths that mark Python files as kernel code even if they no longer exist at the tip.
-KERNEL_PY_PATH_RE = re.compile(r"(triton|kernel|cute|tilelang|pallas|/ops/|_ops\.py$)", re.IGNORECASE)
+KERNEL_PY_PATH_RE = re.compile(r"(triton|kernel|cute|tilelang|pallas|(^|/)ops/|_ops\.py$)", re.IGNORECASE)
 # Imports and decorators of Python kernel DSLs, for `git grep -E`.
 KERNEL_PY_GREP = (r"import (triton|cutlass|tilelang|helion)|from (triton|cutlass|tilelang|helion)|@triton\.jit|"
                   r"@cute\.(jit|kernel)|from numba import cuda|@cuda\.jit|jax\.experimental\.pallas")
@@ -50,7 +48,7 @@ class PrefilterResult:
 def kernel_python_files_at(git_dir: Path, rev: str) -> set[str]:
     """Python files at rev that write GPU kernels in a Python DSL."""
     try:
-        out = run_git(git_dir, "grep", "-l", "-E", KERNEL_PY_GREP, rev, "--", "*.py")
+        out = run_git(git_dir, "-c", "core.quotepath=off", "grep", "-l", "-E", KERNEL_PY_GREP, rev, "--", "*.py")
     except SourceError:  # git grep exits 1 when nothing matches
         return set()
     return {line.split(":", 1)[1] for line in out.splitlines() if ":" in line}
@@ -59,10 +57,10 @@ def kernel_python_files_at(git_dir: Path, rev: str) -> set[str]:
 def is_kernel_file(path: str, kernel_py_files: set[str]) -> bool:
     if EXCLUDED_DIR_RE.search(path):
         return False
-    suffix = PurePosixPath(path).suffix
-    if suffix == ".py":
+    language = language_of(path)
+    if language == "python":
         return path in kernel_py_files or bool(KERNEL_PY_PATH_RE.search(path))
-    return suffix in KERNEL_EXTENSIONS
+    return language is not None or PurePosixPath(path).suffix.lower() in SHADER_EXTENSIONS
 
 
 def prefilter(commit: CommitMeta, kernel_py_files: set[str]) -> PrefilterResult:

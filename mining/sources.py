@@ -67,6 +67,8 @@ def _from_list_file(path: Path, repos_dir: Path) -> list[Source]:
             continue
         if Path(line).is_file() and not is_git_dir(Path(line)):
             raise SourceError(f"{path}:{number}: {line} is a list file; lists cannot name other lists")
+        if not _URL_RE.match(line) and not Path(line).expanduser().is_absolute():
+            line = str(path.parent / line)  # relative to the list file, not to where perfforge runs
         try:
             sources.extend(_expand(line, repos_dir))
         except SourceError as exc:
@@ -96,7 +98,9 @@ def _worktree_git_dir(path: Path) -> Path:
 
 
 def _local_name(path: Path) -> str:
-    name = path.resolve().name
+    """The repository's directory name: `llm.c` for `llm.c/`, `llm.c/.git` and `llm.c.git`."""
+    resolved = path.resolve()
+    name = resolved.parent.name if resolved.name == ".git" else resolved.name
     return name[:-4] if name.endswith(".git") else name
 
 

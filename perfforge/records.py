@@ -265,11 +265,8 @@ def normalise_code(code: str, language: str = "c") -> str:
     if language == "python":  # indentation is syntax: keep each line's depth, drop the rest of the spacing
         lines = (_HASH_COMMENT_RE.sub("", line).rstrip() for line in code.expandtabs(8).splitlines())
         return "\n".join(f"{len(line) - len(line.lstrip())}:{_SPACE_RE.sub('', line)}" for line in lines if line)
-    if language == "fortran":
-        stripped = _FORTRAN_COMMENT_RE.sub("", code)
-    else:
-        stripped = _C_COMMENT_RE.sub("", code)
-    return _SPACE_RE.sub("", stripped)
+    comments = _FORTRAN_COMMENT_RE if language == "fortran" else _C_COMMENT_RE
+    return _SPACE_RE.sub("", comments.sub("", code))
 
 
 def code_hash(function_before: str, function_after: str, language: str = "c") -> str:

@@ -53,10 +53,6 @@ def test_vague_message_with_atomics_replaced_by_warp_shuffles_is_perf() -> None:
     assert any(e.startswith("diff_constructs") and "__shfl_down_sync" in e for e in result.evidence)
 
 
-@pytest.mark.xfail(strict=True, reason="bug (heuristic gap): _atomics_replaced compares how many lines hold an "
-                                       "atomic, so the per-element atomicAdd turned per-warp (NAIVE_SUM_CU -> "
-                                       "REDUCED_SUM_CU, one atomicAdd line on each side) does not count as "
-                                       "replaced; with a vague message the canonical warp reduction scores 0.20")
 def test_vague_message_with_per_warp_atomic_after_shuffles_is_perf(perf_repo: RepoBuilder) -> None:
     """conftest's own optimisation, read from the repository, with its message reduced to 'rework reduce'."""
     sha = perf_repo.shas[2]

@@ -68,9 +68,8 @@ def test_parse_unknown_category_is_none() -> None:
     assert parse_judgement('{"is_perf": true, "category": "magic", "reason": "?"}') is None
 
 
-@pytest.mark.xfail(strict=True, reason='bug: parse_judgement applies bool() to is_perf, so the string "false" '
-                                       "is read as a yes")
 def test_parse_is_perf_given_as_a_string_is_not_a_yes() -> None:
+    """bool("false") is True: a string answer must not turn into a yes."""
     judgement = parse_judgement('{"is_perf": "false", "category": "none", "reason": "a refactor"}')
     assert judgement is None or judgement.is_perf is False
 

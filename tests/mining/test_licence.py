@@ -57,14 +57,24 @@ def test_phrases_match_across_line_breaks_and_case() -> None:
     assert spdx_of_text("APACHE\n   LICENSE\n\tVERSION 2.0") == "Apache-2.0"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: AGPL-3.0 (then LGPL-3.0) is tried first and needs only its own name + "
-                                       "'version 3', which every GPL-3.0 text has (section 13 names the Affero "
-                                       "licence, the last paragraph the Lesser one); "
-                                       "/usr/share/common-licenses/GPL-3 comes out AGPL-3.0")
-def test_gpl_3_section_13_about_the_affero_licence_stays_gpl_3() -> None:
-    """Lines 1-2, section 13 and the last paragraph of the GPL-3.0 text, verbatim."""
+def test_gpl_3_naming_the_affero_and_lesser_licences_stays_gpl_3() -> None:
+    """GPL-3.0's section 13 names the GNU Affero General Public License with 'version 3', and its last paragraph
+    the GNU Lesser General Public License: checked first, either would win. Opening lines, section 13 and the
+    last paragraph of the GPL-3.0 text, verbatim (/usr/share/common-licenses/GPL-3 once came out AGPL-3.0)."""
     text = """                    GNU GENERAL PUBLIC LICENSE
                        Version 3, 29 June 2007
+
+ Copyright (C) 2007 Free Software Foundation, Inc. <https://fsf.org/>
+ Everyone is permitted to copy and distribute verbatim copies
+ of this license document, but changing it is not allowed.
+
+                            Preamble
+
+  The GNU General Public License is a free, copyleft license for
+software and other kinds of works.
+
+  The licenses for most software and other practical works are designed
+to take away your freedom to share and change the works.
 
   13. Use with the GNU Affero General Public License.
 
@@ -82,12 +92,25 @@ Public License instead of this License.
     assert spdx_of_text(text) == "GPL-3.0"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the MPL-2.0 text names the GNU Affero General Public License, "
-                                       "Version 3.0 as a Secondary License, so it matches AGPL-3.0 before MPL-2.0")
-def test_mpl_2_secondary_licence_clause_stays_mpl_2() -> None:
-    """The MPL-2.0 title and its definition 1.12, verbatim."""
+def test_mpl_2_naming_gpl_licences_as_secondary_stays_mpl_2() -> None:
+    """MPL-2.0's definition 1.12 names 'the GNU Affero General Public License, Version 3.0'. Its opening
+    definitions and 1.12, verbatim (the MPL-2.0 text once came out AGPL-3.0)."""
     text = """Mozilla Public License Version 2.0
 ==================================
+
+1. Definitions
+--------------
+
+1.1. "Contributor"
+    means each individual or legal entity that creates, contributes to
+    the creation of, or owns Covered Software.
+
+1.2. "Contributor Version"
+    means the combination of the Contributions of others (if any) used
+    by a Contributor and that particular Contributor's Contribution.
+
+1.3. "Contribution"
+    means Covered Software of a particular Contributor.
 
 1.12. "Secondary License"
     means either the GNU General Public License, Version 2.0, the GNU

@@ -127,6 +127,12 @@ def test_latin1_c_file_decodes_and_pairs(mined: MinedCommit) -> None:
     assert not any(skip.path == "src/legacy.c" for skip in mined.skips)
 
 
+def test_latin1_file_diff_keeps_the_characters_of_its_texts(mined: MinedCommit) -> None:
+    """The comment line is context of the hunk: the diff must show it as file_before and file_after do."""
+    pair = pairs_in(mined, "src/legacy.c")["add"]
+    assert " /* Copyright 1999 François Müller */\n" in pair.diff
+
+
 def test_unsupported_language_is_recorded(mined: MinedCommit) -> None:
     """The prefilter keeps Metal shaders; no grammar reads them, so the file is skipped with its reason."""
     assert FileSkip(mined.repo.shas[1], "shaders/blur.metal", "unsupported_language") in mined.skips

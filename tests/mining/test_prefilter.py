@@ -55,10 +55,8 @@ def test_python_file_kept_when_its_path_says_kernel(path: str) -> None:
     assert is_kernel_file(path, set())
 
 
-@pytest.mark.xfail(strict=True, reason="bug: KERNEL_PY_PATH_RE matches '/ops/' with its leading slash, so an ops "
-                                       "directory at the top of the repository (no slash before it) is missed")
 def test_python_file_in_a_top_level_ops_directory() -> None:
-    """model/ops/rms_norm.py is kept by its path; ops/rms_norm.py, the same directory one level up, is not."""
+    """An ops directory at the top of the repository has no '/' before it and must still count."""
     assert is_kernel_file("ops/rms_norm.py", set())
 
 
@@ -87,20 +85,16 @@ def test_kernel_python_files_at_without_matches_is_empty(make_repo: Callable[[st
     assert kernel_python_files_at(repo.path / ".git", "HEAD") == set()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: kernel_python_files_at runs git grep without core.quotepath=off, so a "
-                                       "non-ASCII path comes back C-quoted (HEAD:\"model/\\303\\274bung.py\") "
-                                       "and never equals the commit's path")
 def test_kernel_python_file_with_non_ascii_name(make_repo: Callable[[str], RepoBuilder]) -> None:
+    """git grep C-quotes non-ASCII paths unless core.quotepath=off; a quoted name never equals the commit's path."""
     repo = make_repo("python_kernels_unicode")
     repo.commit("import", {"model/übung.py": TRITON_KERNEL})
     assert kernel_python_files_at(repo.path / ".git", "HEAD") == {"model/übung.py"}
 
 
-@pytest.mark.xfail(strict=True, reason="bug: KERNEL_EXTENSIONS lacks .C, .hxx, .f08, .F95/.F03/.F08 and any other "
-                                       "casing (.CU), which mining.functions.language_of reads as sources, so "
-                                       "commits touching only such files are dropped as no_kernel_files")
 def test_every_source_the_function_extractor_reads_is_a_kernel_file() -> None:
-    """Contract with mining.functions: a file whose functions could be paired is not dropped before the diff."""
+    """Contract with mining.functions: a file whose functions could be paired (.C, .hxx, .f08, any casing such as
+    .CU) is not dropped before the diff."""
     paths = [f"src/file{suffix}" for suffix, language in LANGUAGE_BY_EXTENSION.items() if language != "python"]
     assert [p for p in [*paths, "src/Kernel.CU"] if not is_kernel_file(p, set())] == []
 

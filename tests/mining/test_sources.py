@@ -135,12 +135,15 @@ def test_same_repository_given_twice(work_tree: RepoBuilder, tmp_path: Path) -> 
         resolve_sources([str(work_tree.path), str(listing)], tmp_path / "repos")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: _local_name strips '.git' from the name '.git' itself, so a work "
-                                       "tree's .git directory gets the empty name (and is not caught as the same "
-                                       "repository as its work tree)")
 def test_dot_git_directory_is_named_after_its_work_tree(work_tree: RepoBuilder, tmp_path: Path) -> None:
+    """Stripping '.git' from the name '.git' itself once left the empty name."""
     [source] = resolve_sources([str(work_tree.path / ".git")], tmp_path / "repos")
     assert source.name == "kernels"
+
+
+def test_work_tree_and_its_dot_git_directory_are_the_same_repository(work_tree: RepoBuilder, tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="same name 'kernels'"):
+        resolve_sources([str(work_tree.path), str(work_tree.path / ".git")], tmp_path / "repos")
 
 
 def test_url_that_cannot_be_cloned(tmp_path: Path) -> None:
