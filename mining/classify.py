@@ -116,6 +116,8 @@ _CONSTRUCTS: dict[Category, str] = {
     Category.OTHER: r"triton\.autotune|triton\.Config|@autotune|-use_fast_math|-O3|wgmma|wmma|\bmma\b|tcgen05",
 }
 _CONSTRUCT_RES = {cat: re.compile(rx) for cat, rx in _CONSTRUCTS.items()}
+# All constructs in one pattern, one named group per category: a diff is scanned once, not once per category.
+_ANY_CONSTRUCT_RE = re.compile("|".join(f"(?P<{cat.value}>{rx})" for cat, rx in _CONSTRUCTS.items()))
 _REMOVED_ATOMIC_RE = re.compile(r"\batomic(Add|_add|Max|Min)\b|\btl\.atomic_")
 # A branch that lets one thread of a warp or block act: `if (threadIdx.x == 0)`, `(threadIdx.x & 31) == 0`.
 _ONE_THREAD_GUARD_RE = re.compile(r"threadIdx\.x\s*(&\s*\d+\s*\)?\s*)?(%\s*\d+\s*\)?\s*)?==\s*0|\blane(_?id)?\s*==\s*0|"
@@ -262,17 +264,22 @@ def _count(pattern: re.Pattern[str], lines: list[str]) -> tuple[int, str]:
     return len(hits), (hits[0] if hits else "")
 
 
+def _construct_counts(lines: list[str]) -> tuple[dict[str, int], dict[str, str]]:
+    """Occurrences of each category's constructs in lines, and the first one of each."""
+    counts: dict[str, int] = {}
+    examples: dict[str, str] = {}
+    for match in _ANY_CONSTRUCT_RE.finditer("\n".join(lines)):
+        name = match.lastgroup
+        counts[name] = counts.get(name, 0) + 1
+        examples.setdefault(name, match.group(0))
+    return counts, examples
+
+
 def _introduced_constructs(hunks: list[tuple[list[str], list[str]]]) -> dict[Category, str]:
-    """Categories whose constructs appear more often in the added than in the removed lines of the hunks."""
-    added = [line for _, lines in hunks for line in lines]
-    removed = [line for lines, _ in hunks for line in lines]
-    introduced: dict[Category, str] = {}
-    for category, pattern in _CONSTRUCT_RES.items():
-        n_added, example = _count(pattern, added)
-        n_removed, _ = _count(pattern, removed)
-        if n_added > n_removed:
-            introduced[category] = example
-    return introduced
+    """Categories whose constructs occur more often in the added than in the removed lines of the hunks."""
+    added, examples = _construct_counts([line for _, lines in hunks for line in lines])
+    removed, _ = _construct_counts([line for lines, _ in hunks for line in lines])
+    return {Category(name): examples[name] for name, n in added.items() if n > removed.get(name, 0)}
 
 
 def _atomics_replaced(modified: list[FileDiff]) -> bool:
