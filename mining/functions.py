@@ -46,7 +46,8 @@ _C_FAMILY = frozenset({"c", "cpp", "cuda", "opencl"})
 
 _DEFINITION_QUERY = {
     "c_family": "(function_definition) @definition",
-    "python": "(function_definition) @definition",
+    # The imports come in the same query: each query visits the whole tree.
+    "python": "(function_definition) @definition [(import_statement) (import_from_statement)] @import",
     "fortran": "[(subroutine) (function) (module_procedure)] @definition",
 }
 
@@ -99,8 +100,13 @@ def _query(language: str, pattern: str) -> tree_sitter.Query:
 
 def _captures(language: str, pattern: str, node: tree_sitter.Node) -> list[tree_sitter.Node]:
     """Nodes under node matching a single-capture query pattern, in source order."""
+    return [n for nodes in _captures_by_name(language, pattern, node).values() for n in nodes]
+
+
+def _captures_by_name(language: str, pattern: str, node: tree_sitter.Node) -> dict[str, list[tree_sitter.Node]]:
+    """Nodes under node matching a query pattern, per capture name, in source order."""
     found = tree_sitter.QueryCursor(_query(language, pattern)).captures(node)
-    return sorted((n for nodes in found.values() for n in nodes), key=lambda n: (n.start_byte, -n.end_byte))
+    return {name: sorted(nodes, key=lambda n: (n.start_byte, -n.end_byte)) for name, nodes in found.items()}
 
 
 def _text(node: tree_sitter.Node) -> str:
@@ -164,6 +170,8 @@ _NAMED_SCOPES = frozenset({"namespace_definition", "class_specifier", "struct_sp
 # grammar makes them anonymous tokens, and the C/C++ grammars (OpenCL, HIP in .cpp) misread them as type names.
 _CUDA_QUALIFIER_RE = re.compile(r"\b(__global__|__device__)\b")
 _OPENCL_KERNEL_RE = re.compile(r"\b(__kernel|kernel)\b")
+# Every match holds `ragma` (of `pragma` or `_Pragma`), starting at its line start or 2 bytes before it (see
+# _matches_near).
 _OMP_PRAGMA_RE = re.compile(rb"^[ \t]*#[ \t]*pragma[ \t]+omp\b|\b_Pragma\s*\(\s*\"\s*omp\b", re.MULTILINE)
 _SPACE_RE = re.compile(r"\s+")
 # Double-underscore identifiers before a declaration are compiler attributes (__cluster_dims__, __maxnreg__...),
@@ -184,40 +192,48 @@ def _c_functions(data: bytes, root: tree_sitter.Node, language: str) -> Iterable
 def _c_definitions(root: tree_sitter.Node, code_only: bytes, language: str) -> list[_CDefinition]:
     """The outermost definitions (see _outermost), parsed and recovered, in source order.
 
-    The result is the one from every function_definition node in the tree, but most bodies are never searched:
-    a definition in the body of a kept definition is dropped, so a body is searched (with a query, at every
-    depth) only when its definition is dropped, has no name, or ends before its body node (the conditional
-    branches of _parsed_definition), where what lies in the body can still be kept.
+    The same as from every function_definition node of the tree, but most bodies (most of the tree) are never
+    searched: a definition inside the body of a kept definition is dropped. A body is searched, at every depth,
+    only where what it holds can be kept: when its definition is dropped, has no name, or ends before its body
+    node does (the conditional branches of _parsed_definition).
     """
-    # One entry per function_definition node found: [node, its parsed definition, whether its body is covered].
-    entries = [[node, _parsed_definition(node, code_only), False] for node in _definition_nodes(root)]
+    found = [_FoundDefinition(node, _parsed_definition(node, code_only)) for node in _definition_nodes(root)]
     errors = _error_nodes(root) if root.has_error else []
-    recovered = [d for error in errors for d in _recovered_definitions(error, code_only)]
+    recovered = [definition for error in errors for definition in _recovered_definitions(error, code_only)]
+    for entry in [entry for entry in found if not entry.body_is_closed()]:
+        found += _nested_definitions(entry, code_only, language)
     while True:
-        for entry in [entry for entry in entries if not entry[2] and not _body_is_closed(*entry[:2])]:
-            entries.extend(_nested_entries(entry, code_only, language))
-        # Source order of the nodes, as a query returns them: _outermost keeps the first of equal definitions.
-        entries.sort(key=lambda entry: (entry[0].start_byte, -entry[0].end_byte))
-        kept = _outermost([entry[1] for entry in entries if entry[1] is not None] + recovered)
+        # In the order a query returns the nodes: _outermost keeps the first of definitions at the same place.
+        found.sort(key=lambda entry: (entry.node.start_byte, -entry.node.end_byte))
+        kept = _outermost([entry.definition for entry in found if entry.definition is not None] + recovered)
         kept_ids = {id(definition) for definition in kept}
-        dropped = [entry for entry in entries if not entry[2] and id(entry[1]) not in kept_ids]
+        dropped = [entry for entry in found if not entry.body_searched and id(entry.definition) not in kept_ids]
         if not dropped:
             return kept
         for entry in dropped:
-            entries.extend(_nested_entries(entry, code_only, language))
+            found += _nested_definitions(entry, code_only, language)
 
 
-def _body_is_closed(node: tree_sitter.Node, definition: _CDefinition | None) -> bool:
-    """Whether every definition inside node's body lies inside definition's body (then dropped when it is kept)."""
-    return definition is not None and definition.body_end == node.child_by_field_name("body").end_byte
+@dataclass
+class _FoundDefinition:
+    """A function_definition node, its parsed definition, and whether the definitions in its body are found."""
+
+    node: tree_sitter.Node
+    definition: _CDefinition | None
+    body_searched: bool = False
+
+    def body_is_closed(self) -> bool:
+        """Whether every definition in the node's body lies in the parsed definition's body."""
+        body = self.node.child_by_field_name("body")
+        return self.definition is not None and body is not None and self.definition.body_end == body.end_byte
 
 
-def _nested_entries(entry: list, code_only: bytes, language: str) -> list[list]:
-    """Entries for the function_definition nodes at any depth in the body of entry's node, which is marked covered."""
-    entry[2] = True
-    body = entry[0].child_by_field_name("body")
+def _nested_definitions(entry: _FoundDefinition, code_only: bytes, language: str) -> list[_FoundDefinition]:
+    """The function_definition nodes at any depth in the body of entry's node, which is marked searched."""
+    entry.body_searched = True
+    body = entry.node.child_by_field_name("body")
     nested = _captures(language, _DEFINITION_QUERY["c_family"], body) if body is not None else []
-    return [[node, _parsed_definition(node, code_only), True] for node in nested]
+    return [_FoundDefinition(node, _parsed_definition(node, code_only), body_searched=True) for node in nested]
 
 
 def _definition_nodes(root: tree_sitter.Node) -> list[tree_sitter.Node]:
@@ -297,7 +313,7 @@ def _parsed_definition(definition: tree_sitter.Node, code_only: bytes) -> _CDefi
     if body is None or name_node is None:
         return None
     body_end = body.end_byte
-    if _CONDITIONAL_RE.search(code_only, body.start_byte, body.end_byte):
+    if _matches_near(_CONDITIONAL_RE, code_only, body.start_byte, body.end_byte, b"#", None):
         body_end = min(body_end, _matching_brace_end(code_only, body.start_byte) or body_end)
     head = _c_head(definition)
     return _CDefinition(head.start_byte, head.start_point.row, name_node, definition, body.start_byte, body_end)
@@ -402,10 +418,13 @@ def _recovered_head_start(code_only: bytes, name_start: int) -> int:
     return skipped.end() if skipped else previous_end
 
 
-_CONDITIONAL = rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b"  # a conditional directive, its name captured
-_CONDITIONAL_RE = re.compile(_CONDITIONAL, re.MULTILINE)
-# Braces, string and character literals (matched whole, so that braces inside them are skipped), conditionals.
-_BRACE_TOKEN_RE = re.compile(rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{}]|' + _CONDITIONAL, re.MULTILINE)
+_DIRECTIVE_NAMES = rb"(if|ifdef|ifndef|elif|else|endif)\b"  # of a conditional directive, captured
+_CONDITIONAL_RE = re.compile(rb"^[ \t]*#[ \t]*" + _DIRECTIVE_NAMES, re.MULTILINE)  # every match holds `#`
+# Braces, string and character literals (matched whole, so that braces inside them are skipped), conditionals from
+# their `#` (_matching_brace_end checks that only blanks precede it on its line). Every alternative starts with a
+# literal byte, which lets the regex engine jump to the next candidate byte: 3 times faster than with a `^` or a
+# `[{}]` alternative, which make it try every offset.
+_BRACE_TOKEN_RE = re.compile(rb'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|\{|\}|#[ \t]*' + _DIRECTIVE_NAMES)
 
 
 def _matching_brace_end(code_only: bytes, open_brace: int) -> int | None:
@@ -415,7 +434,9 @@ def _matching_brace_end(code_only: bytes, open_brace: int) -> int | None:
     for token in _BRACE_TOKEN_RE.finditer(code_only, open_brace):
         directive = token.group(1)
         if directive is not None:
-            _follow_conditional(skipping, directive.decode())
+            line_start = code_only.rfind(b"\n", 0, token.start()) + 1
+            if not code_only[line_start:token.start()].strip(b" \t"):  # a `#` starting its line
+                _follow_conditional(skipping, directive.decode())
         elif any(skipping) or token.group() not in (b"{", b"}"):
             continue
         else:
@@ -433,6 +454,23 @@ def _follow_conditional(skipping: list[bool], directive: str) -> None:
             skipping.pop()
     elif skipping:  # elif, else
         skipping[-1] = True
+
+
+def _matches_near(pattern: re.Pattern[bytes], data: bytes, start: int, end: int, marker: bytes,
+                  lead: int | None) -> bool:
+    """Whether pattern.search(data, start, end) finds a match, trying only the offsets where one can start.
+
+    Every match of pattern holds marker and starts at the start of marker's line or (unless lead is None) lead
+    bytes before marker. A search trying every offset of a long body costs more than the rest of its extraction.
+    """
+    at = data.find(marker, start, end)
+    while at >= 0:
+        line_start = data.rfind(b"\n", 0, at) + 1
+        for candidate in (line_start,) if lead is None else (line_start, at - lead):
+            if candidate >= start and pattern.match(data, candidate, end):
+                return True
+        at = data.find(marker, at + 1, end)
+    return False
 
 
 def _outermost(definitions: list[_CDefinition]) -> list[_CDefinition]:
@@ -499,7 +537,7 @@ def _c_kind(definition: _CDefinition, code_only: bytes, language: str) -> Kernel
         return KernelKind.CUDA_KERNEL
     if "__device__" in qualifiers:
         return KernelKind.DEVICE_FUNCTION
-    if _OMP_PRAGMA_RE.search(code_only, definition.body_start, definition.body_end):
+    if _matches_near(_OMP_PRAGMA_RE, code_only, definition.body_start, definition.body_end, b"ragma", 2):
         return KernelKind.OPENMP_REGION
     return KernelKind.HOST_FUNCTION
 
@@ -508,8 +546,9 @@ def _c_kind(definition: _CDefinition, code_only: bytes, language: str) -> Kernel
 
 
 def _python_functions(data: bytes, root: tree_sitter.Node) -> Iterable[Function]:
-    triton_jit_names = _triton_jit_names(root)
-    for definition in _captures("python", _DEFINITION_QUERY["python"], root):
+    captured = _captures_by_name("python", _DEFINITION_QUERY["python"], root)
+    triton_jit_names = _triton_jit_names(captured.get("import", []))
+    for definition in captured.get("definition", []):
         name_node = definition.child_by_field_name("name")
         if name_node is None:
             continue
@@ -543,11 +582,12 @@ def _python_classes(outer: tree_sitter.Node) -> list[str]:
     return classes[::-1]
 
 
-def _triton_jit_names(root: tree_sitter.Node) -> frozenset[str]:
-    """The dotted names under which a module refers to triton's jit (`triton.jit`, `tr.jit`, an imported `jit`)."""
+def _triton_jit_names(imports: list[tree_sitter.Node]) -> frozenset[str]:
+    """The dotted names under which a module's import statements refer to triton's jit (`triton.jit`, `tr.jit`,
+    an imported `jit`)."""
     module_names = {"triton"}  # `triton.jit` means triton even where the import is out of sight
     jit_names: set[str] = set()
-    for statement in _captures("python", "[(import_statement) (import_from_statement)] @import", root):
+    for statement in imports:
         if statement.type == "import_statement":
             module_names.update(_bound_names(statement, "triton"))
         elif _is_triton_module(statement.child_by_field_name("module_name")):
@@ -615,6 +655,7 @@ def changed_functions(before_source: str, after_source: str, language: str) -> l
         if index >= len(candidates):
             continue
         before = candidates[index]
-        if normalise_code(before.code, language) != normalise_code(after.code, language):
+        # Most functions of a commit are untouched: identical code needs no normalising to compare equal.
+        if before.code != after.code and normalise_code(before.code, language) != normalise_code(after.code, language):
             changes.append(FunctionChange(name=after.name, kind=after.kind, before=before, after=after))
     return changes

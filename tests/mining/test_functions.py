@@ -132,11 +132,28 @@ def test_body_with_a_brace_in_each_conditional_branch_ends_at_its_own_brace() ->
     assert (functions["after"].start_line, functions["after"].end_line) == (12, 12)
 
 
+def test_indented_conditional_directives_split_a_body_like_unindented_ones() -> None:
+    source = SPLIT_CONDITION_KERNEL.replace("#ifdef", " \t#  ifdef").replace("#else", "  # else")
+    functions = by_name(source.replace("#endif", "\t#endif") + "static void after(float* y) { y[0] = 0; }\n", "cuda")
+    assert (functions["reduce"].start_line, functions["reduce"].end_line) == (1, 10)
+    assert (functions["after"].start_line, functions["after"].end_line) == (12, 12)
+
+
 def test_kernel_that_tree_sitter_gives_up_on_is_recovered_from_the_error_node() -> None:
     """Followed by this one-liner, the split condition makes the whole file a single ERROR node."""
     functions = by_name(SPLIT_CONDITION_KERNEL + "void after(void) { }\n", "cuda")
     assert functions["reduce"].kind == KernelKind.CUDA_KERNEL
     assert (functions["reduce"].start_line, functions["reduce"].end_line) == (1, 10)
+
+
+def test_definitions_in_a_recovered_kernel_body_belong_to_the_kernel() -> None:
+    """Error recovery leaves the helper and the method as definitions outside the ERROR node that the kernel is
+    recovered from; they lie in the kernel's body, so they are part of it, not functions of their own."""
+    local = "    float helper(float v) { return v; }\n    struct S { void m() { } };\n"
+    source = SPLIT_CONDITION_KERNEL.replace("    }\n}\n", "    }\n" + local + "}\n") + "void after(void) { }\n"
+    functions = extract_functions(source, "cuda")
+    assert [(f.name, f.start_line, f.end_line) for f in functions][:1] == [("reduce", 1, 12)]
+    assert not {"helper", "m", "S::m"} & {f.name for f in functions}
 
 
 def test_opencl_kernel_qualifiers() -> None:
@@ -181,6 +198,17 @@ void via_operator(float* x) {
         "serial_sum": KernelKind.HOST_FUNCTION,
         "via_operator": KernelKind.OPENMP_REGION,
     }
+
+
+def test_comment_marker_in_a_string_does_not_hide_the_pragma_after_it() -> None:
+    source = """\
+void run(float* x, int n) {
+    const char* url = "http://a/*b";
+#pragma omp parallel for
+    for (int i = 0; i < n; i++) x[i] = 0;
+}
+"""
+    assert kinds(source, "c") == {"run": KernelKind.OPENMP_REGION}
 
 
 def test_openmp_in_a_cuda_file_is_an_openmp_region_unless_the_function_is_device_code() -> None:
