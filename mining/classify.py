@@ -20,8 +20,10 @@ with the most evidence. Every signal that fired is returned as evidence, stronge
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from mining.gitlog import FileDiff
@@ -116,8 +118,10 @@ _CONSTRUCTS: dict[Category, str] = {
     Category.OTHER: r"triton\.autotune|triton\.Config|@autotune|-use_fast_math|-O3|wgmma|wmma|\bmma\b|tcgen05",
 }
 _CONSTRUCT_RES = {cat: re.compile(rx) for cat, rx in _CONSTRUCTS.items()}
-# All constructs in one pattern, one named group per category: a diff is scanned once, not once per category.
-_ANY_CONSTRUCT_RE = re.compile("|".join(f"(?P<{cat.value}>{rx})" for cat, rx in _CONSTRUCTS.items()))
+# Diffs are cut into tokens once (identifiers with their `.`/`::` qualifiers, pragmas, a few flags) and each
+# distinct token is matched against the construct patterns once: on the large diffs of real histories this is
+# tens of times faster than running every pattern over every line.
+_TOKEN_RE = re.compile(r"#\s*pragma\s+\w+|-O3\b|-use_fast_math|@?[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*")
 _REMOVED_ATOMIC_RE = re.compile(r"\batomic(Add|_add|Max|Min)\b|\btl\.atomic_")
 # A branch that lets one thread of a warp or block act: `if (threadIdx.x == 0)`, `(threadIdx.x & 31) == 0`.
 _ONE_THREAD_GUARD_RE = re.compile(r"threadIdx\.x\s*(&\s*\d+\s*\)?\s*)?(%\s*\d+\s*\)?\s*)?==\s*0|\blane(_?id)?\s*==\s*0|"
@@ -264,14 +268,19 @@ def _count(pattern: re.Pattern[str], lines: list[str]) -> tuple[int, str]:
     return len(hits), (hits[0] if hits else "")
 
 
+@functools.lru_cache(maxsize=65536)
+def _token_categories(token: str) -> tuple[str, ...]:
+    return tuple(cat.value for cat, pattern in _CONSTRUCT_RES.items() if pattern.search(token))
+
+
 def _construct_counts(lines: list[str]) -> tuple[dict[str, int], dict[str, str]]:
     """Occurrences of each category's constructs in lines, and the first one of each."""
     counts: dict[str, int] = {}
     examples: dict[str, str] = {}
-    for match in _ANY_CONSTRUCT_RE.finditer("\n".join(lines)):
-        name = match.lastgroup
-        counts[name] = counts.get(name, 0) + 1
-        examples.setdefault(name, match.group(0))
+    for token, n in Counter(_TOKEN_RE.findall("\n".join(lines))).items():
+        for name in _token_categories(token):
+            counts[name] = counts.get(name, 0) + n
+            examples.setdefault(name, token)
     return counts, examples
 
 

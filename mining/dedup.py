@@ -20,6 +20,8 @@ from datasketch import MinHash, MinHashLSH
 NEAR_DUPLICATE_JACCARD = 0.85
 MINHASH_PERMUTATIONS = 128
 SHINGLE_TOKENS = 5
+# datasketch 2's default hashing scheme, named so that signatures rebuilt from stored values use the same one.
+MINHASH_SCHEME = "affine32"
 _TOKEN_RE = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|\S")
 
 
@@ -35,7 +37,7 @@ def _shingles(text: str, mark: str) -> set[str]:
 
 
 def _signature(shingles: set[str]) -> MinHash:
-    signature = MinHash(num_perm=MINHASH_PERMUTATIONS)
+    signature = MinHash(num_perm=MINHASH_PERMUTATIONS, scheme=MINHASH_SCHEME)
     signature.update_batch([shingle.encode("utf-8", "surrogatepass") for shingle in shingles])
     return signature
 
@@ -48,8 +50,15 @@ def _signatures(before: str, after: str) -> tuple[MinHash, MinHash]:
     return _signature(_shingles(removed, "-") | _shingles(added, "+")), _signature(_shingles(before, ""))
 
 
+def pair_signatures(function_before: str, function_after: str) -> list[list[int]]:
+    """The pair's two MinHash signatures as plain integers, so that workers can compute them and the merge
+    only compares (see deduplicate's `signatures` key)."""
+    return [signature.hashvalues.tolist() for signature in _signatures(function_before, function_after)]
+
+
 def deduplicate(rows: list[dict[str, Any]], threshold: float = NEAR_DUPLICATE_JACCARD) -> tuple[list[dict], DedupStats]:
-    """Rows without exact or near duplicates, oldest kept; rows need code_hash, date, function_before/after."""
+    """Rows without exact or near duplicates, oldest kept. Rows need code_hash, date, repo, commit, path,
+    kernel_name, function_before/after, and may carry precomputed `signatures` (pair_signatures)."""
     stats = DedupStats()
     seen_hashes: set[str] = set()
     edits = MinHashLSH(threshold=threshold, num_perm=MINHASH_PERMUTATIONS)  # indexed by the edit
@@ -61,7 +70,7 @@ def deduplicate(rows: list[dict[str, Any]], threshold: float = NEAR_DUPLICATE_JA
             stats.exact_duplicates += 1
             continue
         seen_hashes.add(row["code_hash"])
-        edit, before = _signatures(row["function_before"], row["function_after"])
+        edit, before = _restore(row)
         if any(befores[key].jaccard(before) >= threshold for key in edits.query(edit)):
             stats.near_duplicates += 1
             continue
@@ -69,3 +78,11 @@ def deduplicate(rows: list[dict[str, Any]], threshold: float = NEAR_DUPLICATE_JA
         befores[str(index)] = before
         kept.append(row)
     return kept, stats
+
+
+def _restore(row: dict[str, Any]) -> tuple[MinHash, MinHash]:
+    if "signatures" not in row:
+        return _signatures(row["function_before"], row["function_after"])
+    edit, before = (MinHash(num_perm=MINHASH_PERMUTATIONS, hashvalues=values, scheme=MINHASH_SCHEME)
+                    for values in row["signatures"])
+    return edit, before

@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from mining.classify import Classification, classify_commit
 from mining.config import MINER_VERSION, MineConfig
-from mining.dedup import deduplicate
+from mining.dedup import deduplicate, pair_signatures
 from mining.gitlog import BlobReader, CommitMeta, StreamFailure, iter_commit_meta, iter_patches, list_shas, shared_clone
 from mining.judge import apply_judgement, judge_commit
 from mining.licence import licence_of
@@ -147,12 +147,14 @@ def run_chunk(task: ChunkTask) -> int:
                                         classification.category.value, classification.evidence, found_by)
                 commit_pairs, file_skips = pairs_of_commit(context, diffs, blobs, config.max_file_bytes)
                 skips.extend(asdict(s) for s in file_skips)
-                pairs.extend(as_row(p) for p in commit_pairs)
+                pairs.extend({**as_row(p), "signatures": pair_signatures(p.function_before, p.function_after)}
+                             for p in commit_pairs)
             commits.append(as_row(_commit_record(task.repo, meta, task.kernel_files[sha], classification, found_by,
                                                  config.perf_threshold, len(commit_pairs))))
     skips.extend({"sha": f.sha, "path": "", "reason": "missing_object: " + f.reason} for f in failures)
     write_json(task.shard_path, {"commits": commits, "pairs": pairs, "failures": skips,
-                                 "judge": dict(judge_counts), "seconds": time.perf_counter() - started})
+                                 "judge": dict(judge_counts), "seconds": time.perf_counter() - started},
+               compact=True)
     return len(task.commits)
 
 
@@ -251,6 +253,8 @@ def _merge(plans: list[RepoPlan], tasks: list[ChunkTask], config: MineConfig, st
     commits = [c for shards in shards_by_repo.values() for s in shards for c in s["commits"]]
     pairs_all = [p for shards in shards_by_repo.values() for s in shards for p in s["pairs"]]
     pairs, dedup_stats = deduplicate(pairs_all, config.near_duplicate_jaccard)
+    for pair in pairs:
+        del pair["signatures"]  # computed by the workers for the merge's deduplication only
     kept_per_commit = Counter((p["repo"], p["commit"]) for p in pairs)
     for commit in commits:
         commit["n_pairs"] = kept_per_commit[(commit["repo"], commit["sha"])]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mining.dedup import deduplicate
+from mining.dedup import deduplicate, pair_signatures
 from perfforge.records import code_hash
 
 # A kernel long enough (~150 tokens) that a renamed copy keeps a MinHash Jaccard well above 0.85.
@@ -118,3 +118,18 @@ def test_stats_count_each_kind_of_duplicate() -> None:
 def test_no_rows() -> None:
     kept, stats = deduplicate([])
     assert kept == [] and (stats.exact_duplicates, stats.near_duplicates) == (0, 0)
+
+
+def test_signatures_computed_by_workers_give_the_same_result() -> None:
+    """The pipeline's workers store pair_signatures in each row; the merge must decide exactly as if it had
+    computed them itself."""
+    rows = [
+        row(BEFORE, AFTER, "2024-01-01T00:00:00+00:00", commit="orig"),
+        row(BEFORE.replace("row_sum", "rsum"), AFTER.replace("row_sum", "rsum"), "2024-01-04T00:00:00+00:00",
+            commit="port", name="rsum"),
+        row(AFTER, AFTER_SECOND, "2024-01-05T00:00:00+00:00", commit="next"),
+    ]
+    with_signatures = [{**r, "signatures": pair_signatures(r["function_before"], r["function_after"])} for r in rows]
+    kept, stats = deduplicate(with_signatures)
+    assert [r["commit"] for r in kept] == [r["commit"] for r in deduplicate(rows)[0]] == ["orig", "next"]
+    assert stats.near_duplicates == 1
