@@ -49,9 +49,9 @@ class SideResult:
         return self.commits / self.seconds if self.seconds else 0.0
 
 
-def run_miner(repo: Path, out: Path, jobs: int) -> tuple[SideResult, float]:
+def run_miner(repo: Path, out: Path, jobs: int, pairs: bool) -> tuple[SideResult, float]:
     started = time.perf_counter()
-    result = mine(MineConfig(sources=[str(repo)], out=out, jobs=jobs, progress=False))
+    result = mine(MineConfig(sources=[str(repo)], out=out, jobs=jobs, progress=False, pairs=pairs))
     seconds = time.perf_counter() - started
     perf = {row["sha"] for row in pq.read_table(out / "commits.parquet", columns=["sha", "is_perf"]).to_pylist()
             if row["is_perf"]}
@@ -66,7 +66,7 @@ def _file_diff(modified) -> FileDiff:
     return diff
 
 
-def run_pydriller(repo: Path, clone_dir: Path) -> SideResult:
+def run_pydriller(repo: Path, clone_dir: Path, pairs: bool) -> SideResult:
     """The plain traversal: every commit of HEAD (no merges), every modified file's diff, then the same
     prefilter, classifier and, for performance commits, the changed functions of their kernel files."""
     functions._extract_functions_cached.cache_clear()
@@ -99,7 +99,7 @@ def run_pydriller(repo: Path, clone_dir: Path) -> SideResult:
         file_diffs = [_file_diff(diffs[p]) for p in kept.kernel_files if p in diffs]
         if classify_commit(commit.msg, file_diffs).perf_score >= PERF_THRESHOLD:
             perf.add(commit.hash)
-            for path in kept.kernel_files:
+            for path in kept.kernel_files if pairs else ():
                 language = functions.language_of(path)
                 if path in diffs and language and diffs[path].change_type == ModificationType.MODIFY:
                     before, after = diffs[path].source_code_before, diffs[path].source_code
@@ -112,21 +112,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, action="append", required=True, help="a git directory (repeatable)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--output", choices=["pairs", "commits", "both"], default="both",
+                        help="pairs: the full dataset; commits: classification only (perfforge mine --no-pairs)")
     args = parser.parse_args()
-    print(f"{'repository':<36} {'commits':>7} | {'miner c/s':>9} {'prefilter c/s':>13} | {'pydriller c/s':>13} | "
-          f"{'ratio':>6} | perf agree")
+    print(f"{'repository':<30} {'output':<8} {'commits':>7} | {'miner c/s':>9} {'prefilter c/s':>13} | "
+          f"{'pydriller c/s':>13} | {'ratio':>6} | perf agree")
+    outputs = ["pairs", "commits"] if args.output == "both" else [args.output]
     for repo in args.repo:
-        with tempfile.TemporaryDirectory() as tmp:
-            miner, prefilter_rate = run_miner(repo, Path(tmp) / "out", args.jobs)
-            baseline = run_pydriller(repo, Path(tmp))
-        shared = miner.perf_shas & baseline.perf_shas
-        union = miner.perf_shas | baseline.perf_shas
-        agree = f"{len(shared)}/{len(union)}" if union else "-"
-        name = repo.parent.name if repo.name == "repo" else repo.name
-        print(f"{name:<36} {miner.commits:>7} | {miner.commits_per_s:>9.0f} {prefilter_rate:>13.0f} | "
-              f"{baseline.commits_per_s:>13.1f} | {miner.commits_per_s / baseline.commits_per_s:>5.1f}x | {agree}"
-              + (f"  (pydriller read {baseline.commits} commits, {baseline.failures} failures)"
-                 if baseline.failures else ""))
+        for output in outputs:
+            report_one(repo, args.jobs, output == "pairs")
+
+
+def report_one(repo: Path, jobs: int, pairs: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        miner, prefilter_rate = run_miner(repo, Path(tmp) / "out", jobs, pairs)
+        baseline = run_pydriller(repo, Path(tmp), pairs)
+    shared = miner.perf_shas & baseline.perf_shas
+    union = miner.perf_shas | baseline.perf_shas
+    agree = f"{len(shared)}/{len(union)}" if union else "-"
+    name = repo.parent.name if repo.name == "repo" else repo.name
+    print(f"{name:<30} {'pairs' if pairs else 'commits':<8} {miner.commits:>7} | {miner.commits_per_s:>9.0f} "
+          f"{prefilter_rate:>13.0f} | {baseline.commits_per_s:>13.1f} | "
+          f"{miner.commits_per_s / baseline.commits_per_s:>5.1f}x | {agree}"
+          + (f"  (pydriller read {baseline.commits} commits, {baseline.failures} failures)"
+             if baseline.failures else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ class MineConfig:
         "help": "a file's patch longer than this is cut and the file recorded as a huge diff"})
     max_file_bytes: int = field(default=2_000_000, metadata={
         "help": "source files larger than this give no function pairs (generated or vendored code)"})
+    pairs: bool = field(default=True, metadata={
+        "help": "extract function-level pairs of performance commits (--no-pairs: classify commits only)"})
     near_duplicate_jaccard: float = field(default=NEAR_DUPLICATE_JACCARD, metadata={
         "help": "MinHash Jaccard similarity at which two pairs are near duplicates"})
     overwrite: bool = field(default=False, metadata={

@@ -15,6 +15,7 @@ import os
 import shutil
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -33,13 +34,24 @@ from mining.pairs import CommitContext, pairs_of_commit
 from mining.prefilter import MAX_KERNEL_FILES, kernel_python_files_at, prefilter
 from mining.sources import Source, resolve_sources
 from perfforge.errors import BackendError, ConfigError
-from perfforge.io import read_json, write_json, write_parquet
+from perfforge.io import read_json, write_json, write_parquet, write_parquet_batches
 from perfforge.llm_client import ChatClient
-from perfforge.records import COMMIT_FEATURES, PAIR_FEATURES, SCHEMA_VERSION, Category, CommitRecord, FoundBy, as_row
+from perfforge.records import (
+    COMMIT_FEATURES,
+    PAIR_FEATURES,
+    SCHEMA_VERSION,
+    Category,
+    CommitRecord,
+    FoundBy,
+    PairRecord,
+    as_row,
+)
 
 FINGERPRINT_FILE = "fingerprint.txt"
 # How many failure examples per repository the stats keep (all are counted).
 MAX_FAILURE_EXAMPLES = 50
+# Files skipped by design, counted apart from failures: kernels in languages without a parser (Metal, GLSL).
+NOT_FAILURES = {"unsupported_language"}
 
 
 @dataclass
@@ -137,25 +149,43 @@ def run_chunk(task: ChunkTask) -> int:
     failures: list[StreamFailure] = []
     by_sha = {c.sha: c for c in task.commits}
     commits, pairs, skips = [], [], []
+    files: dict[str, list[str]] = {}  # "sha:path" -> [file_before, file_after], once per file, not per pair
     with BlobReader(git_dir) as blobs:
         for sha, diffs in iter_patches(git_dir, list(by_sha), task.kernel_files, config.max_patch_lines, failures):
             meta = by_sha[sha]
             classification, found_by = _classify(meta, diffs, config, judge, judge_counts)
             commit_pairs = []
-            if classification.perf_score >= config.perf_threshold:
+            if config.pairs and classification.perf_score >= config.perf_threshold:
                 context = CommitContext(task.repo, task.repo_url, task.licence, meta, classification.perf_score,
                                         classification.category.value, classification.evidence, found_by)
                 commit_pairs, file_skips = pairs_of_commit(context, diffs, blobs, config.max_file_bytes)
                 skips.extend(asdict(s) for s in file_skips)
-                pairs.extend({**as_row(p), "signatures": pair_signatures(p.function_before, p.function_after)}
-                             for p in commit_pairs)
+                pairs.extend(_shard_pair(p, files) for p in commit_pairs)
             commits.append(as_row(_commit_record(task.repo, meta, task.kernel_files[sha], classification, found_by,
                                                  config.perf_threshold, len(commit_pairs))))
     skips.extend({"sha": f.sha, "path": "", "reason": "missing_object: " + f.reason} for f in failures)
-    write_json(task.shard_path, {"commits": commits, "pairs": pairs, "failures": skips,
+    write_json(task.shard_path, {"commits": commits, "pairs": pairs, "files": files, "failures": skips,
                                  "judge": dict(judge_counts), "seconds": time.perf_counter() - started},
                compact=True)
     return len(task.commits)
+
+
+def _shard_pair(pair: PairRecord, files: dict[str, list[str]]) -> dict[str, Any]:
+    """A pair as the shard stores it: whole files moved to the shard's file table, MinHash signatures added
+    (computed here, in parallel, for the merge's deduplication)."""
+    row = as_row(pair)
+    key = f"{pair.commit}:{pair.path}"
+    files.setdefault(key, [row.pop("file_before"), row.pop("file_after")])
+    row.pop("file_before", None)
+    row.pop("file_after", None)
+    return {**row, "file_key": key, "signatures": pair_signatures(pair.function_before, pair.function_after)}
+
+
+def _record_pair(row: dict[str, Any], files: dict[str, list[str]]) -> dict[str, Any]:
+    """The record of a shard pair: its files put back, the merge's fields taken out."""
+    record = {k: v for k, v in row.items() if k not in ("signatures", "file_key")}
+    record["file_before"], record["file_after"] = files[row["file_key"]]
+    return record
 
 
 def _classify(meta: CommitMeta, diffs: list, config: MineConfig, judge: ChatClient | None,
@@ -216,7 +246,9 @@ def mine(config: MineConfig) -> MineResult:
     if interrupted:
         return MineResult(out=config.out, stats={}, interrupted=True)
     stats = _merge(plans, tasks, config, started_at)
-    shutil.rmtree(work_dir / "clones", ignore_errors=True)
+    for finished in ("clones", "shards", FINGERPRINT_FILE):  # outputs are whole: the resume state has done its job
+        shutil.rmtree(work_dir / finished, ignore_errors=True)
+        (work_dir / finished).unlink(missing_ok=True)
     return MineResult(out=config.out, stats=stats, paths={name: config.out / name for name in
                                                            ("commits.parquet", "pairs.parquet", "stats.json")})
 
@@ -246,24 +278,42 @@ def _run_tasks(todo: list[ChunkTask], config: MineConfig) -> bool:
     return True
 
 
+# What the merge keeps of a pair in memory: enough to deduplicate and count, not the code itself.
+_PAIR_SUMMARY_FIELDS = ("repo", "commit", "date", "path", "kernel_name", "code_hash", "signatures", "category",
+                        "kernel_kind", "language")
+
+
 def _merge(plans: list[RepoPlan], tasks: list[ChunkTask], config: MineConfig, started_at: str) -> dict[str, Any]:
+    """Deduplicate on pair summaries, then stream the kept pairs shard by shard into pairs.parquet: memory holds
+    one shard's code at a time, however large the run."""
     shards_by_repo: dict[str, list[dict[str, Any]]] = {}
-    for task in tasks:
-        shards_by_repo.setdefault(task.repo, []).append(read_json(task.shard_path))
+    summaries: list[dict[str, Any]] = []
+    for shard_number, task in enumerate(tasks):
+        shard = read_json(task.shard_path)
+        for index, pair in enumerate(shard["pairs"]):
+            summaries.append({**{k: pair[k] for k in _PAIR_SUMMARY_FIELDS}, "_at": (shard_number, index)})
+        shard["n_pairs"] = len(shard.pop("pairs"))
+        del shard["files"]
+        shards_by_repo.setdefault(task.repo, []).append(shard)
+    kept, dedup_stats = deduplicate(summaries, config.near_duplicate_jaccard)
+    kept_at = {summary["_at"] for summary in kept}
+    write_parquet_batches(config.out / "pairs.parquet", _kept_pairs(tasks, kept_at), PAIR_FEATURES)
+    kept_per_commit = Counter((p["repo"], p["commit"]) for p in kept)
     commits = [c for shards in shards_by_repo.values() for s in shards for c in s["commits"]]
-    pairs_all = [p for shards in shards_by_repo.values() for s in shards for p in s["pairs"]]
-    pairs, dedup_stats = deduplicate(pairs_all, config.near_duplicate_jaccard)
-    for pair in pairs:
-        del pair["signatures"]  # computed by the workers for the merge's deduplication only
-    kept_per_commit = Counter((p["repo"], p["commit"]) for p in pairs)
     for commit in commits:
         commit["n_pairs"] = kept_per_commit[(commit["repo"], commit["sha"])]
     commits.sort(key=lambda c: (c["repo"], c["date"], c["sha"]))
     write_parquet(config.out / "commits.parquet", commits, COMMIT_FEATURES)
-    write_parquet(config.out / "pairs.parquet", pairs, PAIR_FEATURES)
-    stats = _stats(plans, shards_by_repo, commits, pairs, len(pairs_all), dedup_stats, config, started_at)
+    stats = _stats(plans, shards_by_repo, commits, kept, len(summaries), dedup_stats, config, started_at)
     write_json(config.out / "stats.json", stats)
     return stats
+
+
+def _kept_pairs(tasks: list[ChunkTask], kept_at: set[tuple[int, int]]) -> Iterator[list[dict[str, Any]]]:
+    for shard_number, task in enumerate(tasks):
+        shard = read_json(task.shard_path)
+        yield [_record_pair(pair, shard["files"])
+               for index, pair in enumerate(shard["pairs"]) if (shard_number, index) in kept_at]
 
 
 def _repo_stats(plan: RepoPlan, shards: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -274,10 +324,11 @@ def _repo_stats(plan: RepoPlan, shards: list[dict[str, Any]], pairs: list[dict[s
         "url": plan.source.url, "licence": plan.licence, "commits_total": plan.commits_total,
         "prefilter": plan.prefilter_counts, "candidates": len(plan.candidates),
         "perf_commits": sum(1 for c in repo_commits if c["is_perf"]),
-        "pairs_before_dedup": sum(len(s["pairs"]) for s in shards),
+        "pairs_before_dedup": sum(s["n_pairs"] for s in shards),
         "pairs": sum(1 for p in pairs if p["repo"] == plan.source.name),
-        "failures": dict(Counter(f["reason"].split(":")[0] for f in failures)),
-        "failure_examples": failures[:MAX_FAILURE_EXAMPLES],
+        "failures": dict(Counter(f["reason"].split(":")[0] for f in failures if f["reason"] not in NOT_FAILURES)),
+        "files_not_parsed": dict(Counter(f["reason"] for f in failures if f["reason"] in NOT_FAILURES)),
+        "failure_examples": [f for f in failures if f["reason"] not in NOT_FAILURES][:MAX_FAILURE_EXAMPLES],
         "stage1_seconds": round(plan.seconds, 3),
         "prefilter_commits_per_s": round(plan.commits_total / plan.seconds, 1) if plan.seconds else None,
         "stage2_worker_seconds": round(stage2_seconds, 3),

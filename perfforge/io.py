@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import datasets
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 INCOMPLETE_SUFFIX = ".incomplete"
 
@@ -57,6 +58,20 @@ def write_parquet(path: Path, rows: list[dict[str, Any]], features: datasets.Fea
     dataset = datasets.Dataset(table, info=datasets.DatasetInfo(features=features))
     with atomic_path(path) as tmp:
         dataset.to_parquet(str(tmp))
+
+
+def write_parquet_batches(path: Path, batches: Iterable[list[dict[str, Any]]], features: datasets.Features) -> int:
+    """Rows arriving in batches, written as one parquet file without holding them all in memory (mined pairs
+    carry whole source files). The schema carries the HF features, so datasets reads the file as write_parquet's.
+    Returns the number of rows written."""
+    schema = features.arrow_schema
+    written = 0
+    with atomic_path(path) as tmp, pq.ParquetWriter(str(tmp), schema) as writer:
+        for rows in batches:
+            if rows:
+                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                written += len(rows)
+    return written
 
 
 def read_parquet(path: Path) -> datasets.Dataset:

@@ -24,3 +24,17 @@ def test_successful_write_replaces_the_target(tmp_path: Path) -> None:
     write_json(target, {"n": 1})
     write_json(target, {"n": 2})
     assert read_json(target) == {"n": 2}
+
+
+def test_parquet_written_in_batches_reads_back_with_the_record_features(tmp_path: Path) -> None:
+    """pairs.parquet is streamed batch by batch; datasets must see the same features and rows as a one-shot write."""
+    from perfforge.io import read_parquet, write_parquet, write_parquet_batches
+    from perfforge.records import PAIR_FEATURES, as_row
+    from tests.core.test_records import make_pair
+
+    rows = [as_row(make_pair(kernel_name=f"k{i}")) for i in range(5)]
+    assert write_parquet_batches(tmp_path / "streamed.parquet", iter([rows[:2], [], rows[2:]]), PAIR_FEATURES) == 5
+    write_parquet(tmp_path / "whole.parquet", rows, PAIR_FEATURES)
+    streamed, whole = read_parquet(tmp_path / "streamed.parquet"), read_parquet(tmp_path / "whole.parquet")
+    assert streamed.features == whole.features == PAIR_FEATURES
+    assert streamed.to_list() == whole.to_list()

@@ -98,12 +98,33 @@ def test_parallel_run_equals_serial_run(perf_repo: RepoBuilder, tmp_path: Path) 
         assert rows(serial.paths[name]) == rows(parallel.paths[name])
 
 
-def test_resuming_with_other_options_is_refused_until_overwrite(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+def test_resuming_with_other_options_is_refused_until_overwrite(perf_repo: RepoBuilder, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unfinished work made under one threshold is not mixed with work under another."""
+    def interrupted(task: pipeline.ChunkTask) -> int:
+        raise KeyboardInterrupt
+
     out = tmp_path / "out"
-    run([perf_repo.path], out, jobs=1)
+    with monkeypatch.context() as patch:
+        patch.setattr(pipeline, "run_chunk", interrupted)
+        assert run([perf_repo.path], out, jobs=1).interrupted
     with pytest.raises(ConfigError, match="other options.*--overwrite"):
         run([perf_repo.path], out, jobs=1, perf_threshold=0.7)
     assert not run([perf_repo.path], out, jobs=1, perf_threshold=0.7, overwrite=True).interrupted
+
+
+def test_a_finished_run_leaves_only_its_outputs(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    """Shards (whole source files, gigabytes on big histories) and clones go once the outputs are written."""
+    out = tmp_path / "out"
+    run([perf_repo.path], out, jobs=2)
+    assert sorted(p.name for p in out.iterdir()) == [".work", "commits.parquet", "pairs.parquet", "stats.json"]
+    assert list((out / ".work").iterdir()) == []
+
+
+def test_no_pairs_classifies_commits_only(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    result = run([perf_repo.path], tmp_path / "out", jobs=1, pairs=False)
+    assert any(c["is_perf"] for c in rows(result.paths["commits.parquet"]))
+    assert rows(result.paths["pairs.parquet"]) == []
 
 
 def test_bad_files_and_missing_objects_are_recorded_not_fatal(make_repo, tmp_path: Path) -> None:
