@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import subprocess
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,3 +131,49 @@ def perf_repo(make_repo: Callable[[str], RepoBuilder]) -> RepoBuilder:
     repo.commit("fix optimizer learning rate in the training script",
                 {"train.py": "lr = 0.01\n", "src/sum.cu": REDUCED_SUM_CU.replace("0.0f", "0.f")})
     return repo
+
+
+@dataclass
+class OpenAIEndpoint:
+    """A local OpenAI-compatible chat server (see the openai_endpoint fixture): what it answers, the model it
+    serves (others get HTTP 404, as vLLM answers), and the requests it received."""
+
+    base_url: str = ""
+    model: str = "test-model"
+    answer: str = '{"is_perf": true, "category": "other", "reason": "test"}'
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+
+@pytest.fixture
+def openai_endpoint() -> Iterator[OpenAIEndpoint]:
+    """http.server on 127.0.0.1 (port 0) in a thread, serving /v1/chat/completions."""
+    state = OpenAIEndpoint()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state.requests.append({"path": self.path, "auth": self.headers["Authorization"], **body})
+            if self.path != "/v1/chat/completions" or body.get("model") != state.model:
+                reply, status = {"error": {"message": f"The model `{body.get('model')}` does not exist."}}, 404
+            else:
+                reply, status = {"object": "chat.completion", "model": state.model, "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": state.answer},
+                     "finish_reason": "stop"}]}, 200
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    yield state
+    server.shutdown()
+    server.server_close()
+    thread.join()

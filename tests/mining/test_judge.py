@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import http.server
-import json
 import socket
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
@@ -28,6 +22,7 @@ from mining.judge import (
 from perfforge.errors import BackendError
 from perfforge.llm_client import ChatClient
 from perfforge.records import Category
+from tests.conftest import OpenAIEndpoint
 
 MODEL = "judge-7b"
 DIFF = FileDiff(path="src/sum.cu", status="modified", added_lines=["v += __shfl_down_sync(0xffffffff, v, 16);"],
@@ -111,48 +106,11 @@ def test_prompt_holds_message_and_diff_cut_to_the_limit() -> None:
 # ---- a real endpoint ----------------------------------------------------------------------------------------------
 
 
-@dataclass
-class FakeEndpoint:
-    """What the local OpenAI-compatible server answers, and the requests it received."""
-
-    base_url: str = ""
-    answer: str = '{"is_perf": true, "category": "atomics", "reason": "shuffles instead of atomics"}'
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-
 @pytest.fixture
-def endpoint() -> Iterator[FakeEndpoint]:
-    """http.server on 127.0.0.1 (port 0) in a thread: /v1/chat/completions serves MODEL, 404 for any other."""
-    state = FakeEndpoint()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append({"path": self.path, "auth": self.headers["Authorization"], **body})
-            if self.path != "/v1/chat/completions" or body.get("model") != MODEL:
-                reply, status = {"error": {"message": f"The model `{body.get('model')}` does not exist."}}, 404
-            else:
-                reply, status = {"object": "chat.completion", "model": MODEL, "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": state.answer},
-                     "finish_reason": "stop"}]}, 200
-            data = json.dumps(reply).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join()
+def endpoint(openai_endpoint: OpenAIEndpoint) -> OpenAIEndpoint:
+    openai_endpoint.model = MODEL
+    openai_endpoint.answer = '{"is_perf": true, "category": "atomics", "reason": "shuffles instead of atomics"}'
+    return openai_endpoint
 
 
 @pytest.fixture
@@ -160,7 +118,7 @@ def no_retry_delay(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(perfforge.llm_client, "RETRY_DELAYS_S", (0.0, 0.0))
 
 
-def test_judge_commit_asks_the_endpoint_and_parses_its_answer(endpoint: FakeEndpoint) -> None:
+def test_judge_commit_asks_the_endpoint_and_parses_its_answer(endpoint: OpenAIEndpoint) -> None:
     judgement = judge_commit(ChatClient(endpoint.base_url, MODEL, timeout_s=5.0), "rework reduce", [DIFF])
     assert judgement == Judgement(True, Category.ATOMICS, "shuffles instead of atomics")
     [request] = endpoint.requests
@@ -170,12 +128,12 @@ def test_judge_commit_asks_the_endpoint_and_parses_its_answer(endpoint: FakeEndp
     assert "rework reduce" in request["messages"][1]["content"]
 
 
-def test_judge_commit_with_an_unparsable_answer_is_none(endpoint: FakeEndpoint) -> None:
+def test_judge_commit_with_an_unparsable_answer_is_none(endpoint: OpenAIEndpoint) -> None:
     endpoint.answer = "It is hard to say without benchmarks."
     assert judge_commit(ChatClient(endpoint.base_url, MODEL, timeout_s=5.0), "rework reduce", [DIFF]) is None
 
 
-def test_unknown_model_is_a_backend_error_naming_the_model(endpoint: FakeEndpoint, no_retry_delay: None) -> None:
+def test_unknown_model_is_a_backend_error_naming_the_model(endpoint: OpenAIEndpoint, no_retry_delay: None) -> None:
     client = ChatClient(endpoint.base_url, "no-such-model", timeout_s=5.0)
     with pytest.raises(BackendError, match=r"does not serve model 'no-such-model' \(HTTP 404"):
         judge_commit(client, "rework reduce", [DIFF])

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import os
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -17,7 +14,7 @@ import mining.pipeline as pipeline
 from mining.config import MineConfig
 from mining.pipeline import mine
 from perfforge.errors import ConfigError
-from tests.conftest import NAIVE_SUM_CU, REDUCED_SUM_CU, RepoBuilder, git
+from tests.conftest import NAIVE_SUM_CU, REDUCED_SUM_CU, OpenAIEndpoint, RepoBuilder, git
 
 
 def run(sources: list[Path], out: Path, **options: object) -> pipeline.MineResult:
@@ -150,37 +147,12 @@ def test_bad_files_and_missing_objects_are_recorded_not_fatal(make_repo, tmp_pat
     assert repo.shas[-1] in mined and lost not in mined  # the commit after the broken one was still mined
 
 
-class _FakeJudge(http.server.BaseHTTPRequestHandler):
-    """An OpenAI-compatible chat endpoint that calls every commit a tiling change."""
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        self.rfile.read(int(self.headers["Content-Length"]))
-        answer = {"choices": [{"message": {"role": "assistant", "content":
-                                           '{"is_perf": true, "category": "tiling", "reason": "retiled"}'}}]}
-        body = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def judge_url() -> Iterator[str]:
-    server = http.server.HTTPServer(("127.0.0.1", 0), _FakeJudge)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-
-
-def test_llm_judge_decides_the_uncertain_band(perf_repo: RepoBuilder, tmp_path: Path, judge_url: str) -> None:
+def test_llm_judge_decides_the_uncertain_band(perf_repo: RepoBuilder, tmp_path: Path,
+                                              openai_endpoint: OpenAIEndpoint) -> None:
     """Only commits whose rule score is inside the band are sent; the judged ones say so in found_by."""
-    result = run([perf_repo.path], tmp_path / "out", jobs=1, judge_url=judge_url, judge_band_low=0.0,
-                 judge_band_high=0.2)
+    openai_endpoint.answer = '{"is_perf": true, "category": "tiling", "reason": "retiled"}'
+    result = run([perf_repo.path], tmp_path / "out", jobs=1, judge_url=openai_endpoint.base_url,
+                 judge_model=openai_endpoint.model, judge_band_low=0.0, judge_band_high=0.2)
     commits = rows(result.paths["commits.parquet"])
     judged = [c for c in commits if c["found_by"] == "mined:llm-judge"]
     assert judged and all(c["is_perf"] and c["category"] == "tiling" for c in judged)
