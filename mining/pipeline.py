@@ -111,8 +111,12 @@ def plan_repo(source: Source, clones_dir: Path, config: MineConfig) -> RepoPlan:
             kernel_files[meta.sha] = result.kernel_files
     return RepoPlan(source=source, licence=licence_of(git_dir, config.rev), commits_total=len(shas),
                     candidates=candidates, kernel_files=kernel_files, prefilter_counts=dict(counts),
-                    failures=[{"sha": f.sha, "path": "", "reason": "missing_object: " + f.reason} for f in failures],
+                    failures=_failure_rows(failures),
                     seconds=time.perf_counter() - started)
+
+
+def _failure_rows(failures: list[StreamFailure]) -> list[dict[str, str]]:
+    return [{"sha": f.sha, "path": "", "reason": "missing_object: " + f.reason} for f in failures]
 
 
 def _key(name: str) -> str:
@@ -163,7 +167,7 @@ def run_chunk(task: ChunkTask) -> int:
                 pairs.extend(_shard_pair(p, files) for p in commit_pairs)
             commits.append(as_row(_commit_record(task.repo, meta, task.kernel_files[sha], classification, found_by,
                                                  config.perf_threshold, len(commit_pairs))))
-    skips.extend({"sha": f.sha, "path": "", "reason": "missing_object: " + f.reason} for f in failures)
+    skips.extend(_failure_rows(failures))
     write_json(task.shard_path, {"commits": commits, "pairs": pairs, "files": files, "failures": skips,
                                  "judge": dict(judge_counts), "seconds": time.perf_counter() - started},
                compact=True)
@@ -174,10 +178,9 @@ def _shard_pair(pair: PairRecord, files: dict[str, list[str]]) -> dict[str, Any]
     """A pair as the shard stores it: whole files moved to the shard's file table, MinHash signatures added
     (computed here, in parallel, for the merge's deduplication)."""
     row = as_row(pair)
+    before, after = row.pop("file_before"), row.pop("file_after")
     key = f"{pair.commit}:{pair.path}"
-    files.setdefault(key, [row.pop("file_before"), row.pop("file_after")])
-    row.pop("file_before", None)
-    row.pop("file_after", None)
+    files.setdefault(key, [before, after])
     return {**row, "file_key": key, "signatures": pair_signatures(pair.function_before, pair.function_after)}
 
 
@@ -240,6 +243,9 @@ def mine(config: MineConfig) -> MineResult:
     check_work_dir(work_dir, config)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     sources = resolve_sources(config.sources, work_dir / "repos")
+    if config.judge_url:  # a dead endpoint or a wrong model name fails now, not once per judged commit
+        ChatClient(config.judge_url, config.judge_model, timeout_s=30.0).chat(
+            [{"role": "user", "content": "Answer OK."}], max_tokens=1)
     plans = [plan_repo(source, work_dir / "clones", config) for source in sources]
     tasks = [task for plan in plans for task in chunk_tasks(plan, work_dir, config)]
     interrupted = not _run_tasks([t for t in tasks if not t.shard_path.exists()], config)

@@ -11,9 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import mining.pipeline as pipeline
+import perfforge.llm_client
 from mining.config import MineConfig
 from mining.pipeline import mine
-from perfforge.errors import ConfigError
+from perfforge.errors import BackendError, ConfigError
 from tests.conftest import NAIVE_SUM_CU, REDUCED_SUM_CU, OpenAIEndpoint, RepoBuilder, git
 
 
@@ -160,3 +161,13 @@ def test_llm_judge_decides_the_uncertain_band(perf_repo: RepoBuilder, tmp_path: 
     assert all(c["found_by"] == "mined:rules" for c in commits if c["perf_score"] > 0.75)
     stats = json.loads(result.paths["stats.json"].read_text())
     assert stats["judge"]["asked"] == stats["judge"]["answered"] == len(judged)
+
+
+def test_a_judge_endpoint_that_does_not_serve_the_model_fails_before_any_work(
+        perf_repo: RepoBuilder, tmp_path: Path, openai_endpoint: OpenAIEndpoint,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(perfforge.llm_client, "RETRY_DELAYS_S", (0.0, 0.0))
+    with pytest.raises(BackendError, match="does not serve model 'no-such-model'"):
+        run([perf_repo.path], tmp_path / "out", jobs=1, judge_url=openai_endpoint.base_url,
+            judge_model="no-such-model")
+    assert not list((tmp_path / "out" / ".work").rglob("*.json"))
