@@ -260,28 +260,31 @@ def mine(config: MineConfig) -> MineResult:
 
 
 def _run_tasks(todo: list[ChunkTask], config: MineConfig) -> bool:
-    """Run chunks (in-process for --jobs 1); False if interrupted. Finished shards are kept either way."""
+    """Run chunks (in-process for --jobs 1); False if interrupted. Finished shards are kept either way; an
+    unexpected error in a chunk stops the run (after the other workers are stopped) with its traceback."""
     total = sum(len(t.commits) for t in todo)
     with tqdm(total=total, unit="commit", desc="mining", disable=not config.progress or not todo) as bar:
-        if config.jobs == 1:
-            try:
+        try:
+            if config.jobs == 1:
                 for task in todo:
                     bar.update(run_chunk(task))
-            except KeyboardInterrupt:
-                return False
-            return True
-        executor = ProcessPoolExecutor(max_workers=config.jobs)
-        try:
-            pending: set[Future[int]] = {executor.submit(run_chunk, task) for task in todo}
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    bar.update(future.result())
+            else:
+                _run_in_processes(todo, config.jobs, bar)
         except KeyboardInterrupt:
-            executor.shutdown(wait=False, cancel_futures=True)
             return False
-        executor.shutdown()
     return True
+
+
+def _run_in_processes(todo: list[ChunkTask], jobs: int, bar: tqdm) -> None:
+    executor = ProcessPoolExecutor(max_workers=jobs)
+    try:
+        pending: set[Future[int]] = {executor.submit(run_chunk, task) for task in todo}
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                bar.update(future.result())
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
 
 
 # What the merge keeps of a pair in memory: enough to deduplicate and count, not the code itself.
