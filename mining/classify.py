@@ -51,7 +51,7 @@ _TECHNIQUE_WORDS: dict[Category, tuple[str, str]] = {
     Category.MEMORY_ACCESS: (r"coalesc|access pattern|aligned (loads?|access)|memory access|"
                              r"\bpad(ded|ding)? (vocab|to)|loop (order|interchange)|\w-\w-\w loop order|"
                              r"\brestrict\b|aliasing",
-                             r"strided?\b|contiguous|alignment|transpose[sd]? (the )?(weights?|layout)"),
+                             r"strided?\b|contiguous|alignment|transpose[sd]? (the )?(weights?|layout)|\bTMA\b"),
     Category.SHARED_MEMORY: (r"shared mem|\bsmem\b|bank conflicts?|__shared__|swizzl|double[- ]?buffer",
                              r"\blds\b|local memory"),
     Category.ATOMICS: (r"atomic contention|(remove|avoid|fewer|no) atomic|atomic\w* per (block|warp)|"
@@ -61,13 +61,14 @@ _TECHNIQUE_WORDS: dict[Category, tuple[str, str]] = {
                            r"persistent kernel|split-?k|"
                            r"all (available )?threads|more (blocks|warps|threads)|"
                            r"(remove|avoid|fewer|no) (waits?|sync)|"
-                           r"warp speciali[sz]|\bLPT\b|inter-warpgroup overlap|openmp|\bomp\b",
-                           r"block ?size|grid size|\bstreams?\b|overlap|\bwaits?\b|pipelin|\bstages?\b|"
+                           r"warp speciali[sz]|\bLPT\b|overlap|openmp|\bomp\b|(fewer|less|more) stages",
+                           r"block ?size|grid size|\bstreams?\b|\bwaits?\b|pipelin|\bstages?\b|"
                            r"parallel(i[sz]e|ism)|\bnum_warps|scheduler"),
     Category.VECTORIZATION: (r"vectori[sz]|float4|\bx128\b|\bsimd\b|\bavx\d*|\bneon\b|vector (loads?|stores?)|"
                              r"half2|wide loads?|\bhsum\b",
                              r"\bsve\b|packed"),
-    Category.TILING: (r"til(ed|ing)\b|tile sizes?", r"\btiles?\b|blocking|block_size|chunk size|\bmmvq?\b|coopmat"),
+    Category.TILING: (r"til(ed|ing)\b|tile sizes?|(larger|smaller|bigger) (block|tile|chunk)",
+                      r"\btiles?\b|blocking|block_size|chunk size|\bmmvq?\b|coopmat"),
     Category.FUSION: (r"\bfus(e|ed|es|ing|ion)\b|single kernel|one kernel|merge (the )?kernels", r"combine"),
     Category.ALGORITHMIC: (r"online softmax|\bO\(n|avoid (re)?comput|early exit|fast path|lookup table|"
                            r"separat(e|ing) the loops|one pass|single pass|(reduce|fewer|less) \w+ calls|"
@@ -79,7 +80,8 @@ _TECHNIQUE_WORDS: dict[Category, tuple[str, str]] = {
     Category.REGISTER_PRESSURE: (r"register (pressure|spill|usage)|\bspill|launch_bounds|maxrregcount",
                                  r"registers?\b"),
     Category.BRANCH_DIVERGENCE: (r"divergen|branchless|branch-free", r"branch"),
-    Category.CACHING: (r"avoid (a )?(copy|copies|alloc)|memory (usage|footprint)|less memory|allocate less|"
+    Category.CACHING: (r"avoid (a )?(copy|copies|alloc)|memory (usage|footprint)|allocate less|lru.?cache|"
+                       r"avoid repeated|(consolidate|reduce|save|saving|less|lower|smaller) (\w+ )?memory|"
                        r"memoi[sz]|don'?t return|no longer (return|materiali)|precompute",
                        r"\bcach(e|ed|es|ing)\b|\breuse|in-?place"),
     Category.OTHER: (r"auto-?tun|\btun(e|ed|es|ing)\b|use_fast_math|\bR2P\b", r"heuristic|-O3"),
@@ -94,7 +96,11 @@ _OTHER_WORK_RE = re.compile(
     r"\b(fix(es|ed)?|bug|crash|segfault|typo|warning|nan|overflow|incorrect|wrong|compile|build)\b|"
     r"\b(add|adds|added|support|implement|introduce)\b.*\b(op|ops|operator|support|model|backend|option|"
     r"feature|api|test|loss|layer)s?\b|"
-    r"^(\[[^\]]*\]\s*)*(allow|enable|support|feat(ure)?)\b|\bfallback\b|\bsimplif(y|ies|ied|ication)\b",
+    r"^(\[[^\]]*\]\s*)*(allow|enable|support|feat(ure)?)\b|\bfallback\b|\bsimplif(y|ies|ied|ication)\b|"
+    r"\b(skeleton|scaffold\w*|wip|draft)\b|"
+    # removing a technique undoes it; removing waste (redundant work, waits, copies) is the optimisation
+    r"^(\S+\s?:\s*)?(rm|remove[sd]?|drop(s|ped)?|disable[sd]?|undo)\b"
+    r"(?!.*\b(redundant|unnecessary|unneeded|extra|waits?|syncs?|synchroni[sz]\w*|copies|copy|overhead)\b)",
     re.IGNORECASE)
 # Benchmark tables and before/after figures in a body: "| 1.23 | 2.34 |", "12.3 ms -> 8.1 ms", "+35%".
 _MEASUREMENT_RE = re.compile(r"(\|\s*[\d.]+\s*(ms|us|t/s|gb/s|tflops?)?\s*\|)|([\d.]+\s*(->|→)\s*[\d.]+)|"
@@ -127,8 +133,17 @@ _REMOVED_ATOMIC_RE = re.compile(r"\batomic(Add|_add|Max|Min)\b|\btl\.atomic_")
 _ONE_THREAD_GUARD_RE = re.compile(r"threadIdx\.x\s*(&\s*\d+\s*\)?\s*)?(%\s*\d+\s*\)?\s*)?==\s*0|\blane(_?id)?\s*==\s*0|"
                                   r"\btid\s*==\s*0")
 # A line whose only change is a number, with a tuning parameter on it: `block_size = 256` -> `= 512`.
-_TUNING_NAME_RE = re.compile(r"block|warp|tile|thread|stage|chunk|unroll|split|grid|BLOCK|num_|<<<", re.IGNORECASE)
+_TUNING_NAME_RE = re.compile(
+    r"\b(BLOCK|TILE|CHUNK|WARP|THREAD|STAGE)S?(_[A-Z]+)?\b|\bblock_?(size|dim|[mnk])s?\b|\btile_?(size|[mnk])?s?\b|"
+    r"\bnum_?(warps|stages|threads|blocks|ctas)\b|\bn?threads\b|\bwarps\b|\bchunk_?size\b|\bunroll\b|"
+    r"\bthreads?_?per_?block\b|\bsplit_?k\b|<<<|\b(BM|BN|BK|TM|TN)\b|launch_bounds", re.IGNORECASE)
 _DIGITS_RE = re.compile(r"\d+")
+_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def _words(line: str) -> tuple[str, ...]:
+    """The words of a line in order, numbers and punctuation dropped."""
+    return tuple(_WORD_RE.findall(line))
 _TEST_OR_BENCH_FILE_RE = re.compile(r"(^|/)(test_|bench|benchmark|profile_)|_test\.\w+$|_bench\.\w+$", re.IGNORECASE)
 
 # Signal weights (log-odds added when the signal fires). Set on the development half of bench/labels.
@@ -303,13 +318,18 @@ def _atomics_replaced(modified: list[FileDiff]) -> bool:
 
 
 def _numeric_tuning(modified: list[FileDiff]) -> str:
-    """The first removed/added line pair that differs only in numbers on a tuning parameter, or ""."""
+    """The first removed/added line pair that changes only numbers on a tuning parameter, or "".
+
+    "Only numbers" means the same words in the same order, numbers aside: `BLOCK = 1024` -> `BLOCK = 256`, and
+    candidate lists that grow, `block_ns = range(16, 129, 8)` -> `block_ns = range(16, 129, 8) + (144, 160)`.
+    """
     for diff in modified:
-        removed_shapes = {_DIGITS_RE.sub("0", line.strip()): line.strip() for line in diff.removed_lines}
+        removed_shapes = {_words(line): line.strip() for line in diff.removed_lines
+                          if _TUNING_NAME_RE.search(line)}
         for line in diff.added_lines:
-            shape = _DIGITS_RE.sub("0", line.strip())
-            before = removed_shapes.get(shape)
-            if before is not None and before != line.strip() and _TUNING_NAME_RE.search(line):
+            before = removed_shapes.get(_words(line)) if _TUNING_NAME_RE.search(line) else None
+            if before is not None and before != line.strip() and _DIGITS_RE.search(line) \
+                    and _DIGITS_RE.search(before):
                 return f"{before[:60]!r} -> {line.strip()[:60]!r}"
     return ""
 
