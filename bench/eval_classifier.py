@@ -6,10 +6,10 @@ message and diff. The commits are read from local mirrors of the repositories (`
 prefilter on changed paths, then the classifier on the message and the kernel files' patches; a commit the
 prefilter drops counts as predicted not-perf.
 
-The set is split in two halves by sha (dev: even first byte, test: odd). The classifier's weights were set
-looking at dev only; test is the honest figure.
+Within a label set, rows are also split in two halves by sha (even/odd first byte), a check of how stable the
+figures are. Which sets were looked at during development, and which were held out: bench/labels/README.md.
 
-    python bench/eval_classifier.py --mirrors /work/.mirror [--show-errors dev]
+    python bench/eval_classifier.py --mirrors DIR [--labels bench/labels/heldout2] [--show-errors all]
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ class Row:
 
     @property
     def split(self) -> str:
-        return "dev" if int(self.sha[:2], 16) % 2 == 0 else "test"
+        return "even-sha half" if int(self.sha[:2], 16) % 2 == 0 else "odd-sha half"
 
 
-def load_labels(labels_dir: Path) -> dict[str, list[dict[str, str]]]:
+def load_labels(labels_dirs: list[Path]) -> dict[str, list[dict[str, str]]]:
     by_repo: dict[str, list[dict[str, str]]] = defaultdict(list)
-    for path in sorted(labels_dir.glob("*.csv")):
+    for path in sorted(p for labels_dir in labels_dirs for p in labels_dir.glob("*.csv")):
         with path.open(newline="") as handle:
             for row in csv.DictReader(handle):
                 by_repo[row["repo"]].append(row)
@@ -103,8 +103,9 @@ def scores(pairs: list[tuple[bool, bool]]) -> tuple[float, float, float, int, in
 def report(rows: list[Row]) -> None:
     print(f"{'set':<34} {'n':>4} {'pos':>4} | {'classifier P':>12} {'R':>5} {'F1':>5} | "
           f"{'keywords P':>10} {'R':>5} {'F1':>5}")
-    groups: dict[str, list[Row]] = {"all": rows, "dev": [r for r in rows if r.split == "dev"],
-                                    "test": [r for r in rows if r.split == "test"]}
+    groups: dict[str, list[Row]] = {"all": rows}
+    for half in ("even-sha half", "odd-sha half"):
+        groups[half] = [r for r in rows if r.split == half]
     for repo in sorted({r.repo for r in rows}):
         groups[repo] = [r for r in rows if r.repo == repo]
     for name, group in groups.items():
@@ -117,11 +118,11 @@ def report(rows: list[Row]) -> None:
 
 
 def threshold_sweep(rows: list[Row]) -> None:
-    """F1 per split at several thresholds of perf_score, to choose PERF_THRESHOLD on dev."""
+    """P/R/F1 per half at several thresholds of perf_score (how PERF_THRESHOLD was chosen on the dev set)."""
     print("threshold sweep (P/R/F1):")
     for threshold in (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7):
         cells = []
-        for split in ("dev", "test"):
+        for split in ("even-sha half", "odd-sha half"):
             group = [r for r in rows if r.split == split]
             p, r, f, _, _ = scores([(row.label, row.score >= threshold) for row in group])
             cells.append(f"{split} {p:.2f}/{r:.2f}/{f:.2f}")
@@ -140,15 +141,14 @@ def show_errors(rows: list[Row], split: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirrors", type=Path, required=True, help="directory of owner+name/repo mirrors")
-    parser.add_argument("--show-errors", choices=["dev", "test", "all"], default=None)
-    parser.add_argument("--labels", type=Path, default=LABELS_DIR,
-                        help="directory of label CSVs (bench/labels: development set; bench/labels/heldout: "
-                             "labelled after the classifier was frozen)")
+    parser.add_argument("--show-errors", choices=["even-sha half", "odd-sha half", "all"], default=None)
+    parser.add_argument("--labels", type=Path, action="append",
+                        help="directory of label CSVs, repeatable (default bench/labels/dev; bench/labels/README.md)")
     parser.add_argument("--sweep", action="store_true", help="print P/R/F1 at several score thresholds")
     args = parser.parse_args()
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for repo, labels in load_labels(args.labels).items():
+        for repo, labels in load_labels(args.labels or [LABELS_DIR]).items():
             mirror = args.mirrors / repo.replace("/", "+") / "repo"
             if not mirror.exists():
                 sys.exit(f"error: no mirror of {repo} at {mirror}; fetch it first")

@@ -13,8 +13,8 @@ places, each a named signal with a weight (log-odds):
   the shape of the change (existing kernels edited rather than new files added);
 - combinations: a technique in the message backed by the matching construct in the diff.
 
-The weights were set by hand on the development half of the labelled set in bench/labels (see
-bench/eval_classifier.py, which reports precision/recall/F1 on both halves). The category is the technique
+The weights were set by hand on bench/labels/dev and heldout1; bench/labels/heldout2 was held out
+(bench/labels/README.md, bench/eval_classifier.py; the README has the figures). The category is the technique
 with the most evidence. Every signal that fired is returned as evidence, strongest first.
 """
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from mining.gitlog import FileDiff
 from perfforge.records import Category
 
-# Log-odds of the score before any evidence: about 15% of prefiltered commits in bench/labels are perf.
+# Log-odds of the score before any evidence: about 15-20% of the labelled kernel-touching commits are perf.
 PRIOR_LOG_ODDS = -2.0
 # A commit is a performance change at or above this score (is_perf). 0.5 = evidence outweighs the prior.
 PERF_THRESHOLD = 0.5
@@ -134,7 +134,8 @@ _ONE_THREAD_GUARD_RE = re.compile(r"threadIdx\.x\s*(&\s*\d+\s*\)?\s*)?(%\s*\d+\s
                                   r"\btid\s*==\s*0")
 # A line whose only change is a number, with a tuning parameter on it: `block_size = 256` -> `= 512`.
 _TUNING_NAME_RE = re.compile(
-    r"\b(BLOCK|TILE|CHUNK|WARP|THREAD|STAGE)S?(_[A-Z]+)?\b|\bblock_?(size|dim|[mnk])s?\b|\btile_?(size|[mnk])?s?\b|"
+    r"(?-i:\b(BLOCK|TILE|CHUNK|WARP|THREAD|STAGE)S?(_[A-Z]+)?\b)|\bblock_?(size|dim|[mnk])s?\b|"
+    r"\btile_?(size|[mnk])?s?\b|"
     r"\bnum_?(warps|stages|threads|blocks|ctas)\b|\bn?threads\b|\bwarps\b|\bchunk_?size\b|\bunroll\b|"
     r"\bthreads?_?per_?block\b|\bsplit_?k\b|<<<|\b(BM|BN|BK|TM|TN)\b|launch_bounds", re.IGNORECASE)
 _DIGITS_RE = re.compile(r"\d+")
@@ -146,7 +147,7 @@ def _words(line: str) -> tuple[str, ...]:
     return tuple(_WORD_RE.findall(line))
 _TEST_OR_BENCH_FILE_RE = re.compile(r"(^|/)(test_|bench|benchmark|profile_)|_test\.\w+$|_bench\.\w+$", re.IGNORECASE)
 
-# Signal weights (log-odds added when the signal fires). Set on the development half of bench/labels.
+# Signal weights (log-odds added when the signal fires). Set by hand on bench/labels/dev and heldout1.
 WEIGHTS = {
     "message_outcome_subject": 3.0,  # "faster", "throughput", "2x", "optimize" in the subject line
     "message_outcome_body": 1.4,  # ... only in the body: PR templates and asides mention performance too
