@@ -128,7 +128,7 @@ _CONSTRUCT_RES = {cat: re.compile(rx) for cat, rx in _CONSTRUCTS.items()}
 # distinct token is matched against the construct patterns once: on the large diffs of real histories this is
 # tens of times faster than running every pattern over every line.
 _TOKEN_RE = re.compile(r"#\s*pragma\s+\w+|-O3\b|-use_fast_math|@?[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*")
-_REMOVED_ATOMIC_RE = re.compile(r"\batomic(Add|_add|Max|Min)\b|\btl\.atomic_")
+_ATOMIC_RE = re.compile(r"\batomic(Add|_add|Max|Min)\b|\btl\.atomic_")
 # A branch that lets one thread of a warp or block act: `if (threadIdx.x == 0)`, `(threadIdx.x & 31) == 0`.
 _ONE_THREAD_GUARD_RE = re.compile(r"threadIdx\.x\s*(&\s*\d+\s*\)?\s*)?(%\s*\d+\s*\)?\s*)?==\s*0|\blane(_?id)?\s*==\s*0|"
                                   r"\btid\s*==\s*0")
@@ -163,7 +163,7 @@ WEIGHTS = {
     "other_work_subject": -2.0,  # subject says fix/revert/test/docs/"add support for X"
     "only_new_files": -1.5,  # every kernel file is new: a feature, not a before/after change
     "only_test_or_bench_files": -2.5,  # kernel files changed are tests or benchmarks
-    "tiny_non_kernel_edit": -0.8,  # fewer than 3 changed lines in kernel files
+    "tiny_kernel_edit": -0.8,  # fewer than 3 changed lines in kernel files
 }
 
 
@@ -256,7 +256,7 @@ def _score_diff(diffs: list[FileDiff], tally: _Tally) -> set[Category]:
     modified = [d for d in text_diffs if d.status == "modified"]
     changed = sum(len(d.added_lines) + len(d.removed_lines) for d in text_diffs)
     if changed < 3:
-        tally.add("tiny_non_kernel_edit", f"{changed} changed lines")
+        tally.add("tiny_kernel_edit", f"{changed} changed lines")
     rewritten = [h for d in modified for h in d.hunks if h[0] and h[1]]  # hunks that replace lines
     introduced = _introduced_constructs(rewritten)
     appended = {c: e for c, e in _introduced_constructs([h for d in modified for h in d.hunks]).items()
@@ -279,9 +279,8 @@ def _score_diff(diffs: list[FileDiff], tally: _Tally) -> set[Category]:
     return set(introduced)
 
 
-def _count(pattern: re.Pattern[str], lines: list[str]) -> tuple[int, str]:
-    hits = [m.group(0) for line in lines for m in [pattern.search(line)] if m]
-    return len(hits), (hits[0] if hits else "")
+def _lines_matching(pattern: re.Pattern[str], lines: list[str]) -> int:
+    return sum(1 for line in lines if pattern.search(line))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -311,11 +310,10 @@ def _atomics_replaced(modified: list[FileDiff]) -> bool:
     """Warp or block reductions added while atomics were removed, or fenced to one thread per warp/block."""
     added = [line for d in modified for line in d.added_lines]
     removed = [line for d in modified for line in d.removed_lines]
-    n_reductions, _ = _count(_CONSTRUCT_RES[Category.ATOMICS], added)
-    if not n_reductions or not _count(_REMOVED_ATOMIC_RE, removed)[0]:
+    atomics_removed = _lines_matching(_ATOMIC_RE, removed)
+    if not atomics_removed or not _lines_matching(_CONSTRUCT_RES[Category.ATOMICS], added):
         return False
-    fewer_atomics = _count(_REMOVED_ATOMIC_RE, removed)[0] > _count(_REMOVED_ATOMIC_RE, added)[0]
-    return fewer_atomics or _count(_ONE_THREAD_GUARD_RE, added)[0] > 0
+    return atomics_removed > _lines_matching(_ATOMIC_RE, added) or _lines_matching(_ONE_THREAD_GUARD_RE, added) > 0
 
 
 def _numeric_tuning(modified: list[FileDiff]) -> str:
