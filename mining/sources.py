@@ -65,10 +65,10 @@ def _from_list_file(path: Path, repos_dir: Path) -> list[Source]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        if Path(line).is_file() and not is_git_dir(Path(line)):
-            raise SourceError(f"{path}:{number}: {line} is a list file; lists cannot name other lists")
         if not _URL_RE.match(line) and not Path(line).expanduser().is_absolute():
             line = str(path.parent / line)  # relative to the list file, not to where perfforge runs
+        if Path(line).is_file() and not is_git_dir(Path(line)):
+            raise SourceError(f"{path}:{number}: {line} is a list file; lists cannot name other lists")
         try:
             sources.extend(_expand(line, repos_dir))
         except SourceError as exc:

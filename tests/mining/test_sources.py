@@ -50,6 +50,22 @@ def test_list_file_with_comments_and_blank_lines(work_tree: RepoBuilder, bare: P
     assert [s.name for s in sources] == ["kernels", "bare-kernels"]
 
 
+def test_relative_paths_in_a_list_file_are_read_from_its_folder(work_tree: RepoBuilder, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kernels` in /x/repos.txt means /x/kernels wherever perfforge runs; so does a nested list's name."""
+    listing = tmp_path / "repos.txt"
+    listing.write_text(f"{work_tree.path.name}\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    [source] = resolve_sources([str(listing)], tmp_path / "repos")
+    assert source.git_dir == (work_tree.path / ".git").resolve()
+    (tmp_path / "inner.txt").write_text("# empty\n")
+    listing.write_text("inner.txt\n")
+    with pytest.raises(SourceError, match="lists cannot name other lists"):
+        resolve_sources([str(listing)], tmp_path / "repos")
+
+
 def test_file_url_is_cloned_once_and_reused(work_tree: RepoBuilder, tmp_path: Path) -> None:
     """The second run finds the bare clone in repos_dir and does not clone again: a file put into the clone
     survives, and the directory keeps its inode and mtime."""
