@@ -5,7 +5,8 @@ every commit in one git stream, the prefilter. Its survivors are cut into chunks
 stage two runs the chunks in `jobs` worker processes (each with its own `--shared` clone per repository):
 patches, classification, the optional LLM judge, function-level pairs. Each finished chunk is a shard file
 written atomically under OUT/.work/shards, so an interrupted run redoes only unfinished chunks. The merge
-deduplicates pairs across all repositories and writes the outputs atomically.
+deduplicates pairs across all repositories, writes the outputs atomically, then removes the shards (URL clones
+in OUT/.work/repos stay for the next run).
 """
 
 from __future__ import annotations
@@ -252,9 +253,10 @@ def mine(config: MineConfig) -> MineResult:
     if interrupted:
         return MineResult(out=config.out, stats={}, interrupted=True)
     stats = _merge(plans, tasks, config, started_at)
-    for finished in ("clones", "shards", FINGERPRINT_FILE):  # outputs are whole: the resume state has done its job
-        shutil.rmtree(work_dir / finished, ignore_errors=True)
-        (work_dir / finished).unlink(missing_ok=True)
+    # The outputs are whole: the resume state (clones, shards of whole source files) has done its job.
+    shutil.rmtree(work_dir / "clones", ignore_errors=True)
+    shutil.rmtree(work_dir / "shards", ignore_errors=True)
+    (work_dir / FINGERPRINT_FILE).unlink(missing_ok=True)
     return MineResult(out=config.out, stats=stats, paths={name: config.out / name for name in
                                                            ("commits.parquet", "pairs.parquet", "stats.json")})
 
