@@ -322,13 +322,13 @@ def _numeric_tuning(modified: list[FileDiff]) -> str:
     "Only numbers" means the same words in the same order, numbers aside: `BLOCK = 1024` -> `BLOCK = 256`, and
     candidate lists that grow, `block_ns = range(16, 129, 8)` -> `block_ns = range(16, 129, 8) + (144, 160)`.
     """
-    for diff in modified:
-        removed_shapes = {_words(line): line.strip() for line in diff.removed_lines
-                          if _TUNING_NAME_RE.search(line)}
+    for diff in modified:  # cheap tests first: most changed lines of a large diff hold no number
+        removed_shapes = {_words(line): line.strip() for line in diff.removed_lines if _DIGITS_RE.search(line)}
         for line in diff.added_lines:
-            before = removed_shapes.get(_words(line)) if _TUNING_NAME_RE.search(line) else None
-            if before is not None and before != line.strip() and _DIGITS_RE.search(line) \
-                    and _DIGITS_RE.search(before):
+            if not _DIGITS_RE.search(line):
+                continue
+            before = removed_shapes.get(_words(line))
+            if before is not None and before != line.strip() and _TUNING_NAME_RE.search(line):
                 return f"{before[:60]!r} -> {line.strip()[:60]!r}"
     return ""
 
