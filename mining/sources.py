@@ -39,11 +39,30 @@ def resolve_sources(specs: list[str], repos_dir: Path) -> list[Source]:
     sources: list[Source] = []
     for spec in specs:
         sources.extend(_expand(spec, repos_dir))
+    seen: dict[Path, Source] = {}
+    for source in sources:
+        if source.git_dir in seen:
+            raise SourceError(f"repository {source.git_dir} is given twice (as {seen[source.git_dir].url} and "
+                              f"{source.url}); give each repository once")
+        seen[source.git_dir] = source
+    return _distinct_names(sources)
+
+
+def _distinct_names(sources: list[Source]) -> list[Source]:
+    """Local repositories that share a directory name (`a/repo`, `b/repo`) are named by their parent too."""
     names = [s.name for s in sources]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise SourceError(f"two sources have the same name {duplicates[0]!r}; give each repository once")
-    return sources
+    renamed = []
+    for source in sources:
+        if names.count(source.name) > 1 and not _URL_RE.match(source.url):
+            parent = Path(source.url).parent.name if Path(source.url).name != ".git" else \
+                Path(source.url).parent.parent.name
+            source = Source(name=f"{parent}/{source.name}", url=source.url, git_dir=source.git_dir)
+        renamed.append(source)
+    final = [s.name for s in renamed]
+    clash = sorted({n for n in final if final.count(n) > 1})
+    if clash:
+        raise SourceError(f"two sources are both named {clash[0]!r}; give them directories with distinct names")
+    return renamed
 
 
 def _expand(spec: str, repos_dir: Path) -> list[Source]:

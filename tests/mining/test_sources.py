@@ -144,11 +144,20 @@ def test_list_file_naming_another_list_file(tmp_path: Path) -> None:
 
 
 def test_same_repository_given_twice(work_tree: RepoBuilder, tmp_path: Path) -> None:
-    """Once as given, once through a list file with a trailing slash: both are named 'kernels'."""
+    """Once as given, once through a list file with a trailing slash: the same repository twice."""
     listing = tmp_path / "repos.txt"
     listing.write_text(f"{work_tree.path}/\n")
-    with pytest.raises(SourceError, match="same name 'kernels'"):
+    with pytest.raises(SourceError, match="is given twice"):
         resolve_sources([str(work_tree.path), str(listing)], tmp_path / "repos")
+
+
+def test_repositories_in_directories_of_the_same_name_are_told_apart(make_repo, tmp_path: Path) -> None:
+    """Mirrors laid out as owner+name/repo all end in 'repo': their parents name them."""
+    first, second = make_repo("a+x/repo"), make_repo("b+y/repo")
+    for repo in (first, second):
+        repo.commit("init", {"k.cu": "__global__ void k() {}\n"})
+    names = [s.name for s in resolve_sources([str(first.path), str(second.path)], tmp_path / "repos")]
+    assert names == ["a+x/repo", "b+y/repo"]
 
 
 def test_dot_git_directory_is_named_after_its_work_tree(work_tree: RepoBuilder, tmp_path: Path) -> None:
@@ -158,7 +167,7 @@ def test_dot_git_directory_is_named_after_its_work_tree(work_tree: RepoBuilder, 
 
 
 def test_work_tree_and_its_dot_git_directory_are_the_same_repository(work_tree: RepoBuilder, tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match="same name 'kernels'"):
+    with pytest.raises(SourceError, match="is given twice"):
         resolve_sources([str(work_tree.path), str(work_tree.path / ".git")], tmp_path / "repos")
 
 
