@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,8 @@ class MineConfig:
                 "none mines the embedded demo repository"})
     out: Path = field(default=Path("perfforge-out/mine"), metadata={"help": "output directory"})
     rev: str = field(default="HEAD", metadata={"help": "revision whose history is mined (a branch, tag or sha)"})
-    jobs: int = field(default=2, metadata={"help": "worker processes for diffs, classification and pairs"})
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1, metadata={
+        "help": "worker processes for diffs, classification and pairs (default: one per CPU core)"})
     chunk_size: int = field(default=200, metadata={
         "help": "candidate commits per unit of work; a finished unit is never redone after an interruption"})
     perf_threshold: float = field(default=PERF_THRESHOLD, metadata={
