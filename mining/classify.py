@@ -170,12 +170,13 @@ WEIGHTS = {
 @dataclass
 class Classification:
     perf_score: float
-    category: Category
+    category: Category  # NONE when not is_perf
     evidence: list[str] = field(default_factory=list)
+    threshold: float = PERF_THRESHOLD  # the score at which this run calls a commit a performance change
 
     @property
     def is_perf(self) -> bool:
-        return self.perf_score >= PERF_THRESHOLD
+        return self.perf_score >= self.threshold
 
 
 @dataclass
@@ -193,8 +194,8 @@ class _Tally:
         self.technique_votes[category] = self.technique_votes.get(category, 0.0) + amount
 
 
-def classify_commit(message: str, diffs: list[FileDiff]) -> Classification:
-    """Score one commit from its full message and the diffs of its kernel files."""
+def classify_commit(message: str, diffs: list[FileDiff], threshold: float = PERF_THRESHOLD) -> Classification:
+    """Score one commit from its full message and the diffs of its kernel files; perf at or above threshold."""
     tally = _Tally()
     message_techniques = _score_message(message, tally)
     diff_constructs = _score_diff(diffs, tally)
@@ -204,9 +205,10 @@ def classify_commit(message: str, diffs: list[FileDiff]) -> Classification:
     if backed:
         tally.add("technique_backed_by_diff", ", ".join(backed))
     score = 1.0 / (1.0 + math.exp(-tally.log_odds))
-    category = _category(tally, score)
+    score = round(score, 4)
+    category = _category(tally) if score >= threshold else Category.NONE
     evidence = [text for _, text in sorted(tally.evidence, key=lambda e: -abs(e[0]))]
-    return Classification(perf_score=round(score, 4), category=category, evidence=evidence)
+    return Classification(perf_score=score, category=category, evidence=evidence, threshold=threshold)
 
 
 def _score_message(message: str, tally: _Tally) -> set[Category]:
@@ -333,9 +335,8 @@ def _numeric_tuning(modified: list[FileDiff]) -> str:
     return ""
 
 
-def _category(tally: _Tally, score: float) -> Category:
-    if score < PERF_THRESHOLD:
-        return Category.NONE
+def _category(tally: _Tally) -> Category:
+    """The technique with the most evidence."""
     if not tally.technique_votes:
         return Category.OTHER
     return max(tally.technique_votes.items(), key=lambda kv: kv[1])[0]

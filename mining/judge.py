@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from mining.classify import PERF_THRESHOLD, Classification
+from mining.classify import Classification
 from mining.gitlog import FileDiff
 from perfforge.llm_client import ChatClient
 from perfforge.records import Category
@@ -67,11 +67,11 @@ def apply_judgement(rules: Classification, judgement: Judgement) -> Classificati
     """The rule classification with the judge's decision and reason on top of the rule evidence."""
     if judgement.is_perf:
         category = judgement.category if judgement.category != Category.NONE else Category.OTHER
-        score = max(JUDGED_PERF_SCORE, PERF_THRESHOLD)
+        score = max(JUDGED_PERF_SCORE, rules.threshold)
     else:
-        category, score = Category.NONE, JUDGED_NOT_PERF_SCORE
+        category, score = Category.NONE, min(JUDGED_NOT_PERF_SCORE, rules.threshold - 0.01)
     evidence = [f"llm_judge: {'perf' if judgement.is_perf else 'not perf'}: {judgement.reason}", *rules.evidence]
-    return Classification(perf_score=score, category=category, evidence=evidence)
+    return Classification(perf_score=score, category=category, evidence=evidence, threshold=rules.threshold)
 
 
 def judge_commit(client: ChatClient, message: str, diffs: list[FileDiff]) -> Judgement | None:

@@ -41,7 +41,6 @@ from perfforge.records import (
     COMMIT_FEATURES,
     PAIR_FEATURES,
     SCHEMA_VERSION,
-    Category,
     CommitRecord,
     FoundBy,
     PairRecord,
@@ -160,14 +159,14 @@ def run_chunk(task: ChunkTask) -> int:
             meta = by_sha[sha]
             classification, found_by = _classify(meta, diffs, config, judge, judge_counts)
             commit_pairs = []
-            if config.pairs and classification.perf_score >= config.perf_threshold:
+            if config.pairs and classification.is_perf:
                 context = CommitContext(task.repo, task.repo_url, task.licence, meta, classification.perf_score,
                                         classification.category.value, classification.evidence, found_by)
                 commit_pairs, file_skips = pairs_of_commit(context, diffs, blobs, config.max_file_bytes)
                 skips.extend(asdict(s) for s in file_skips)
                 pairs.extend(_shard_pair(p, files) for p in commit_pairs)
             commits.append(as_row(_commit_record(task.repo, meta, task.kernel_files[sha], classification, found_by,
-                                                 config.perf_threshold, len(commit_pairs))))
+                                                 len(commit_pairs))))
     skips.extend(_failure_rows(failures))
     write_json(task.shard_path, {"commits": commits, "pairs": pairs, "files": files, "failures": skips,
                                  "judge": dict(judge_counts), "seconds": time.perf_counter() - started},
@@ -194,7 +193,7 @@ def _record_pair(row: dict[str, Any], files: dict[str, list[str]]) -> dict[str, 
 
 def _classify(meta: CommitMeta, diffs: list, config: MineConfig, judge: ChatClient | None,
               judge_counts: Counter[str]) -> tuple[Classification, FoundBy]:
-    rules = classify_commit(meta.message, diffs)
+    rules = classify_commit(meta.message, diffs, config.perf_threshold)
     if judge is None or not config.judge_band_low <= rules.perf_score <= config.judge_band_high:
         return rules, FoundBy.MINED_RULES
     judge_counts["asked"] += 1
@@ -208,19 +207,17 @@ def _classify(meta: CommitMeta, diffs: list, config: MineConfig, judge: ChatClie
         return rules, FoundBy.MINED_RULES
     judge_counts["answered"] += 1
     judged = apply_judgement(rules, judgement)
-    if (judged.perf_score >= config.perf_threshold) != (rules.perf_score >= config.perf_threshold):
+    if judged.is_perf != rules.is_perf:
         judge_counts["changed_decision"] += 1
     return judged, FoundBy.MINED_LLM_JUDGE
 
 
 def _commit_record(repo: str, meta: CommitMeta, kernel_files: list[str], classification: Classification,
-                   found_by: FoundBy, threshold: float, n_pairs: int) -> CommitRecord:
-    is_perf = classification.perf_score >= threshold
+                   found_by: FoundBy, n_pairs: int) -> CommitRecord:
     return CommitRecord(
         repo=repo, sha=meta.sha, parent=meta.parents[0] if meta.parents else "", date=meta.date,
-        message=meta.message, files=meta.files, kernel_files=kernel_files, is_perf=is_perf,
-        perf_score=classification.perf_score,
-        category=classification.category.value if is_perf else Category.NONE.value,
+        message=meta.message, files=meta.files, kernel_files=kernel_files, is_perf=classification.is_perf,
+        perf_score=classification.perf_score, category=classification.category.value,
         evidence=classification.evidence, found_by=found_by.value, n_pairs=n_pairs)
 
 
@@ -362,7 +359,8 @@ def _stats(plans: list[RepoPlan], shards_by_repo: dict[str, list[dict[str, Any]]
         "prefilter_max_kernel_files": MAX_KERNEL_FILES,
         "totals": {
             "repositories": len(plans), "commits_total": sum(p.commits_total for p in plans),
-            "candidates": len(commits), "perf_commits": len(perf), "pairs_before_dedup": pairs_before_dedup,
+            "candidates": sum(len(p.candidates) for p in plans), "perf_commits": len(perf),
+            "pairs_before_dedup": pairs_before_dedup,
             "exact_duplicates": dedup_stats.exact_duplicates, "near_duplicates": dedup_stats.near_duplicates,
             "pairs": len(pairs), "failures": sum(sum(r["failures"].values()) for r in repos.values()),
         },

@@ -171,3 +171,12 @@ def test_a_judge_endpoint_that_does_not_serve_the_model_fails_before_any_work(
         run([perf_repo.path], tmp_path / "out", jobs=1, judge_url=openai_endpoint.base_url,
             judge_model="no-such-model")
     assert not list((tmp_path / "out" / ".work").rglob("*.json"))
+
+
+def test_a_lower_threshold_gives_every_performance_commit_a_category(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    """--perf-threshold decides is_perf and the category together: a commit the run calls perf never has the
+    category none (the classifier once decided the category with its default threshold)."""
+    commits = rows(run([perf_repo.path], tmp_path / "out", jobs=1, perf_threshold=0.02).paths["commits.parquet"])
+    perf = [c for c in commits if c["is_perf"]]
+    assert len(perf) >= 2 and any(c["perf_score"] < 0.5 for c in perf)
+    assert all(c["category"] != "none" for c in perf)
