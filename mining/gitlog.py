@@ -59,10 +59,10 @@ class StreamFailure:
     reason: str
 
 
-def run_git(git_dir: Path, *args: str, input_text: str | None = None) -> str:
+def run_git(git_dir: Path, *args: str) -> str:
     """Output of a git command on git_dir; SourceError with git's own message on failure."""
-    proc = subprocess.run(["git", "--git-dir", str(git_dir), *args], input=input_text,
-                          capture_output=True, text=True, errors="replace")
+    proc = subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True,
+                          errors="replace")
     if proc.returncode != 0:
         raise SourceError(f"git {' '.join(args[:2])} failed in {git_dir}: {proc.stderr.strip()}")
     return proc.stdout
@@ -134,9 +134,9 @@ class _DiffTreeRun:
 
     def __init__(self, git_dir: Path, shas: list[str], args: list[str]) -> None:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in complete_records, once git exits)
-        self._proc = subprocess.Popen(["git", "--git-dir", str(git_dir), "-c", "core.quotepath=off", "diff-tree",
-                                       "--stdin", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._stderr)
+        command = ["git", "--git-dir", str(git_dir), "--literal-pathspecs", "-c", "core.quotepath=off",
+                   "diff-tree", "--stdin", *args]
+        self._proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
         # Fed from a thread: git writes while it reads, and a full stdout pipe would block it (and us) forever.
         self._feeder = threading.Thread(target=self._feed, args=(("\n".join(shas) + "\n").encode(),), daemon=True)
         self._feeder.start()
@@ -227,9 +227,14 @@ def iter_commit_meta(git_dir: Path, shas: list[str], failures: list[StreamFailur
 def iter_patches(git_dir: Path, shas: list[str], paths_by_sha: dict[str, list[str]], max_patch_lines: int,
                  failures: list[StreamFailure]) -> Iterator[tuple[str, list[FileDiff]]]:
     """Patches of the given commits, restricted to paths_by_sha[sha]; each file's patch is cut at
-    max_patch_lines (FileDiff.truncated) so a vendored 100 MB file costs no memory."""
+    max_patch_lines (FileDiff.truncated), so a huge generated kernel file does not swell a record.
+
+    git is given the union of the wanted paths as literal pathspecs, so it never diffs the docs, tests and
+    vendored files that candidate commits also touch; the per-commit filter then drops a union path that
+    another commit of the batch wanted."""
     wanted = {sha: set(paths) for sha, paths in paths_by_sha.items()}
-    args = ["-r", "--root", "--always", "--no-renames", "-p", "-U3", "--format=%x1e%H"]
+    pathspecs = sorted({path for paths in wanted.values() for path in paths})
+    args = ["-r", "--root", "--always", "--no-renames", "-p", "-U3", "--format=%x1e%H", "--", *pathspecs]
     for sha, lines in _stream(git_dir, shas, args, failures):
         diffs = [d for d in _split_patch(lines[1:], max_patch_lines) if d.path in wanted.get(sha, ())]
         yield sha, diffs

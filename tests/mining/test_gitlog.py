@@ -237,7 +237,9 @@ def test_missing_tree_fails_only_its_commit(make_repo: Callable[[str], RepoBuild
     if stream == "meta":
         got = [m.sha for m in iter_commit_meta(git_dir, shas, failures)]
     else:
-        got = [sha for sha, _ in iter_patches(git_dir, shas, {s: ["a.cu", "b.cu"] for s in shas}, 100, failures)]
+        # as the pipeline asks: the kernel files the commits change (git reads only the trees these lie in)
+        wanted = {s: ["a.cu", "b.cu", "src/k.cu"] for s in shas}
+        got = [sha for sha, _ in iter_patches(git_dir, shas, wanted, 100, failures)]
     assert [f.sha for f in failures] == [shas[2]]
     assert got == [shas[0], shas[1], shas[3]]
 
@@ -381,3 +383,18 @@ def test_shared_clone_replaces_a_clone_of_another_source(history: RepoBuilder,
     assert shared_clone(history.path / ".git", dest) == dest
     assert list_shas(dest, "HEAD") == history.shas
 
+
+
+def test_patches_of_paths_with_pathspec_magic_are_read_literally(make_repo: Callable[[str], RepoBuilder]) -> None:
+    """Wanted paths go to git as pathspecs: names with `*` or `[x]` still come back, and only those asked for."""
+    repo = make_repo("magic")
+    repo.commit("add", {"src/a*.cu": "int a;\n", "src/ab.cu": "int b;\n", "src/[x].cu": "int x;\n",
+                        "src/x.cu": "int y;\n"})
+    sha = repo.commit("edit all", {"src/a*.cu": "int a2;\n", "src/ab.cu": "int b2;\n", "src/[x].cu": "int x2;\n",
+                                   "src/x.cu": "int y2;\n"})
+    failures: list[StreamFailure] = []
+    [(got_sha, diffs)] = list(iter_patches(repo.path / ".git", [sha], {sha: ["src/a*.cu", "src/[x].cu"]}, 100,
+                                           failures))
+    assert got_sha == sha and not failures
+    assert sorted(d.path for d in diffs) == ["src/[x].cu", "src/a*.cu"]
+    assert all(d.added_lines for d in diffs)
