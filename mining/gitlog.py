@@ -156,7 +156,7 @@ class _DiffTreeRun:
         """Records followed by another header, then the last one too if git succeeded."""
         current: tuple[str, list[str]] | None = None
         for raw in self._proc.stdout:
-            line = _decode_line(raw)
+            line = decode_text(raw).rstrip("\n")
             if line.startswith(_RS):
                 if current is not None:
                     yield current
@@ -176,12 +176,13 @@ class _DiffTreeRun:
             self.last_record = current
 
 
-def _decode_line(raw: bytes) -> str:
-    """One output line; a line that is not UTF-8 (a Latin-1 source file in a patch) is read as Latin-1."""
+def decode_text(data: bytes) -> str:
+    """Text of file content or a patch line. Source that is not UTF-8 (Latin-1 comments in old C code) is read
+    as Latin-1, which never fails and keeps every byte."""
     try:
-        return raw.decode("utf-8").rstrip("\n")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        return raw.decode("latin-1").rstrip("\n")
+        return data.decode("latin-1")
 
 
 _C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mining.functions import FunctionChange, changed_functions, language_of
-from mining.gitlog import BlobReader, CommitMeta, FileDiff
+from mining.gitlog import BlobReader, CommitMeta, FileDiff, decode_text
 from perfforge.records import FoundBy, KernelKind, PairRecord, Target, code_hash
 
 
@@ -36,14 +36,8 @@ class CommitContext:
 
 
 def decode_source(data: bytes) -> str | None:
-    """Text of a source file; None for binary content. Non-UTF-8 files (Latin-1 comments in old C code)
-    are read as Latin-1, which never fails and keeps every byte."""
-    if b"\0" in data[:8000]:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("latin-1")
+    """Text of a source file; None for binary content (a NUL byte near the start)."""
+    return None if b"\0" in data[:8000] else decode_text(data)
 
 
 def target_of(language: str, kind: KernelKind, file_text: str) -> Target:
@@ -53,8 +47,11 @@ def target_of(language: str, kind: KernelKind, file_text: str) -> Target:
         return Target.OPENCL
     if language == "cuda":
         return Target.HIP if "hip_runtime" in file_text or "__HIP_PLATFORM" in file_text else Target.CUDA
-    if language == "python" and ("cutlass" in file_text or "cuda" in file_text):
-        return Target.CUDA
+    if language == "python":  # host code beside Python-DSL kernels runs with them
+        if "triton" in file_text:
+            return Target.TRITON
+        if "cutlass" in file_text or "numba" in file_text:
+            return Target.CUDA
     return Target.CPU
 
 

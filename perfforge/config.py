@@ -22,10 +22,6 @@ from perfforge.errors import ConfigError
 C = TypeVar("C")
 
 
-def help_of(f: dataclasses.Field) -> str:
-    return f.metadata.get("help", "")
-
-
 def _base_type(annotation: Any) -> tuple[Any, bool]:
     """(type, optional) for a resolved annotation such as `int`, `str | None`, `list[str]`."""
     origin = typing.get_origin(annotation)
@@ -35,17 +31,13 @@ def _base_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def _field_types(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     """One flag per field: `--name-with-dashes`; bools get `--x/--no-x`; fields marked positional are positional."""
-    hints = _field_types(cls)
+    hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         kind, _ = _base_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
-        help_text = help_of(f)
+        help_text = f.metadata.get("help", "")
         if f.metadata.get("positional"):
             nargs = "*" if typing.get_origin(kind) is list else "?"
             parser.add_argument(f.name, nargs=nargs, default=argparse.SUPPRESS, help=help_text)
@@ -112,7 +104,7 @@ def resolve(cls: type[C], yaml_values: dict[str, Any], flag_values: dict[str, An
     _check_known(cls, yaml_values, "the config file")
     merged = {k.replace("-", "_"): v for k, v in yaml_values.items()}
     merged.update(flag_values)
-    hints = _field_types(cls)
+    hints = typing.get_type_hints(cls)
     kwargs = {name: _coerce(name, value, hints[name]) for name, value in merged.items()}
     config = cls(**kwargs)
     validate = getattr(config, "validate", None)

@@ -169,3 +169,17 @@ def test_root_commit_gives_no_pairs(kernels_repo: RepoBuilder) -> None:
 ])
 def test_decode_source(data: bytes, text: str | None) -> None:
     assert decode_source(data) == text
+
+
+def test_target_follows_the_kernel_and_the_dsl_of_its_file() -> None:
+    """A Triton file's launch wrapper runs with its kernel (triton); a HIP file is hip; plain C is cpu."""
+    from mining.pairs import target_of
+    from perfforge.records import KernelKind, Target
+
+    triton_file = "import triton\nx = torch.empty(8, device='cuda')\n"
+    assert target_of("python", KernelKind.PYTHON_FUNCTION, triton_file) == Target.TRITON
+    assert target_of("python", KernelKind.PYTHON_FUNCTION, "import cutlass.cute as cute\n") == Target.CUDA
+    assert target_of("python", KernelKind.PYTHON_FUNCTION, "import numpy\n") == Target.CPU
+    assert target_of("cuda", KernelKind.CUDA_KERNEL, "#include <hip/hip_runtime.h>\n") == Target.HIP
+    assert target_of("cuda", KernelKind.CUDA_KERNEL, "#include <cuda_runtime.h>\n") == Target.CUDA
+    assert target_of("c", KernelKind.OPENMP_REGION, "#include <omp.h>\n") == Target.CPU
