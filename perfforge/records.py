@@ -16,10 +16,9 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any
 
-import datasets
-
 # Bump the minor version for added nullable fields, the major version for renamed or removed ones.
-SCHEMA_VERSION = "1.0"
+# 1.1: profiles carry target, kernel and per-line metrics; diagnoses carry structured findings and a hint.
+SCHEMA_VERSION = "1.1"
 
 
 class Category(str, Enum):
@@ -149,6 +148,23 @@ class HotLine:
     code: str = _doc("the line's text")
     share: float = _doc("fraction of samples (GPU) or of cost (CPU) on this line, in [0, 1]")
     dominant_stall: str = _doc("the stall reason with most samples on the line; empty on the CPU")
+    metrics: list[CounterValue] = _doc("per-line counters: stall samples, shared-memory conflicts, excess sectors, "
+                                       "simulated cache misses, branch mispredictions", factory=list)
+
+    def metric(self, name: str) -> float | None:
+        return next((m.value for m in self.metrics if m.name == name), None)
+
+
+@dataclass
+class Finding:
+    """One measured fact behind a diagnosis: a metric against the threshold it crossed."""
+
+    metric: str = _doc("the counter or derived metric, e.g. smsp__sass_average_data_bytes_per_sector_mem_global")
+    value: float = _doc("its measured value, in unit")
+    threshold: float = _doc("the threshold it crossed (thresholds are data: profiling/diagnoses/thresholds/)")
+    comparison: str = _doc("how value relates to threshold: >, >=, <, <=")
+    unit: str = _doc("unit of value and threshold")
+    lines: list[int] = _doc("source lines involved, 1-based; empty when the finding is kernel-wide", factory=list)
 
 
 @dataclass
@@ -158,6 +174,8 @@ class Diagnosis:
     name: str = _doc("registry name of the bottleneck, e.g. shared_memory_bank_conflicts")
     severity: float = _doc("in [0, 1]; diagnoses are ranked by it")
     evidence: list[str] = _doc("metric = value against threshold, and the source lines involved")
+    findings: list[Finding] = _doc("the same evidence, structured", factory=list)
+    hint: str = _doc("what usually fixes this bottleneck, one sentence", default="")
 
 
 @dataclass
@@ -172,6 +190,21 @@ class Profile:
     roofline: RooflinePoint | None = _doc("roofline point; None where the target has none", default=None)
     hot_lines: list[HotLine] = _doc("costliest source lines", factory=list)
     diagnoses: list[Diagnosis] = _doc("bottlenecks, most severe first", factory=list)
+    target: str = _doc("Target value of the profiled code: cpu, cuda, triton, hip", default="")
+    kernel: str = _doc("the profiled kernel or function", default="")
+    source_file: str = _doc("the source file hot_lines refer to", default="")
+
+    def counter(self, name: str) -> float | None:
+        """The value of a counter by its tool name, or None when the profile lacks it."""
+        return next((c.value for c in self.counters if c.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Profile:
+        """The inverse of to_dict (profile.json files, parquet rows)."""
+        return _from_dict(cls, data)
 
 
 @dataclass
@@ -210,20 +243,39 @@ class PairRecord:
     schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
 
 
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """A record dataclass from its asdict() form; unknown keys are an error, missing ones take defaults."""
+    hints = {f.name: str(f.type).replace(" | None", "") for f in fields(cls)}
+    unknown = set(data) - set(hints)
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        kind = hints[name]
+        if value is not None and kind in _NESTED:
+            value = _from_dict(_NESTED[kind], value)
+        elif value is not None and kind.startswith("list[") and kind[5:-1] in _NESTED:
+            value = [_from_dict(_NESTED[kind[5:-1]], item) for item in value]
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
 def _features_of(cls: type) -> dict[str, Any]:
     return {f.name: _feature_for(f.type) for f in fields(cls)}
 
 
-_SCALARS = {"str": datasets.Value("string"), "float": datasets.Value("float64"),
-            "int": datasets.Value("int64"), "bool": datasets.Value("bool")}
-_NESTED = {cls.__name__: cls for cls in (Timing, CounterValue, Stall, RooflinePoint, HotLine, Diagnosis, Profile)}
+_SCALARS = {"str": "string", "float": "float64", "int": "int64", "bool": "bool"}
+_NESTED = {cls.__name__: cls for cls in (Timing, CounterValue, Stall, RooflinePoint, HotLine, Finding, Diagnosis,
+                                         Profile)}
 
 
 def _feature_for(annotation: str) -> Any:
     """datasets feature for a dataclass field annotation (annotations are strings under __future__)."""
+    import datasets
+
     annotation = annotation.replace(" | None", "")
     if annotation in _SCALARS:
-        return _SCALARS[annotation]
+        return datasets.Value(_SCALARS[annotation])
     if annotation.startswith("list["):
         return datasets.List(_feature_for(annotation[5:-1]))
     if annotation in _NESTED:
@@ -231,8 +283,16 @@ def _feature_for(annotation: str) -> Any:
     raise TypeError(f"no datasets feature for annotation {annotation!r}")
 
 
-COMMIT_FEATURES = datasets.Features(_features_of(CommitRecord))
-PAIR_FEATURES = datasets.Features(_features_of(PairRecord))
+def __getattr__(name: str) -> Any:
+    """COMMIT_FEATURES and PAIR_FEATURES, built on first use: `datasets` is a heavy import, and profiling/ reads
+    these records on GPU machines that do not have it."""
+    import datasets
+
+    if name == "COMMIT_FEATURES":
+        return datasets.Features(_features_of(CommitRecord))
+    if name == "PAIR_FEATURES":
+        return datasets.Features(_features_of(PairRecord))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def field_docs(cls: type) -> list[tuple[str, str, str]]:
@@ -241,7 +301,8 @@ def field_docs(cls: type) -> list[tuple[str, str, str]]:
 
 
 # Every record class, in the order the documentation presents them.
-RECORD_CLASSES = (CommitRecord, PairRecord, Profile, Timing, CounterValue, Stall, RooflinePoint, HotLine, Diagnosis)
+RECORD_CLASSES = (CommitRecord, PairRecord, Profile, Timing, CounterValue, Stall, RooflinePoint, HotLine, Diagnosis,
+                  Finding)
 
 
 def as_row(record: CommitRecord | PairRecord) -> dict[str, Any]:

@@ -1,0 +1,450 @@
+/* perfforge_harness.h: the harness side of the perfforge task protocol (C, C++ and CUDA).
+ *
+ * A task's harness includes this header, registers its buffers, and wraps each kernel call in
+ * pf_begin/pf_end. perfforge runs the built harness in one of three modes; the harness code is the same:
+ *
+ *   check    --calls C: C calls, each on fresh inputs drawn from (seed, call); every output is poisoned
+ *            (all bytes 0xFF: NaN for floats, -1 for integers) before each call; after each call every
+ *            buffer (inputs too) is written to OUT/<name>.<call>.npy and its guard zones are checked.
+ *   time     --warmup W --trials T: inputs drawn once; before each call the cache is flushed (CPU: a
+ *            write over a buffer twice the last-level cache, capped; CUDA: a memset twice the L2); each
+ *            call is timed (CPU: CLOCK_MONOTONIC; CUDA: events, after synchronising the whole device so
+ *            that work on other streams cannot escape the timer). OUT/timing.json holds the times.
+ *   profile  one warm-up call, then one call inside the NVTX range "pf_profile" (CUDA) for the profiler.
+ *
+ * Arguments: MODE --seed N --out DIR [--calls C] [--warmup W] [--trials T] [--no-flush] [key=value ...].
+ * The key=value pairs are the task's configuration (shapes); read them with pf_param_int/pf_param_double.
+ *
+ * Exit status: 0 done; 2 bad arguments; 3 a buffer was written outside its bounds; 4 a CUDA error
+ * (a launch that failed has not run); 5 an I/O error writing results.
+ *
+ * Every function is static: the kernel's translation unit cannot call or replace them.
+ */
+#ifndef PERFFORGE_HARNESS_H
+#define PERFFORGE_HARNESS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#include <nvtx3/nvToolsExt.h>
+#define PF_HAVE_NVTX 1
+#endif
+#endif
+
+#define PF_MAX_BUFS 32
+#define PF_MAX_PARAMS 32
+#define PF_MAX_TIMES 100000
+/* Bytes of guard zone before and after every buffer. 256 keeps the data 256-byte aligned (float4, AVX-512,
+ * CUDA's own allocation alignment) and catches the off-by-a-row writes that real kernels make. */
+#define PF_GUARD_BYTES 256
+#define PF_GUARD_BYTE 0xA5
+#define PF_POISON_BYTE 0xFF
+/* CPU cache flush: twice the last-level cache evicts it under LRU; capped because virtual machines report the
+ * host's whole L3 (hundreds of MB) and a flush that size would dominate short trials. */
+#define PF_CPU_FLUSH_CAP_BYTES (64u << 20)
+
+typedef enum { PF_F32, PF_F64, PF_F16, PF_BF16, PF_I32, PF_I64, PF_U8 } pf_dtype;
+typedef enum { PF_INPUT, PF_OUTPUT, PF_INOUT, PF_FIXED } pf_role;
+typedef enum { PF_MODE_CHECK, PF_MODE_TIME, PF_MODE_PROFILE } pf_mode;
+
+typedef struct {
+    const char *name;
+    pf_dtype dtype;
+    pf_role role;
+    size_t count;
+    double lo, hi;       /* inputs: uniform in [lo, hi); integers in [lo, hi) too */
+    unsigned char *raw;  /* host allocation with guard zones */
+    unsigned char *host; /* raw + PF_GUARD_BYTES */
+#ifdef __CUDACC__
+    unsigned char *draw; /* device allocation with guard zones */
+    unsigned char *dev;  /* draw + PF_GUARD_BYTES */
+#endif
+} pf_buf;
+
+typedef struct {
+    pf_mode mode;
+    uint64_t seed;
+    const char *out_dir;
+    int calls, warmup, trials, flush;
+    int nparams;
+    const char *keys[PF_MAX_PARAMS];
+    const char *vals[PF_MAX_PARAMS];
+    pf_buf bufs[PF_MAX_BUFS];
+    int nbufs;
+    int iter;       /* index of the call in progress */
+    int ntimes;
+    double *times_ms;
+    unsigned char *flush_buf;
+    size_t flush_bytes;
+    struct timespec t0;
+#ifdef __CUDACC__
+    cudaEvent_t ev0, ev1;
+#endif
+} pf_run;
+
+static void pf_fail(int status, const char *fmt, const char *a, const char *b) {
+    fprintf(stderr, "perfforge harness: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n");
+    exit(status);
+}
+
+#ifdef __CUDACC__
+static void pf_cuda_check(cudaError_t err, const char *what) {
+    if (err != cudaSuccess) pf_fail(4, "CUDA error in %s: %s", what, cudaGetErrorString(err));
+}
+#endif
+
+static size_t pf_dtype_size(pf_dtype t) {
+    switch (t) {
+    case PF_F64: case PF_I64: return 8;
+    case PF_F16: case PF_BF16: return 2;
+    case PF_U8: return 1;
+    default: return 4;
+    }
+}
+
+/* numpy's dtype strings; bfloat16 travels as raw uint16 and the reader widens it. */
+static const char *pf_dtype_descr(pf_dtype t) {
+    switch (t) {
+    case PF_F64: return "<f8";
+    case PF_F16: return "<f2";
+    case PF_BF16: return "<u2";
+    case PF_I32: return "<i4";
+    case PF_I64: return "<i8";
+    case PF_U8: return "|u1";
+    default: return "<f4";
+    }
+}
+
+/* splitmix64: small, fast, and the same stream on every compiler and machine. */
+static uint64_t pf_mix(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double pf_uniform(uint64_t *state) { return (double)(pf_mix(state) >> 11) * (1.0 / 9007199254740992.0); }
+
+static uint16_t pf_float_to_half(float f) {
+    uint32_t x; memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u; int exp = (int)((x >> 23) & 0xFF) - 127 + 15; uint32_t man = x & 0x7FFFFFu;
+    if (exp <= 0) return (uint16_t)sign;             /* inputs are drawn well inside half's normal range */
+    if (exp >= 31) return (uint16_t)(sign | 0x7C00u);
+    return (uint16_t)(sign | ((uint32_t)exp << 10) | ((man + 0x1000u) >> 13));
+}
+
+static void pf_fill(pf_buf *b, uint64_t seed, int call, int index) {
+    uint64_t state = seed * 0x100000001B3ull + (uint64_t)call * 0x9E3779B1ull + (uint64_t)index * 0x85EBCA77ull;
+    for (size_t i = 0; i < b->count; i++) {
+        double v = b->lo + (b->hi - b->lo) * pf_uniform(&state);
+        unsigned char *p = b->host + i * pf_dtype_size(b->dtype);
+        switch (b->dtype) {
+        case PF_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+        case PF_F64: memcpy(p, &v, 8); break;
+        case PF_F16: { uint16_t h = pf_float_to_half((float)v); memcpy(p, &h, 2); break; }
+        case PF_BF16: { float f = (float)v; uint32_t x; memcpy(&x, &f, 4); uint16_t h = (uint16_t)(x >> 16); memcpy(p, &h, 2); break; }
+        case PF_I32: { int32_t k = (int32_t)floor(v); memcpy(p, &k, 4); break; }
+        case PF_I64: { int64_t k = (int64_t)floor(v); memcpy(p, &k, 8); break; }
+        case PF_U8: { *p = (unsigned char)floor(v); break; }
+        }
+    }
+}
+
+static size_t pf_bytes(const pf_buf *b) { return b->count * pf_dtype_size(b->dtype); }
+
+static const char *pf_arg_value(int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) pf_fail(2, "option %s needs a value%s", argv[*i], "");
+    return argv[++*i];
+}
+
+static void pf_init(pf_run *r, int argc, char **argv) {
+    memset(r, 0, sizeof *r);
+    r->calls = 2; r->warmup = 3; r->trials = 20; r->flush = 1; r->out_dir = ".";
+    if (argc < 2) pf_fail(2, "usage: %s check|time|profile --seed N --out DIR [key=value ...]%s", argv[0], "");
+    if (!strcmp(argv[1], "check")) r->mode = PF_MODE_CHECK;
+    else if (!strcmp(argv[1], "time")) r->mode = PF_MODE_TIME;
+    else if (!strcmp(argv[1], "profile")) r->mode = PF_MODE_PROFILE;
+    else pf_fail(2, "unknown mode %s; expected check, time or profile%s", argv[1], "");
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--seed")) r->seed = strtoull(pf_arg_value(argc, argv, &i), NULL, 10);
+        else if (!strcmp(argv[i], "--out")) r->out_dir = pf_arg_value(argc, argv, &i);
+        else if (!strcmp(argv[i], "--calls")) r->calls = atoi(pf_arg_value(argc, argv, &i));
+        else if (!strcmp(argv[i], "--warmup")) r->warmup = atoi(pf_arg_value(argc, argv, &i));
+        else if (!strcmp(argv[i], "--trials")) r->trials = atoi(pf_arg_value(argc, argv, &i));
+        else if (!strcmp(argv[i], "--no-flush")) r->flush = 0;
+        else if (strchr(argv[i], '=') && r->nparams < PF_MAX_PARAMS) {
+            char *eq = strchr(argv[i], '=');
+            *eq = '\0';
+            r->keys[r->nparams] = argv[i];
+            r->vals[r->nparams++] = eq + 1;
+        } else pf_fail(2, "unknown argument %s%s", argv[i], "");
+    }
+    if (r->mode == PF_MODE_PROFILE) { r->warmup = 1; r->trials = 1; }
+    if (r->trials < 1 || r->trials > PF_MAX_TIMES || r->calls < 1 || r->warmup < 0)
+        pf_fail(2, "calls and trials must be at least 1 (trials at most 100000), warmup at least 0%s%s", "", "");
+    r->times_ms = (double *)calloc((size_t)r->trials, sizeof(double));
+#ifdef __CUDACC__
+    pf_cuda_check(cudaEventCreate(&r->ev0), "cudaEventCreate");
+    pf_cuda_check(cudaEventCreate(&r->ev1), "cudaEventCreate");
+#endif
+}
+
+static const char *pf_param(pf_run *r, const char *key) {
+    for (int i = 0; i < r->nparams; i++)
+        if (!strcmp(r->keys[i], key)) return r->vals[i];
+    return NULL;
+}
+
+static long pf_param_int(pf_run *r, const char *key, long fallback) {
+    const char *v = pf_param(r, key);
+    return v ? strtol(v, NULL, 10) : fallback;
+}
+
+static double pf_param_double(pf_run *r, const char *key, double fallback) {
+    const char *v = pf_param(r, key);
+    return v ? strtod(v, NULL) : fallback;
+}
+
+static void pf_upload(pf_buf *b) {
+#ifdef __CUDACC__
+    pf_cuda_check(cudaMemcpy(b->dev, b->host, pf_bytes(b), cudaMemcpyHostToDevice), b->name);
+#else
+    (void)b;
+#endif
+}
+
+/* Guards around the data; the data itself poisoned (outputs) or left for filling (inputs). */
+static void pf_arm(pf_buf *b) {
+    size_t bytes = pf_bytes(b);
+    memset(b->raw, PF_GUARD_BYTE, PF_GUARD_BYTES);
+    memset(b->host + bytes, PF_GUARD_BYTE, PF_GUARD_BYTES);
+    if (b->role == PF_OUTPUT) memset(b->host, PF_POISON_BYTE, bytes);
+#ifdef __CUDACC__
+    pf_cuda_check(cudaMemset(b->draw, PF_GUARD_BYTE, bytes + 2 * PF_GUARD_BYTES), b->name);
+    if (b->role == PF_OUTPUT) pf_cuda_check(cudaMemset(b->dev, PF_POISON_BYTE, bytes), b->name);
+    else pf_upload(b);
+#endif
+}
+
+static pf_buf *pf_add(pf_run *r, const char *name, pf_dtype dtype, pf_role role, size_t count, double lo, double hi) {
+    if (r->nbufs == PF_MAX_BUFS) pf_fail(2, "more than 32 buffers (at %s)%s", name, "");
+    pf_buf *b = &r->bufs[r->nbufs++];
+    b->name = name; b->dtype = dtype; b->role = role; b->count = count; b->lo = lo; b->hi = hi;
+    size_t total = pf_bytes(b) + 2 * PF_GUARD_BYTES;
+    b->raw = (unsigned char *)aligned_alloc(PF_GUARD_BYTES, (total + PF_GUARD_BYTES - 1) / PF_GUARD_BYTES * PF_GUARD_BYTES);
+    if (!b->raw) pf_fail(2, "cannot allocate buffer %s%s", name, "");
+    b->host = b->raw + PF_GUARD_BYTES;
+#ifdef __CUDACC__
+    pf_cuda_check(cudaMalloc((void **)&b->draw, total), name);
+    b->dev = b->draw + PF_GUARD_BYTES;
+#endif
+    if (role == PF_INPUT || role == PF_INOUT) pf_fill(b, r->seed, 0, r->nbufs - 1);
+    else if (role == PF_FIXED) memset(b->host, 0, pf_bytes(b));
+    pf_arm(b);
+    return b;
+}
+
+/* A random input, redrawn for every checked call. */
+static pf_buf *pf_input(pf_run *r, const char *name, pf_dtype dtype, size_t count, double lo, double hi) {
+    return pf_add(r, name, dtype, PF_INPUT, count, lo, hi);
+}
+
+/* An output: poisoned before every call, compared after it. */
+static pf_buf *pf_output(pf_run *r, const char *name, pf_dtype dtype, size_t count) {
+    return pf_add(r, name, dtype, PF_OUTPUT, count, 0, 0);
+}
+
+/* Updated in place: drawn like an input before each call, compared like an output after it. */
+static pf_buf *pf_inout(pf_run *r, const char *name, pf_dtype dtype, size_t count, double lo, double hi) {
+    return pf_add(r, name, dtype, PF_INOUT, count, lo, hi);
+}
+
+/* An input the harness fills itself (structure, indices): write pf_host(b), then pf_upload(b). Never redrawn. */
+static pf_buf *pf_fixed(pf_run *r, const char *name, pf_dtype dtype, size_t count) {
+    return pf_add(r, name, dtype, PF_FIXED, count, 0, 0);
+}
+
+static void *pf_host(pf_buf *b) { return b->host; }
+
+/* The pointer the kernel gets: device memory under CUDA, host memory otherwise. */
+static void *pf_ptr(pf_buf *b) {
+#ifdef __CUDACC__
+    return b->dev;
+#else
+    return b->host;
+#endif
+}
+
+static void pf_flush_cache(pf_run *r) {
+    if (!r->flush) return;
+#ifdef __CUDACC__
+    if (!r->flush_buf) {
+        int device = 0, l2_bytes = 0;
+        cudaGetDevice(&device);
+        cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device);
+        r->flush_bytes = 2 * (size_t)(l2_bytes > 0 ? l2_bytes : (64 << 20));
+        pf_cuda_check(cudaMalloc((void **)&r->flush_buf, r->flush_bytes), "L2 flush buffer");
+    }
+    pf_cuda_check(cudaMemset(r->flush_buf, r->iter & 0xFF, r->flush_bytes), "L2 flush");
+#else
+    if (!r->flush_buf) {
+        long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        size_t bytes = 2 * (size_t)(llc > 0 ? llc : (8 << 20));
+        r->flush_bytes = bytes > PF_CPU_FLUSH_CAP_BYTES ? PF_CPU_FLUSH_CAP_BYTES : bytes;
+        r->flush_buf = (unsigned char *)malloc(r->flush_bytes);
+    }
+    memset(r->flush_buf, r->iter & 0xFF, r->flush_bytes);
+    __asm__ __volatile__("" : : "r"(r->flush_buf) : "memory");
+#endif
+}
+
+/* Start of one call. Returns 0 when every call of the mode has been made. */
+static int pf_begin(pf_run *r) {
+    int total = r->mode == PF_MODE_CHECK ? r->calls : r->warmup + r->trials;
+    if (r->iter >= total) return 0;
+    if (r->mode == PF_MODE_CHECK) {
+        for (int i = 0; i < r->nbufs; i++) {
+            pf_buf *b = &r->bufs[i];
+            if (r->iter > 0 && (b->role == PF_INPUT || b->role == PF_INOUT)) pf_fill(b, r->seed, r->iter, i);
+            pf_arm(b);
+        }
+#ifdef __CUDACC__
+        pf_cuda_check(cudaDeviceSynchronize(), "set-up before the call");
+#endif
+        return 1;
+    }
+    if (r->mode == PF_MODE_PROFILE && r->iter == r->warmup) {
+#ifdef PF_HAVE_NVTX
+        nvtxRangePushA("pf_profile");
+#endif
+    }
+    if (r->mode == PF_MODE_TIME) pf_flush_cache(r);
+#ifdef __CUDACC__
+    pf_cuda_check(cudaDeviceSynchronize(), "set-up before the call");
+    pf_cuda_check(cudaEventRecord(r->ev0, 0), "cudaEventRecord");
+#else
+    clock_gettime(CLOCK_MONOTONIC, &r->t0);
+#endif
+    return 1;
+}
+
+static void pf_write_npy(pf_run *r, pf_buf *b, const unsigned char *data) {
+    char path[4096], header[256];
+    snprintf(path, sizeof path, "%s/%s.%d.npy", r->out_dir, b->name, r->iter);
+    FILE *f = fopen(path, "wb");
+    if (!f) pf_fail(5, "cannot write %s%s", path, "");
+    int len = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (%zu,), }",
+                       pf_dtype_descr(b->dtype), b->count);
+    int total = 10 + len + 1;
+    int pad = (64 - total % 64) % 64;
+    unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+    uint16_t hlen = (uint16_t)(len + pad + 1);
+    magic[8] = (unsigned char)(hlen & 0xFF); magic[9] = (unsigned char)(hlen >> 8);
+    fwrite(magic, 1, 10, f);
+    fwrite(header, 1, (size_t)len, f);
+    for (int i = 0; i < pad; i++) fputc(' ', f);
+    fputc('\n', f);
+    if (fwrite(data, 1, pf_bytes(b), f) != pf_bytes(b) || fclose(f) != 0) pf_fail(5, "cannot write %s%s", path, "");
+}
+
+static void pf_check_guards(pf_run *r, pf_buf *b, const unsigned char *raw) {
+    size_t bytes = pf_bytes(b);
+    for (size_t i = 0; i < PF_GUARD_BYTES; i++) {
+        if (raw[i] != PF_GUARD_BYTE || raw[PF_GUARD_BYTES + bytes + i] != PF_GUARD_BYTE) {
+            char where[128];
+            snprintf(where, sizeof where, "%s (call %d)", raw[i] != PF_GUARD_BYTE ? "before its start" : "past its end",
+                     r->iter);
+            pf_fail(3, "buffer '%s' was written out of bounds: %s", b->name, where);
+        }
+    }
+}
+
+/* End of one call: check mode saves and checks every buffer; time mode records the duration. */
+static void pf_end(pf_run *r) {
+#ifdef __CUDACC__
+    pf_cuda_check(cudaGetLastError(), "the kernel launch");
+    pf_cuda_check(cudaDeviceSynchronize(), "the kernel");  /* every stream, so no work escapes the timer */
+#endif
+    if (r->mode == PF_MODE_CHECK) {
+        for (int i = 0; i < r->nbufs; i++) {
+            pf_buf *b = &r->bufs[i];
+            unsigned char *raw = b->raw;
+#ifdef __CUDACC__
+            raw = (unsigned char *)malloc(pf_bytes(b) + 2 * PF_GUARD_BYTES);
+            pf_cuda_check(cudaMemcpy(raw, b->draw, pf_bytes(b) + 2 * PF_GUARD_BYTES, cudaMemcpyDeviceToHost), b->name);
+#endif
+            pf_check_guards(r, b, raw);
+            pf_write_npy(r, b, raw + PF_GUARD_BYTES);
+#ifdef __CUDACC__
+            free(raw);
+#endif
+        }
+        r->iter++;
+        return;
+    }
+    double ms;
+#ifdef __CUDACC__
+    float event_ms = 0;
+    pf_cuda_check(cudaEventRecord(r->ev1, 0), "cudaEventRecord");
+    pf_cuda_check(cudaEventSynchronize(r->ev1), "cudaEventSynchronize");
+    pf_cuda_check(cudaEventElapsedTime(&event_ms, r->ev0, r->ev1), "cudaEventElapsedTime");
+    ms = event_ms;
+#else
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double)(t1.tv_sec - r->t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - r->t0.tv_nsec) * 1e-6;
+#endif
+    if (r->iter >= r->warmup) r->times_ms[r->ntimes++] = ms;
+    if (r->mode == PF_MODE_PROFILE && r->iter == r->warmup) {
+#ifdef PF_HAVE_NVTX
+        nvtxRangePop();
+#endif
+    }
+    r->iter++;
+}
+
+/* Writes OUT/timing.json (time and profile modes) and returns the process's exit status. */
+static int pf_finish(pf_run *r) {
+    if (r->mode == PF_MODE_CHECK) return 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/timing.json", r->out_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) pf_fail(5, "cannot write %s%s", path, "");
+    fprintf(f, "{\"method\": \"%s\", \"flush_bytes\": %zu, \"times_ms\": [",
+#ifdef __CUDACC__
+            "cuda_events",
+#else
+            "monotonic_clock",
+#endif
+            r->flush ? r->flush_bytes : (size_t)0);
+    for (int i = 0; i < r->ntimes; i++) fprintf(f, "%s%.9g", i ? ", " : "", r->times_ms[i]);
+    fprintf(f, "]");
+#ifdef __CUDACC__
+    {
+        cudaDeviceProp prop;
+        int device = 0, driver = 0, runtime = 0;
+        cudaGetDevice(&device);
+        cudaGetDeviceProperties(&prop, device);
+        cudaDriverGetVersion(&driver);
+        cudaRuntimeGetVersion(&runtime);
+        fprintf(f, ", \"device\": \"%s\", \"sm_count\": %d, \"l2_bytes\": %d, \"cuda_driver\": %d, \"cuda_runtime\": %d",
+                prop.name, prop.multiProcessorCount, prop.l2CacheSize, driver, runtime);
+    }
+#endif
+    fprintf(f, "}\n");
+    if (fclose(f) != 0) pf_fail(5, "cannot write %s%s", path, "");
+    return 0;
+}
+
+#endif /* PERFFORGE_HARNESS_H */

@@ -1,0 +1,154 @@
+"""Isolated subprocesses for everything that builds or runs task code (VALIDATION.md rules 17-18).
+
+Generated code is untrusted. Every build and run goes through `run()`: its own process group, killed whole on
+timeout; a scratch working directory that is also HOME and TMPDIR; a scrubbed environment (a short allow-list);
+CPU-time, file-size and (for CPU targets) address-space limits; and no network where the machine lets us make
+a network namespace (`unshare --net`). The result says what happened in words a model can act on.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Environment variables a build or run may see; everything else (tokens, proxies, LD_PRELOAD, PYTHONPATH of the
+# caller) is dropped. CUDA_VISIBLE_DEVICES keeps the GPU choice; PATH finds compilers and valgrind.
+ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "TRITON_INTERPRET",
+                 "OMP_NUM_THREADS", "SYSTEMROOT")
+
+OUTPUT_TAIL_CHARS = 4000  # what is kept of stdout and stderr: enough for a compiler's first errors
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one subprocess. memory_bytes=None leaves the address space alone (CUDA maps far more
+    virtual memory than it uses, so an address-space limit kills every CUDA program)."""
+
+    timeout_s: float = 60.0
+    cpu_s: int | None = None  # CPU seconds; default: twice the timeout, so OpenMP threads are not cut short
+    memory_bytes: int | None = 4 << 30
+    file_bytes: int = 1 << 30  # largest file it may write: outputs of big tasks fit, a disk-filling loop does not
+    network: bool = False
+
+
+@dataclass
+class RunResult:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool = False
+    network_isolated: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def reason(self) -> str:
+        """Why the run failed, in one line (empty when it succeeded)."""
+        if self.timed_out:
+            return f"timed out after {self.duration_s:.1f} s (hung or far too slow)"
+        if self.returncode == 0:
+            return ""
+        if self.returncode < 0:
+            sig = signal.Signals(-self.returncode)
+            meaning = {
+                signal.SIGSEGV: "segmentation fault: an invalid memory access",
+                signal.SIGBUS: "bus error: a misaligned or invalid memory access",
+                signal.SIGFPE: "arithmetic exception (integer division by zero?)",
+                signal.SIGABRT: "aborted (an assertion, or the allocator found corrupted memory)",
+                signal.SIGXCPU: "CPU time limit exceeded",
+                signal.SIGXFSZ: "file size limit exceeded",
+                signal.SIGKILL: "killed (out of memory?)",
+            }.get(sig, "killed by a signal")
+            return f"crashed: {sig.name} ({meaning}){self._stderr_hint()}"
+        return f"exited with status {self.returncode}{self._stderr_hint()}"
+
+    def _stderr_hint(self) -> str:
+        last = [line for line in self.stderr.strip().splitlines() if line.strip()]
+        return f": {last[-1].strip()[:300]}" if last else ""
+
+
+@functools.cache
+def network_namespace_available() -> bool:
+    """Whether `unshare --net` works here (root, or user namespaces enabled)."""
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return False
+    for argv in ([unshare, "--net", "true"], [unshare, "--net", "--map-root-user", "true"]):
+        try:
+            if subprocess.run(argv, capture_output=True, timeout=10).returncode == 0:
+                return True
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return False
+
+
+@functools.cache
+def _unshare_prefix() -> list[str]:
+    unshare = shutil.which("unshare") or "unshare"
+    if subprocess.run([unshare, "--net", "true"], capture_output=True).returncode == 0:
+        return [unshare, "--net"]
+    return [unshare, "--net", "--map-root-user"]
+
+
+def scrubbed_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {key: os.environ[key] for key in ENV_ALLOWLIST if key in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(HOME=str(scratch), TMPDIR=str(scratch), LC_ALL="C")
+    env.update(extra or {})
+    return env
+
+
+def _set_limits(limits: Limits) -> None:
+    """Runs in the child before exec: its own session (so a timeout kills the whole group) and its limits."""
+    os.setsid()
+    cpu = limits.cpu_s if limits.cpu_s is not None else int(limits.timeout_s * 2) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if limits.memory_bytes is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+
+
+def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mapping[str, str] | None = None,
+        stdin: str | None = None) -> RunResult:
+    """Run argv isolated in cwd (the scratch directory). env adds to the scrubbed environment."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    full_argv = list(argv)
+    isolated = False
+    if not limits.network and network_namespace_available():
+        full_argv = _unshare_prefix() + full_argv
+        isolated = True
+    start = time.monotonic()
+    proc = subprocess.Popen(full_argv, cwd=cwd, env=scrubbed_env(cwd, env), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            text=True, errors="replace", preexec_fn=lambda: _set_limits(limits))
+    timed_out = False
+    try:
+        stdout, stderr = proc.communicate(stdin, timeout=limits.timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        stdout, stderr = proc.communicate()
+    notes = [] if isolated or limits.network else ["network not isolated: no network namespace on this machine"]
+    return RunResult(argv=list(argv), returncode=proc.returncode, stdout=stdout[-OUTPUT_TAIL_CHARS:],
+                     stderr=stderr[-OUTPUT_TAIL_CHARS:], duration_s=time.monotonic() - start, timed_out=timed_out,
+                     network_isolated=isolated, notes=notes)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
