@@ -143,6 +143,12 @@ static uint16_t pf_float_to_half(float f) {
     return (uint16_t)(sign | ((uint32_t)exp << 10) | ((man + 0x1000u) >> 13));
 }
 
+/* floor without libm, so harnesses link without -lm. */
+static double pf_floor(double v) {
+    double t = (double)(long long)v;
+    return t > v ? t - 1.0 : t;
+}
+
 static void pf_fill(pf_buf *b, uint64_t seed, int call, int index) {
     uint64_t state = seed * 0x100000001B3ull + (uint64_t)call * 0x9E3779B1ull + (uint64_t)index * 0x85EBCA77ull;
     for (size_t i = 0; i < b->count; i++) {
@@ -153,9 +159,9 @@ static void pf_fill(pf_buf *b, uint64_t seed, int call, int index) {
         case PF_F64: memcpy(p, &v, 8); break;
         case PF_F16: { uint16_t h = pf_float_to_half((float)v); memcpy(p, &h, 2); break; }
         case PF_BF16: { float f = (float)v; uint32_t x; memcpy(&x, &f, 4); uint16_t h = (uint16_t)(x >> 16); memcpy(p, &h, 2); break; }
-        case PF_I32: { int32_t k = (int32_t)floor(v); memcpy(p, &k, 4); break; }
-        case PF_I64: { int64_t k = (int64_t)floor(v); memcpy(p, &k, 8); break; }
-        case PF_U8: { *p = (unsigned char)floor(v); break; }
+        case PF_I32: { int32_t k = (int32_t)pf_floor(v); memcpy(p, &k, 4); break; }
+        case PF_I64: { int64_t k = (int64_t)pf_floor(v); memcpy(p, &k, 8); break; }
+        case PF_U8: { *p = (unsigned char)pf_floor(v); break; }
         }
     }
 }

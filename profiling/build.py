@@ -1,0 +1,116 @@
+"""Building a task's harness with one version of its editable source (the original, a candidate, the reference).
+
+The build directory holds the harness, the task's other auxiliary files and the version under test saved under
+the editable source's own name, so compiler messages and line tables name the file the optimiser edits. The
+task's reference (its known fast version) is never copied in: a candidate cannot include it. Builds run in the
+sandbox and are cached by the hash of everything that goes in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from profiling import sandbox
+from profiling.task import Task
+
+RUNTIME_DIR = Path(__file__).with_name("runtime")  # perfforge_harness.h and perfforge_harness.py
+BUILD_TIMEOUT_S = 300.0
+COMPILER_LOG_CHARS = 3000  # the first errors are what a model can act on; later ones mostly cascade from them
+
+
+@dataclass(frozen=True)
+class Build:
+    """A built version: how to run its harness, and what the compiler said."""
+
+    ok: bool
+    argv: tuple[str, ...]  # the harness command, before MODE and its arguments
+    directory: Path
+    log: str
+    duration_s: float
+    env: tuple[tuple[str, str], ...] = ()  # extra environment of every run (PYTHONPATH for Python harnesses)
+
+    def reason(self) -> str:
+        """The first error line, then the compiler's output (its start: later errors mostly cascade)."""
+        if self.ok:
+            return ""
+        lines = self.log.splitlines()
+        first = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no output")
+        return f"build failed: {first.strip()}\n{self.log[:COMPILER_LOG_CHARS]}"
+
+
+def build(task: Task, version: Path, work_dir: Path, *, extra_flags: tuple[str, ...] = ()) -> Build:
+    """Build the task's harness with `version` as its editable source; cached under work_dir."""
+    if not version.is_file():
+        raise FileNotFoundError(f"{version} does not exist")
+    directory = work_dir / f"build-{_build_key(task, version, extra_flags)}"
+    marker = directory / ".built"
+    if marker.is_file():
+        return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log=marker.read_text(),
+                     duration_s=0.0, env=_run_env(task))
+    _stage(task, version, directory)
+    if task.language == "python":
+        marker.write_text("")
+        return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log="", duration_s=0.0,
+                     env=_run_env(task))
+    result = sandbox.run(compile_argv(task, extra_flags), cwd=directory,
+                         limits=sandbox.Limits(timeout_s=BUILD_TIMEOUT_S, memory_bytes=None))
+    log = (result.stderr + result.stdout).strip()
+    if result.timed_out:
+        log = f"the compiler did not finish within {BUILD_TIMEOUT_S:.0f} s\n{log}"
+    if result.ok and (directory / "bin").is_file():
+        marker.write_text(log)
+    return Build(ok=result.ok, argv=_run_argv(task, directory), directory=directory, log=log,
+                 duration_s=result.duration_s, env=_run_env(task))
+
+
+def compile_argv(task: Task, extra_flags: tuple[str, ...] = ()) -> list[str]:
+    """The compiler command, run inside the build directory."""
+    compiler = task.build.compiler
+    if task.language == "cpp" and compiler == "gcc":
+        compiler = "g++"
+    flags = [*task.build.flags, *extra_flags]
+    if task.build.openmp:
+        flags.append("-Xcompiler=-fopenmp" if compiler == "nvcc" else "-fopenmp")
+    link = list(task.build.link)
+    if task.build.openmp and compiler == "nvcc":
+        link.append("-lgomp")
+    return [compiler, *flags, f"-I{RUNTIME_DIR}", "-I.", task.harness, task.source, "-o", "bin", *link]
+
+
+def _stage(task: Task, version: Path, directory: Path) -> None:
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    for path in task.root.iterdir():
+        if path.is_file() and path.name not in {task.source, task.reference, "task.toml"}:
+            shutil.copy2(path, directory / path.name)
+    shutil.copy2(version, directory / task.source)
+
+
+def _run_argv(task: Task, directory: Path) -> tuple[str, ...]:
+    if task.language == "python":
+        return (sys.executable, str(directory / task.harness))
+    return (str(directory / "bin"),)
+
+
+def _run_env(task: Task) -> tuple[tuple[str, str], ...]:
+    if task.language == "python":
+        return (("PYTHONPATH", str(RUNTIME_DIR)), ("PYTHONDONTWRITEBYTECODE", "1"))
+    return ()
+
+
+def _build_key(task: Task, version: Path, extra_flags: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    digest.update(version.read_bytes())
+    for path in sorted(task.root.iterdir()):
+        if path.is_file() and path.name not in {task.source, task.reference}:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted(RUNTIME_DIR.iterdir()):
+        if path.is_file():
+            digest.update(path.read_bytes())
+    digest.update(repr((task.build, task.language, extra_flags)).encode())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,152 @@
+"""Comparing what a candidate wrote with what the oracle wrote, buffer by buffer (VALIDATION.md rules 2-8).
+
+Pure functions over numpy arrays: no building, no running. Outputs are compared with the task's dtype-aware
+tolerances, NaN/Inf must sit where the oracle has them, never-written elements (still holding the 0xFF poison)
+are named as such, inputs must come back bit-identical, and the worst element's distance to its tolerance is
+reported as a margin (llm.c's habit: say how close the worst element came).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from profiling.task import OutputSpec
+
+NUMPY_DTYPE = {"float32": "float32", "float64": "float64", "float16": "float16", "bfloat16": "uint16",
+               "int32": "int32", "int64": "int64", "uint8": "uint8"}
+
+
+@dataclass
+class Comparison:
+    """The result of comparing one run's buffers with the oracle's."""
+
+    ok: bool
+    problem: str = ""  # the first problem, precise enough for a model to act on
+    worst_margin: float = 0.0  # max over output elements of |error| / tolerance: 1.0 is the limit
+    worst_output: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def as_float(array: np.ndarray, dtype: str) -> np.ndarray:
+    """Values as float64 for comparison; bfloat16 travels as raw uint16 and is widened here."""
+    if dtype == "bfloat16":
+        return (array.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return array.astype(np.float64)
+
+
+def compare_output(spec: OutputSpec, got: np.ndarray, want: np.ndarray) -> Comparison:
+    """One output buffer of the candidate against the oracle's."""
+    expected_dtype = np.dtype(NUMPY_DTYPE[spec.dtype])
+    if got.dtype != expected_dtype:
+        return Comparison(False, f"output '{spec.name}' has dtype {got.dtype}, expected {spec.dtype}")
+    if got.shape != want.shape:
+        return Comparison(False, f"output '{spec.name}' has shape {got.shape}, expected {want.shape}")
+    if spec.dtype not in ("float32", "float64", "float16", "bfloat16"):
+        return _compare_exact(spec.name, got, want)
+    g, w = as_float(got, spec.dtype), as_float(want, spec.dtype)
+    unwritten = _poisoned(got, spec.dtype) & ~_poisoned(want, spec.dtype)
+    if unwritten.any():
+        index = int(np.flatnonzero(unwritten)[0])
+        return Comparison(False, f"output '{spec.name}': {int(unwritten.sum())} of {got.size} elements were never "
+                                 f"written (still hold the poison), the first at index {index}")
+    nan_mismatch = np.isnan(g) != np.isnan(w)
+    if nan_mismatch.any():
+        index = int(np.flatnonzero(nan_mismatch)[0])
+        return Comparison(False, f"output '{spec.name}' at index {index}: got {g[index]!r}, expected {w[index]!r} "
+                                 f"(NaN where the oracle has none, or the reverse; {int(nan_mismatch.sum())} elements)")
+    finite = np.isfinite(w) & np.isfinite(g)
+    inf_mismatch = ~np.isnan(w) & ~finite & (g != w)
+    if inf_mismatch.any():
+        index = int(np.flatnonzero(inf_mismatch)[0])
+        return Comparison(False, f"output '{spec.name}' at index {index}: got {g[index]!r}, expected {w[index]!r}")
+    return _compare_within_tolerance(spec, g, w, finite)
+
+
+def _compare_within_tolerance(spec: OutputSpec, g: np.ndarray, w: np.ndarray, finite: np.ndarray) -> Comparison:
+    error = np.where(finite, np.abs(g - w), 0.0)
+    limit = spec.atol + spec.rtol * np.abs(w)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(limit > 0, error / limit, np.where(error > 0, np.inf, 0.0))
+    bad = ratio > 1.0
+    worst = float(ratio.max()) if ratio.size else 0.0
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        return Comparison(False, f"output '{spec.name}' at index {index}: got {g[index]:.9g}, expected {w[index]:.9g} "
+                                 f"(|error| {error[index]:.3g} > atol {spec.atol:g} + rtol {spec.rtol:g} * |expected|; "
+                                 f"{int(bad.sum())} of {g.size} elements outside tolerance)",
+                          worst_margin=worst, worst_output=spec.name)
+    return Comparison(True, worst_margin=worst, worst_output=spec.name)
+
+
+def _compare_exact(name: str, got: np.ndarray, want: np.ndarray) -> Comparison:
+    diff = got != want
+    if diff.any():
+        index = int(np.flatnonzero(diff)[0])
+        return Comparison(False, f"output '{name}' at index {index}: got {got[index]}, expected {want[index]} "
+                                 f"({int(diff.sum())} of {got.size} elements differ)", worst_margin=np.inf,
+                          worst_output=name)
+    return Comparison(True, worst_output=name)
+
+
+def _poisoned(array: np.ndarray, dtype: str) -> np.ndarray:
+    """Elements that still hold the harness's poison (every byte 0xFF): a NaN bit pattern for floats."""
+    raw = array.view(np.dtype(f"u{array.dtype.itemsize}"))
+    return raw == np.iinfo(raw.dtype).max
+
+
+def compare_input(name: str, got: np.ndarray, want: np.ndarray) -> Comparison:
+    """An input after the candidate's call against the same input after the oracle's: bit for bit (rule 6)."""
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return Comparison(False, f"input '{name}' changed shape or dtype")
+    if got.tobytes() == want.tobytes():
+        return Comparison(True)
+    changed = got.view(np.uint8).reshape(got.size, -1) != want.view(np.uint8).reshape(want.size, -1)
+    index = int(np.flatnonzero(changed.any(axis=1))[0])
+    return Comparison(False, f"input '{name}' was modified by the kernel: index {index} holds {got[index]!r} instead "
+                             f"of {want[index]!r}; inputs must be left unchanged")
+
+
+def compare_run(outputs: tuple[OutputSpec, ...], got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> Comparison:
+    """Every buffer of one call: declared outputs within tolerance, every other buffer (inputs) unchanged."""
+    missing = sorted(set(want) - set(got))
+    if missing:
+        return Comparison(False, f"buffer(s) {', '.join(missing)} were not written by the harness")
+    worst = Comparison(True)
+    for name in sorted(want):
+        spec = next((o for o in outputs if o.name == name), None)
+        result = compare_output(spec, got[name], want[name]) if spec else compare_input(name, got[name], want[name])
+        if not result.ok:
+            return result
+        if result.worst_margin >= worst.worst_margin:
+            worst = result
+    undeclared = [o.name for o in outputs if o.name not in want]
+    if undeclared:
+        return Comparison(False, f"the harness wrote no buffer named {', '.join(undeclared)}, which task.toml declares "
+                                 "as output(s)")
+    return worst
+
+
+def degenerate_reason(outputs: tuple[OutputSpec, ...], runs: list[dict[str, np.ndarray]]) -> str:
+    """Why the oracle's outputs cannot tell right from wrong (rule 2), or '' when they can.
+
+    runs: the oracle's buffers for the same call under different seeds. Near zero: every element within atol
+    of zero (a kernel writing zeros passes). Near constant: spread within tolerance (writing one value passes).
+    Independent of the inputs: identical under different seeds (a memorised answer passes).
+    """
+    for spec in outputs:
+        values = [as_float(run[spec.name], spec.dtype) for run in runs if spec.name in run]
+        if not values:
+            continue
+        first = values[0]
+        finite = first[np.isfinite(first)]
+        scale = float(np.abs(finite).max()) if finite.size else 0.0
+        if scale <= max(spec.atol, 1e-30):
+            return f"output '{spec.name}' is all (near) zero: any kernel that writes zeros would pass"
+        if finite.size > 1 and float(finite.max() - finite.min()) <= spec.atol + spec.rtol * scale:
+            return f"output '{spec.name}' is (near) constant: any kernel that writes one value would pass"
+        if len(values) > 1 and all(np.array_equal(first, other, equal_nan=True) for other in values[1:]):
+            return (f"output '{spec.name}' is identical for every seed: it does not depend on the inputs, so a "
+                    "memorised answer would pass")
+    return ""

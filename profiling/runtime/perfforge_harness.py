@@ -1,0 +1,552 @@
+"""perfforge_harness.py: the harness side of the perfforge task protocol for Python (Triton) tasks.
+
+The twin of perfforge_harness.h: the same command line, the same modes, the same files, the same inputs.
+A task's harness.py registers its buffers on a Run and wraps each kernel call in begin()/end():
+
+    from perfforge_harness import Run
+    import kernel                                   # the editable source, beside harness.py
+
+    r = Run()
+    n = r.param_int("n", 1024)
+    x = r.input("x", "float32", n, -1.0, 1.0)       # torch tensors, on "cuda" when there is one
+    out = r.output("out", "float32", n)
+    while r.begin():
+        kernel.launch(x, out, n)
+        r.end()
+    raise SystemExit(r.finish())
+
+Run as `python harness.py MODE --seed N --out DIR [--calls C] [--warmup W] [--trials T] [--no-flush] key=value...`:
+
+  check    C calls, each on fresh inputs drawn from (seed, call) with the header's splitmix64 scheme, so a Python
+           and a C harness draw byte-identical inputs; every output is poisoned (all bytes 0xFF: NaN for floats,
+           -1 for integers) before each call; after each call every buffer (inputs too) is written to
+           DIR/<name>.<call>.npy and its 256-byte guard zones are checked (exit 3 on an out-of-bounds write).
+  time     inputs drawn once; before each call the cache is flushed (CUDA: a fill of twice the L2; CPU: a write
+           over twice the last-level cache, at most 64 MiB); each call is timed (CUDA: events, after
+           torch.cuda.synchronize() of the whole device, so work on other streams cannot escape the timer;
+           CPU: CLOCK_MONOTONIC). DIR/timing.json holds "method", "flush_bytes", "times_ms" (and the device).
+  profile  one warm-up call, then one call inside the NVTX range "pf_profile" (CUDA) for the profiler.
+
+Buffers live on "cuda" when torch sees a GPU, else on the CPU, where Triton kernels run only under its
+interpreter (TRITON_INTERPRET=1): good for correctness, meaningless for timing (timing.json says so).
+Each buffer is a view into one allocation with its guard zones, so a kernel that writes past its end (a
+missing mask) writes into the guard, as it would under the C header.
+
+Exit status: 0 done; 2 bad arguments; 3 a buffer was written outside its bounds; 4 a CUDA error; 5 an I/O error.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+import numpy as np
+import torch
+
+MAX_BUFFERS = 32  # PF_MAX_BUFS
+MAX_PARAMS = 32  # PF_MAX_PARAMS
+MAX_TRIALS = 100_000  # PF_MAX_TIMES
+GUARD_BYTES = 256  # PF_GUARD_BYTES: keeps the data 256-byte aligned and catches off-by-a-row writes
+GUARD_BYTE = 0xA5  # PF_GUARD_BYTE
+POISON_BYTE = 0xFF  # PF_POISON_BYTE: NaN for floats, -1 for integers
+# PF_CPU_FLUSH_CAP_BYTES: virtual machines report the host's whole L3; a flush that size would dominate short trials.
+CPU_FLUSH_CAP_BYTES = 64 << 20
+DEFAULT_LLC_BYTES = 8 << 20  # the header's fallback when the last-level cache size cannot be read
+DEFAULT_L2_BYTES = 64 << 20  # the header's fallback when the GPU does not report its L2 size
+FILL_CHUNK = 1 << 20  # elements drawn per numpy pass: bounds the draw's temporary memory to tens of MB
+
+EXIT_BAD_ARGS, EXIT_OUT_OF_BOUNDS, EXIT_CUDA, EXIT_IO = 2, 3, 4, 5
+
+# splitmix64 and the seeding of pf_fill, constant for constant.
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX1, _MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_SEED_MUL, _CALL_MUL, _INDEX_MUL = 0x100000001B3, 0x9E3779B1, 0x85EBCA77
+_MASK64 = (1 << 64) - 1
+
+
+class Mode(StrEnum):
+    CHECK = "check"
+    TIME = "time"
+    PROFILE = "profile"
+
+
+class Role(StrEnum):
+    INPUT = "input"  # random, redrawn per checked call
+    OUTPUT = "output"  # poisoned before every call
+    INOUT = "inout"  # drawn like an input, compared like an output
+    FIXED = "fixed"  # filled by the harness, restored before every checked call
+
+
+@dataclass(frozen=True)
+class DType:
+    """A task dtype: its torch type, its numpy storage type and the .npy descr the C header writes."""
+
+    torch_dtype: torch.dtype
+    storage: np.dtype  # how the bytes travel: bfloat16 as raw uint16, like the header
+    descr: str
+
+
+DTYPES = {
+    "float32": DType(torch.float32, np.dtype("<f4"), "<f4"),
+    "float64": DType(torch.float64, np.dtype("<f8"), "<f8"),
+    "float16": DType(torch.float16, np.dtype("<f2"), "<f2"),
+    "bfloat16": DType(torch.bfloat16, np.dtype("<u2"), "<u2"),
+    "int32": DType(torch.int32, np.dtype("<i4"), "<i4"),
+    "int64": DType(torch.int64, np.dtype("<i8"), "<i8"),
+    "uint8": DType(torch.uint8, np.dtype("|u1"), "|u1"),
+}
+
+
+class HarnessExit(SystemExit):
+    """The harness stops with one of the protocol's exit statuses (a SystemExit, so scripts need no handler)."""
+
+
+def fail(status: int, message: str) -> HarnessExit:
+    print(f"perfforge harness: {message}", file=sys.stderr, flush=True)
+    return HarnessExit(status)
+
+
+# ---------------------------------------------------------------------------------------------------- inputs
+
+
+def fill_state(seed: int, call: int, index: int) -> int:
+    """The splitmix64 state pf_fill starts from for buffer `index` (registration order) on call `call`."""
+    return (seed * _SEED_MUL + call * _CALL_MUL + index * _INDEX_MUL) & _MASK64
+
+
+def uniform(state: int, start: int, count: int) -> np.ndarray:
+    """Draws start .. start+count-1 of the splitmix64 stream from `state`, as pf_uniform does: (z >> 11) / 2^53."""
+    steps = np.arange(start + 1, start + count + 1, dtype=np.uint64)
+    z = np.uint64(state) + steps * np.uint64(_GOLDEN)  # uint64 arithmetic wraps, as in C
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(_MIX1)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(_MIX2)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+def float_to_half_bits(values: np.ndarray) -> np.ndarray:
+    """pf_float_to_half, bit for bit (not numpy's conversion, which rounds ties to even and keeps subnormals):
+    flush what half cannot hold as a normal to signed zero, saturate to infinity, round the mantissa half up,
+    and OR (not add) the rounded mantissa into the exponent field, as the header does."""
+    x = values.astype(np.float32).view(np.uint32)
+    sign = (x >> np.uint32(16)) & np.uint32(0x8000)
+    exponent = ((x >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64) - 127 + 15
+    mantissa = (x & np.uint32(0x7FFFFF)).astype(np.int64)
+    normal = sign.astype(np.int64) | (np.clip(exponent, 0, 31) << 10) | ((mantissa + 0x1000) >> 13)
+    bits = np.where(exponent <= 0, sign, np.where(exponent >= 31, sign | 0x7C00, normal))
+    return bits.astype(np.uint16)
+
+
+def convert(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Doubles drawn in [lo, hi) to a buffer's storage, as pf_fill's switch converts them."""
+    if dtype == "float32":
+        return values.astype(np.float32)
+    if dtype == "float64":
+        return values
+    if dtype == "float16":
+        return float_to_half_bits(values).view(np.float16)
+    if dtype == "bfloat16":  # the top 16 bits of the float: truncation, not rounding
+        return (values.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+    floored = np.floor(values)
+    if dtype == "uint8":  # (unsigned char)floor(v): wraps like the usual C conversion through int
+        return floored.astype(np.int64).astype(np.uint8)
+    return floored.astype(DTYPES[dtype].storage)
+
+
+def draw(dtype: str, count: int, lo: float, hi: float, state: int) -> np.ndarray:
+    """`count` values in [lo, hi) from the splitmix64 stream at `state`, in the buffer's storage type."""
+    out = np.empty(count, dtype=DTYPES[dtype].storage)
+    for start in range(0, count, FILL_CHUNK):
+        n = min(FILL_CHUNK, count - start)
+        out[start:start + n] = convert(lo + (hi - lo) * uniform(state, start, n), dtype)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- buffers
+
+
+@dataclass
+class Buffer:
+    """One registered buffer: a typed view into an allocation with a guard zone on each side."""
+
+    name: str
+    dtype: str
+    role: Role
+    shape: tuple[int, ...]
+    index: int  # registration order: part of the seed of its inputs
+    lo: float
+    hi: float
+    raw: torch.Tensor  # uint8: guard, data, guard
+    data: torch.Tensor  # what the kernel gets
+    pristine: torch.Tensor | None = None  # a fixed buffer's contents, restored before every checked call
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * DTYPES[self.dtype].storage.itemsize
+
+    def fill(self, seed: int, call: int) -> None:
+        values = draw(self.dtype, self.count, self.lo, self.hi, fill_state(seed, call, self.index))
+        self.data_bytes().copy_(torch.from_numpy(values.view(np.uint8)))
+
+    def arm(self) -> None:
+        """Guards written; an output poisoned; a fixed buffer restored to what the harness put there."""
+        self.raw[:GUARD_BYTES].fill_(GUARD_BYTE)
+        self.raw[GUARD_BYTES + self.nbytes:].fill_(GUARD_BYTE)
+        if self.role is Role.OUTPUT:
+            self.data_bytes().fill_(POISON_BYTE)
+        elif self.role is Role.FIXED and self.pristine is not None:
+            self.data_bytes().copy_(self.pristine)
+
+    def data_bytes(self) -> torch.Tensor:
+        return self.raw[GUARD_BYTES:GUARD_BYTES + self.nbytes]
+
+    def host_raw(self) -> np.ndarray:
+        return self.raw.cpu().numpy()
+
+    def guard_violation(self, raw: np.ndarray) -> str | None:
+        """Where the buffer was written outside its bounds, or None."""
+        if np.any(raw[:GUARD_BYTES] != GUARD_BYTE):
+            return "before its start"
+        if np.any(raw[GUARD_BYTES + self.nbytes:] != GUARD_BYTE):
+            return "past its end"
+        return None
+
+
+def allocate(name: str, dtype: str, role: Role, shape: tuple[int, ...], index: int, lo: float, hi: float,
+             device: torch.device) -> Buffer:
+    count = math.prod(shape)
+    nbytes = count * DTYPES[dtype].storage.itemsize
+    raw = torch.empty(GUARD_BYTES + nbytes + GUARD_BYTES, dtype=torch.uint8, device=device)
+    data = raw[GUARD_BYTES:GUARD_BYTES + nbytes].view(DTYPES[dtype].torch_dtype).view(shape)
+    return Buffer(name, dtype, role, shape, index, lo, hi, raw, data)
+
+
+def write_npy(path: Path, buffer: Buffer, raw: np.ndarray) -> None:
+    """The buffer's data as a 1-D .npy of `count` elements, byte for byte what pf_write_npy writes."""
+    header = f"{{'descr': '{DTYPES[buffer.dtype].descr}', 'fortran_order': False, 'shape': ({buffer.count},), }}"
+    pad = (64 - (10 + len(header) + 1) % 64) % 64
+    header_bytes = (header + " " * pad + "\n").encode("latin-1")
+    preamble = b"\x93NUMPY\x01\x00" + len(header_bytes).to_bytes(2, "little")
+    try:
+        with open(path, "wb") as f:
+            f.write(preamble + header_bytes)
+            f.write(raw[GUARD_BYTES:GUARD_BYTES + buffer.nbytes].tobytes())
+    except OSError as exc:
+        raise fail(EXIT_IO, f"cannot write {path}: {exc.strerror}") from None
+
+
+# ---------------------------------------------------------------------------------------------------- arguments
+
+
+@dataclass
+class Options:
+    mode: Mode
+    seed: int = 0
+    out_dir: Path = Path(".")
+    calls: int = 2
+    warmup: int = 3
+    trials: int = 20
+    flush: bool = True
+    params: list[tuple[str, str]] = field(default_factory=list)  # in order; a lookup takes the first match
+
+
+_INT_PREFIX = re.compile(r"\s*[+-]?\d+")
+
+
+def c_int(text: str) -> int:
+    """atoi/strtol: the leading integer of text, 0 when there is none (so "1024.0" is 1024, as in C)."""
+    match = _INT_PREFIX.match(text)
+    return int(match.group()) if match else 0
+
+
+def c_float(text: str) -> float:
+    """strtod on the whole value; a value that is not a number reads as 0, as strtod's would."""
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    """pf_init's parsing: MODE, then --seed --out --calls --warmup --trials --no-flush and key=value pairs."""
+    if len(argv) < 2:
+        raise fail(EXIT_BAD_ARGS, f"usage: {argv[0] if argv else 'harness'} check|time|profile --seed N --out DIR "
+                                  "[key=value ...]")
+    if argv[1] not in {m.value for m in Mode}:
+        raise fail(EXIT_BAD_ARGS, f"unknown mode {argv[1]}; expected check, time or profile")
+    opts = Options(Mode(argv[1]))
+    i = 2
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--no-flush":
+            opts.flush = False
+        elif arg in {"--seed", "--out", "--calls", "--warmup", "--trials"}:
+            if i + 1 >= len(argv):
+                raise fail(EXIT_BAD_ARGS, f"option {arg} needs a value")
+            i += 1
+            _set_option(opts, arg, argv[i])
+        elif "=" in arg and len(opts.params) < MAX_PARAMS:
+            key, value = arg.split("=", 1)
+            opts.params.append((key, value))
+        else:
+            raise fail(EXIT_BAD_ARGS, f"unknown argument {arg}")
+        i += 1
+    if opts.mode is Mode.PROFILE:
+        opts.warmup, opts.trials = 1, 1
+    if opts.trials < 1 or opts.trials > MAX_TRIALS or opts.calls < 1 or opts.warmup < 0:
+        raise fail(EXIT_BAD_ARGS, "calls and trials must be at least 1 (trials at most 100000), warmup at least 0")
+    return opts
+
+
+def _set_option(opts: Options, option: str, value: str) -> None:
+    if option == "--seed":
+        opts.seed = c_int(value) & _MASK64  # strtoull
+    elif option == "--out":
+        opts.out_dir = Path(value)
+    else:
+        setattr(opts, option[2:], c_int(value))
+
+
+# ---------------------------------------------------------------------------------------------------- machine
+
+
+def cpu_last_level_cache_bytes() -> int:
+    """The largest cache of cpu0 (sysfs), or 0 when it cannot be read."""
+    sizes = []
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        sizes.append(int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text))
+    return max(sizes, default=0)
+
+
+def flush_bytes_for(device: torch.device) -> int:
+    if device.type == "cuda":
+        l2_bytes = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0))
+        return 2 * (l2_bytes if l2_bytes > 0 else DEFAULT_L2_BYTES)
+    llc_bytes = cpu_last_level_cache_bytes()
+    return min(2 * (llc_bytes if llc_bytes > 0 else DEFAULT_LLC_BYTES), CPU_FLUSH_CAP_BYTES)
+
+
+def cuda_driver_version() -> int:
+    """cuDriverGetVersion (e.g. 13000), or 0 when libcuda cannot be asked."""
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int(0)
+        return version.value if libcuda.cuDriverGetVersion(ctypes.byref(version)) == 0 else 0
+    except OSError:
+        return 0
+
+
+def cuda_runtime_version() -> int:
+    """torch's CUDA runtime version in cudaRuntimeGetVersion's form (13.0 -> 13000)."""
+    major, _, minor = (torch.version.cuda or "0.0").partition(".")
+    return int(major) * 1000 + int(minor or 0) * 10
+
+
+def device_info(device: torch.device) -> dict[str, object]:
+    """What the header writes about the device under CUDA, plus the Python stack's versions."""
+    info: dict[str, object] = {"runtime": "python", "torch": torch.__version__}
+    triton = sys.modules.get("triton")
+    if triton is not None:
+        info["triton"] = getattr(triton, "__version__", "")
+    info["triton_interpret"] = os.environ.get("TRITON_INTERPRET", "") == "1"
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update({"device": props.name, "sm_count": props.multi_processor_count,
+                     "l2_bytes": int(getattr(props, "L2_cache_size", 0)), "cuda_driver": cuda_driver_version(),
+                     "cuda_runtime": cuda_runtime_version()})
+    return info
+
+
+# ---------------------------------------------------------------------------------------------------- the run
+
+
+class Run:
+    """One harness run: the buffers, the mode's loop of calls, and the results it writes."""
+
+    def __init__(self, argv: Sequence[str] | None = None, device: str | torch.device | None = None) -> None:
+        self.options = parse_args(list(sys.argv if argv is None else argv))
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.buffers: list[Buffer] = []
+        self.iter = 0  # index of the call in progress
+        self.times_ms: list[float] = []
+        self._flush_buffer: torch.Tensor | None = None
+        self._flush_bytes = 0
+        self._t0_ns = 0
+        self._events: tuple[torch.cuda.Event, torch.cuda.Event] | None = None
+        if self.device.type == "cuda":
+            self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+
+    @property
+    def mode(self) -> Mode:
+        return self.options.mode
+
+    # parameters
+    def param(self, key: str) -> str | None:
+        return next((value for k, value in self.options.params if k == key), None)
+
+    def param_int(self, key: str, fallback: int) -> int:
+        value = self.param(key)
+        return c_int(value) if value is not None else fallback
+
+    def param_float(self, key: str, fallback: float) -> float:
+        value = self.param(key)
+        return c_float(value) if value is not None else fallback
+
+    # buffers
+    def input(self, name: str, dtype: str, shape: int | Sequence[int], lo: float, hi: float) -> torch.Tensor:
+        """A random input in [lo, hi), redrawn for every checked call."""
+        return self._add(name, dtype, Role.INPUT, shape, lo, hi)
+
+    def output(self, name: str, dtype: str, shape: int | Sequence[int]) -> torch.Tensor:
+        """An output: poisoned before every call, compared after it."""
+        return self._add(name, dtype, Role.OUTPUT, shape, 0.0, 0.0)
+
+    def inout(self, name: str, dtype: str, shape: int | Sequence[int], lo: float, hi: float) -> torch.Tensor:
+        """Updated in place: drawn like an input before each call, compared like an output after it."""
+        return self._add(name, dtype, Role.INOUT, shape, lo, hi)
+
+    def fixed(self, name: str, dtype: str, shape: int | Sequence[int]) -> torch.Tensor:
+        """An input the harness fills itself (structure, indices) before the first begin(). Never redrawn; restored
+        before every checked call, so a kernel that writes into it cannot pass its changes on to the next call."""
+        return self._add(name, dtype, Role.FIXED, shape, 0.0, 0.0)
+
+    def _add(self, name: str, dtype: str, role: Role, shape: int | Sequence[int], lo: float,
+             hi: float) -> torch.Tensor:
+        if len(self.buffers) == MAX_BUFFERS:
+            raise fail(EXIT_BAD_ARGS, f"more than {MAX_BUFFERS} buffers (at {name})")
+        if dtype not in DTYPES:
+            raise fail(EXIT_BAD_ARGS, f"buffer {name}: unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+        dims = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
+        buffer = allocate(name, dtype, role, dims, len(self.buffers), lo, hi, self.device)
+        self.buffers.append(buffer)
+        if role in (Role.INPUT, Role.INOUT):
+            buffer.fill(self.options.seed, 0)
+        elif role is Role.FIXED:
+            buffer.data_bytes().zero_()
+        buffer.arm()
+        return buffer.data
+
+    # the loop
+    def begin(self) -> bool:
+        """Start of one call; False once every call of the mode has been made."""
+        total = self.options.calls if self.mode is Mode.CHECK else self.options.warmup + self.options.trials
+        if self.iter >= total:
+            return False
+        if self.iter == 0:
+            self._keep_fixed_contents()
+        if self.mode is Mode.CHECK:
+            self._prepare_checked_call()
+            return True
+        if self.mode is Mode.PROFILE and self.iter == self.options.warmup and self.device.type == "cuda":
+            torch.cuda.nvtx.range_push("pf_profile")
+        if self.mode is Mode.TIME:
+            self._flush_cache()
+        self._start_clock()
+        return True
+
+    def end(self) -> None:
+        """End of one call: check mode saves and checks every buffer; time and profile modes record its duration."""
+        self._synchronize("the kernel")  # the whole device, so no work escapes the timer
+        if self.mode is Mode.CHECK:
+            self._save_and_check()
+        else:
+            milliseconds = self._stop_clock()
+            if self.iter >= self.options.warmup:
+                self.times_ms.append(milliseconds)
+            if self.mode is Mode.PROFILE and self.iter == self.options.warmup and self.device.type == "cuda":
+                torch.cuda.nvtx.range_pop()
+        self.iter += 1
+
+    def calls(self) -> Iterator[int]:
+        """`for call in run.calls(): kernel(...)`: begin() and end() around each call."""
+        while self.begin():
+            yield self.iter
+            self.end()
+
+    def finish(self) -> int:
+        """Writes DIR/timing.json (time and profile modes) and returns the process's exit status."""
+        if self.mode is Mode.CHECK:
+            return 0
+        method = "cuda_events" if self.device.type == "cuda" else "monotonic_clock"
+        result: dict[str, object] = {"method": method, "flush_bytes": self._flush_bytes if self.options.flush else 0,
+                                     "times_ms": self.times_ms, **device_info(self.device)}
+        path = self.options.out_dir / "timing.json"
+        try:
+            path.write_text(json.dumps(result) + "\n")
+        except OSError as exc:
+            raise fail(EXIT_IO, f"cannot write {path}: {exc.strerror}") from None
+        return 0
+
+    # internals
+    def _keep_fixed_contents(self) -> None:
+        for buffer in self.buffers:
+            if buffer.role is Role.FIXED:
+                buffer.pristine = buffer.data_bytes().clone()
+
+    def _prepare_checked_call(self) -> None:
+        for buffer in self.buffers:
+            if self.iter > 0 and buffer.role in (Role.INPUT, Role.INOUT):
+                buffer.fill(self.options.seed, self.iter)
+            buffer.arm()
+        self._synchronize("set-up before the call")
+
+    def _save_and_check(self) -> None:
+        for buffer in self.buffers:
+            raw = buffer.host_raw()
+            where = buffer.guard_violation(raw)
+            if where is not None:
+                raise fail(EXIT_OUT_OF_BOUNDS, f"buffer '{buffer.name}' was written out of bounds: {where} "
+                                               f"(call {self.iter})")
+            write_npy(self.options.out_dir / f"{buffer.name}.{self.iter}.npy", buffer, raw)
+
+    def _flush_cache(self) -> None:
+        if not self.options.flush:
+            return
+        if self._flush_buffer is None:
+            self._flush_bytes = flush_bytes_for(self.device)
+            self._flush_buffer = torch.empty(self._flush_bytes, dtype=torch.uint8, device=self.device)
+        self._flush_buffer.fill_(self.iter & 0xFF)
+
+    def _start_clock(self) -> None:
+        self._synchronize("set-up before the call")
+        if self._events is not None:
+            self._events[0].record()
+        else:
+            self._t0_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+    def _stop_clock(self) -> float:
+        if self._events is None:
+            return (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - self._t0_ns) * 1e-6
+        start, stop = self._events
+        try:
+            stop.record()
+            stop.synchronize()
+            return float(start.elapsed_time(stop))
+        except RuntimeError as exc:
+            raise fail(EXIT_CUDA, f"CUDA error in the timing events: {exc}") from None
+
+    def _synchronize(self, what: str) -> None:
+        if self.device.type != "cuda":
+            return
+        try:
+            torch.cuda.synchronize(self.device)
+        except RuntimeError as exc:  # a launch that failed has not run
+            raise fail(EXIT_CUDA, f"CUDA error in {what}: {exc}") from None

@@ -1,0 +1,177 @@
+"""Static checks on a candidate's source, before anything is built (VALIDATION.md rules 8, 9, 17).
+
+Each check names the hack it stops. `strict` checks reject the candidate; the others are warnings carried into
+the verdict. Comments are removed before matching so that a comment mentioning cuBLAS does not trip a check;
+string literals are kept only where a check needs them (an #include of the reference).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from profiling.task import FLOAT_DTYPES, Task
+
+
+@dataclass(frozen=True)
+class StaticFinding:
+    check: str
+    message: str
+    strict: bool
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class StaticCheck:
+    name: str
+    stops: str  # the hack it stops
+    targets: tuple[str, ...]
+    strict: bool
+    run: Callable[[str, Task], list[tuple[int, str]]]  # (line, message) per problem, on comment-free code
+
+
+STATIC_CHECKS: dict[str, StaticCheck] = {}
+
+
+def _register(name: str, stops: str, targets: tuple[str, ...], strict: bool = True):
+    def wrap(run: Callable[[str, Task], list[tuple[int, str]]]) -> Callable:
+        if name in STATIC_CHECKS:
+            raise ValueError(f"static check {name!r} registered twice")
+        STATIC_CHECKS[name] = StaticCheck(name, stops, targets, strict, run)
+        return run
+    return wrap
+
+
+_C_LIKE = ("cpu", "cuda", "hip")
+_ALL = ("cpu", "cuda", "hip", "triton")
+
+
+def strip_comments(code: str, language: str) -> str:
+    """Comments replaced by spaces, newlines kept, so line numbers still hold."""
+    if language == "python":
+        pattern = re.compile(r"#[^\n]*")
+    else:
+        pattern = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+    return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), code)
+
+
+def _matches(code: str, pattern: str, message: str) -> list[tuple[int, str]]:
+    return [(code.count("\n", 0, m.start()) + 1, message.format(m.group(0).strip()))
+            for m in re.finditer(pattern, code, re.MULTILINE)]
+
+
+@_register("includes_reference", "a candidate that includes, imports or calls the task's known fast version",
+           _ALL)
+def _includes_reference(code: str, task: Task) -> list[tuple[int, str]]:
+    names = [n for n in (task.reference,) if n]
+    problems = []
+    for name in names:
+        stem = re.escape(Path(name).stem)
+        pattern = (rf"^\s*(from\s+{stem}\s+import|import\s+{stem}\b)" if task.language == "python"
+                   else rf"^\s*#\s*include\s*[\"<][^\">]*{re.escape(name)}[\">]")
+        problems += _matches(code, pattern, "uses the task's reference version: {}")
+    return problems
+
+
+_LIBRARY_FALLBACKS = {
+    "cpu": r"\b(cblas_\w+|LAPACKE_\w+|mkl_\w+|dgemm_|sgemm_|qsort)\s*\(",
+    "cuda": r"\b(cublas\w*|cublasLt\w*|cudnn\w*|cusparse\w*|cufft\w*|thrust::\w+|cub::Device\w+|cutlass::\w+)",
+    "hip": r"\b(hipblas\w*|rocblas\w*|miopen\w*|hipcub::Device\w+|thrust::\w+)",
+    "triton": r"\b(torch\.(matmul|mm|bmm|sum|mean|softmax|einsum|nn\.functional\.\w+|cumsum|sort|add|mul)|F\.\w+)\s*\(",
+}
+
+
+@_register("library_fallback", "a candidate that hands the whole job to a library routine (cuBLAS, thrust, BLAS, "
+           "torch) instead of writing the kernel", _ALL)
+def _library_fallback(code: str, task: Task) -> list[tuple[int, str]]:
+    return _matches(code, _LIBRARY_FALLBACKS[task.target], "calls library routine {}")
+
+
+@_register("swallows_errors", "a candidate that wraps the work in try/except and falls back or hides a failure",
+           ("triton",))
+def _swallows_errors(code: str, task: Task) -> list[tuple[int, str]]:
+    return _matches(code, r"^\s*(try\s*:|except\b[^\n]*:)", "catches exceptions: {}")
+
+
+_LOW_PRECISION = {
+    "c_like": r"\b(__half2?|half2?|__nv_bfloat16\w*|__float2half\w*|__float2bfloat16\w*|_Float16|__fp16|__bf16|"
+              r"nv_bfloat16|wmma::precision::tf32|__float_to_tf32|tf32|fast-math|ffast-math|__fmul_rn_fast)\b",
+    "python": r"(tl\.(float16|bfloat16|float8\w*)|torch\.(float16|half|bfloat16)|allow_tf32\s*=\s*True|"
+              r"input_precision\s*=\s*[\"'](tf32|tf32x3)[\"'])",
+}
+
+
+@_register("precision_downgrade", "a candidate that computes in a lower precision than the task declares "
+           "(fp16/bf16/tf32 inside an fp32 task, fast-math)", _ALL)
+def _precision_downgrade(code: str, task: Task) -> list[tuple[int, str]]:
+    declared = {o.dtype for o in task.outputs}
+    if not declared & {"float32", "float64"}:
+        return []  # a half-precision task may use half types
+    pattern = _LOW_PRECISION["python" if task.language == "python" else "c_like"]
+    problems = _matches(code, pattern, "lower precision than declared: {}")
+    if task.language == "python" and re.search(r"\btl\.dot\s*\(", code) and not re.search(
+            r"input_precision\s*=\s*[\"']ieee[\"']", code) and declared & set(FLOAT_DTYPES) - {"float16", "bfloat16"}:
+        line = code.count("\n", 0, re.search(r"\btl\.dot\s*\(", code).start()) + 1
+        problems.append((line, "tl.dot on fp32 defaults to tf32 on NVIDIA GPUs: pass input_precision=\"ieee\""))
+    return problems
+
+
+@_register("no_device_kernel", "a GPU candidate that does the work on the host and launches no device kernel",
+           ("cuda", "hip", "triton"))
+def _no_device_kernel(code: str, task: Task) -> list[tuple[int, str]]:
+    if task.language == "python":
+        has_kernel = re.search(r"@triton\.(jit|autotune)", code) and re.search(r"\w+\s*\[[^\]]+\]\s*\(", code)
+        return [] if has_kernel else [(1, "defines or launches no @triton.jit kernel")]
+    has_kernel = re.search(r"__global__", code) and re.search(r"<<<|cudaLaunch\w*|hipLaunch\w*", code)
+    return [] if has_kernel else [(1, "defines or launches no __global__ kernel")]
+
+
+_ESCAPES = {
+    "c_like": r"\b(fopen|freopen|open|openat|creat|popen|system|fork|vfork|execv\w*|execl\w*|socket|connect|getenv|"
+              r"setenv|putenv|dlopen|dlsym|mmap|ptrace|setrlimit|kill|remove|unlink|rename|syscall)\s*\(|"
+              r"__attribute__\s*\(\(\s*(constructor|destructor)",
+    "python": r"^\s*(import|from)\s+(os|sys|subprocess|socket|shutil|pathlib|ctypes|importlib|pickle|multiprocessing|"
+              r"threading|signal|builtins|inspect)\b|\b(open|eval|exec|compile|__import__|globals|getattr|setattr)\s*\(",
+}
+
+
+@_register("escapes_sandbox", "a candidate that reads files, the environment or the network, starts processes, "
+           "or runs code at load time (how a cached or stolen answer gets in)", _ALL)
+def _escapes_sandbox(code: str, task: Task) -> list[tuple[int, str]]:
+    pattern = _ESCAPES["python" if task.language == "python" else "c_like"]
+    return _matches(code, pattern, "not allowed in a kernel: {}")
+
+
+_TIMER_SYMBOLS = (r"\b(clock_gettime|gettimeofday|time|clock|cudaEventRecord|cudaEventElapsedTime|cudaEventSynchronize|"
+                  r"cudaDeviceSynchronize|cudaMemset|cudaMemcpy|cudaGetLastError|nvtxRangePushA|malloc|free|"
+                  r"aligned_alloc|memset|memcpy)\s*\([^;{)]*\)\s*\{")
+
+
+@_register("interposes_harness", "a candidate that defines a function the harness calls (timer, synchronisation, "
+           "allocation, copy), replacing it at link time", _C_LIKE)
+def _interposes_harness(code: str, task: Task) -> list[tuple[int, str]]:
+    return _matches(code, _TIMER_SYMBOLS, "redefines a function the harness relies on: {}")
+
+
+@_register("extra_streams", "work launched on other streams to escape the timer (the harness synchronises the "
+           "whole device, so this is only a warning)", ("cuda", "hip"), strict=False)
+def _extra_streams(code: str, task: Task) -> list[tuple[int, str]]:
+    return _matches(code, r"\b(cudaStreamCreate\w*|hipStreamCreate\w*)\s*\(", "creates a stream: {}")
+
+
+def run_static_checks(candidate: str, task: Task) -> list[StaticFinding]:
+    """Every applicable check's findings on the candidate source text. What the task's original source does
+    itself (a library call, a half type, a getenv) is the task's own business and is not held against the
+    candidate: findings whose message the original also produces are dropped."""
+    code = strip_comments(candidate, task.language)
+    original = strip_comments(task.source_path.read_text(errors="replace"), task.language)
+    findings = []
+    for check in STATIC_CHECKS.values():
+        if task.target not in check.targets:
+            continue
+        allowed = {message for _, message in check.run(original, task)}
+        findings += [StaticFinding(check.name, message, check.strict, line)
+                     for line, message in check.run(code, task) if message not in allowed]
+    return findings

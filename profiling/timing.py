@@ -1,0 +1,51 @@
+"""Interleaved A/B timing of two built versions (VALIDATION.md rules 11-13, 16).
+
+Baseline (A) and candidate (B) run in the same session, alternating A B B A A B ... in separate processes, each
+process warming up and then timing many calls with the harness's own clock (device events under CUDA, the
+monotonic clock on the CPU) and a cache flush before each call. The pure statistics live in profiling/score.py.
+Never called under a profiler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from profiling.build import Build
+from profiling.harness_run import run_harness
+from profiling.task import Task, TaskConfig
+
+
+@dataclass
+class TimingRuns:
+    """Per side, the trial times of every round (one process per round)."""
+
+    baseline_ms: list[list[float]]
+    candidate_ms: list[list[float]]
+    method: str
+    context: dict
+    failure: str = ""  # why timing stopped, when it did
+
+
+def time_interleaved(task: Task, baseline: Build, candidate: Build, config: TaskConfig, work_dir: Path,
+                     *, rounds: int | None = None, trials: int | None = None,
+                     candidate_timeout_s: float | None = None) -> TimingRuns:
+    """Alternate the two versions for `rounds` rounds each; the order flips every round (ABBA) so that a slow drift
+    of the machine (clocks, a neighbour's load) weighs on both sides equally."""
+    runs = TimingRuns(baseline_ms=[], candidate_ms=[], method="", context={})
+    for round_index in range(rounds or task.validate.rounds):
+        order = [("baseline", baseline), ("candidate", candidate)]
+        if round_index % 2:
+            order.reverse()
+        for side, built in order:
+            timeout = candidate_timeout_s if side == "candidate" else None
+            run = run_harness(task, built, "time", config, work_dir / f"time-{side}-{round_index}", seed=round_index,
+                              trials=trials, timeout_s=timeout)
+            if not run.ok:
+                runs.failure = f"{side} failed while being timed: {run.reason()}"
+                return runs
+            timing = run.timing()
+            runs.method = timing.get("method", "")
+            runs.context = {k: v for k, v in timing.items() if k != "times_ms"}
+            (runs.baseline_ms if side == "baseline" else runs.candidate_ms).append(run.times_ms())
+    return runs

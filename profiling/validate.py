@@ -1,0 +1,229 @@
+"""`perfforge validate TASK --candidate FILE`: the verdict on one candidate, following every rule of VALIDATION.md.
+
+Order of work: static checks (nothing is built for a rejected candidate), builds, correctness over every
+configuration and at least five seeds (candidate, then the original as the oracle, then the candidate again with
+another heap perturbation), degenerate-test detection on the oracle's outputs, interleaved timing on the default
+configuration, the plausibility gate. The first failure ends the verdict with its precise reason.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from profiling import sandbox
+from profiling.build import Build, build
+from profiling.correctness import compare_run, degenerate_reason
+from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, run_harness
+from profiling.machine import describe_machine, describe_tools, gpu_peaks
+from profiling.score import estimate_speedup, plausibility_problems
+from profiling.static_checks import run_static_checks
+from profiling.task import Task, TaskConfig
+from profiling.timing import time_interleaved
+from profiling.verdict import RuleCheck, RuleStatus, Status, Verdict
+
+# A candidate may take this many times the original's check-run duration before it counts as hung (at least
+# MIN_CANDIDATE_TIMEOUT_S, at most the task's timeout): a slower candidate is a result, a hang is not.
+CANDIDATE_TIMEOUT_FACTOR = 20.0
+MIN_CANDIDATE_TIMEOUT_S = 5.0
+
+
+class _Stop(Exception):
+    """Ends validation early with a status and its reason."""
+
+    def __init__(self, status: Status, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+@dataclass
+class _Session:
+    task: Task
+    work_dir: Path
+    original: Build
+    candidate: Build
+    oracle_duration_s: float | None = None
+
+    def candidate_timeout_s(self) -> float:
+        if self.oracle_duration_s is None:
+            return self.task.validate.timeout_s
+        return min(self.task.validate.timeout_s,
+                   max(MIN_CANDIDATE_TIMEOUT_S, CANDIDATE_TIMEOUT_FACTOR * self.oracle_duration_s))
+
+
+def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True) -> Verdict:
+    """Judge `candidate` (a file standing in for the task's editable source) against the task's original."""
+    started = time.monotonic()
+    verdict = Verdict(task=task.name, candidate=str(candidate), target=task.target, status=Status.NO_CHANGE,
+                      reason="", machine=describe_machine(task.target), tools=describe_tools(task.target,
+                                                                                               task.build.compiler))
+    try:
+        _static(task, candidate, verdict)
+        session = _build_both(task, candidate, work_dir)
+        _check_correctness(session, verdict)
+        if timing:
+            _time_and_score(session, verdict)
+        else:
+            verdict.reason = "correct on every checked run; not timed (--no-timing)"
+    except _Stop as stop:
+        verdict.status, verdict.reason = stop.status, stop.reason
+    verdict.rules = rule_table(task, verdict, timing)
+    verdict.duration_s = round(time.monotonic() - started, 3)
+    return verdict
+
+
+def _static(task: Task, candidate: Path, verdict: Verdict) -> None:
+    if not candidate.is_file():
+        raise _Stop(Status.REJECTED, f"candidate file {candidate} does not exist")
+    findings = run_static_checks(candidate.read_text(errors="replace"), task)
+    verdict.static_findings = [f.__dict__ for f in findings]
+    strict = [f for f in findings if f.strict]
+    if strict:
+        raise _Stop(Status.REJECTED, "; ".join(f"line {f.line}: {f.message} [{f.check}]" for f in strict))
+
+
+def _build_both(task: Task, candidate: Path, work_dir: Path) -> _Session:
+    original = build(task, task.source_path, work_dir)
+    if not original.ok:
+        raise _Stop(Status.TASK_INVALID, f"the task's original source does not build: {original.reason()}")
+    built = build(task, candidate, work_dir)
+    if not built.ok:
+        raise _Stop(Status.BUILD_FAILED, built.reason())
+    return _Session(task, work_dir, original, built)
+
+
+def _check_correctness(session: _Session, verdict: Verdict) -> None:
+    task = session.task
+    for config in task.configs:
+        oracle_runs = []
+        for seed in range(task.validate.seeds):
+            oracle = _check_seed(session, config, seed, verdict)
+            oracle_runs.append(oracle.buffers(0))
+            verdict.checked_runs.append(f"{config.name}/seed{seed}")
+        reason = degenerate_reason(task.outputs, oracle_runs)
+        if reason:
+            raise _Stop(Status.TASK_INVALID, f"degenerate test in config {config.name!r}: {reason}; fix the harness's "
+                                             "inputs or outputs before judging candidates")
+
+
+def _check_seed(session: _Session, config: TaskConfig, seed: int, verdict: Verdict) -> HarnessRun:
+    """Candidate, oracle, candidate again (another heap perturbation): every call compared. Returns the oracle."""
+    where = f"config {config.name!r}, seed {seed}"
+    first = _run_candidate(session, config, seed, 0, where)
+    oracle = _run_oracle(session, config, seed)
+    second = _run_candidate(session, config, seed, 1, where + ", second run")
+    outputs = session.task.outputs
+    for call in range(session.task.validate.calls):
+        want = oracle.buffers(call)
+        result = compare_run(outputs, first.buffers(call), want)
+        if not result.ok:
+            raise _Stop(Status.INCORRECT, f"{where}, call {call}: {result.problem}")
+        if verdict.worst_margin is None or result.worst_margin > verdict.worst_margin:
+            verdict.worst_margin, verdict.worst_output = result.worst_margin, result.worst_output
+        again = compare_run(outputs, second.buffers(call), first.buffers(call))
+        if not again.ok:
+            raise _Stop(Status.INCORRECT, f"{where}, call {call}: two runs on identical inputs disagree ({again.problem})"
+                                          ": the kernel reads uninitialised memory or races")
+    return oracle
+
+
+def _run_candidate(session: _Session, config: TaskConfig, seed: int, perturbation: int, where: str) -> HarnessRun:
+    run = run_harness(session.task, session.candidate, "check", config,
+                      session.work_dir / f"cand-{config.name}-{seed}-{perturbation}", seed=seed,
+                      timeout_s=session.candidate_timeout_s(), malloc_perturb=MALLOC_PERTURB_BYTES[perturbation])
+    if run.result.timed_out:
+        raise _Stop(Status.TIMEOUT, f"{where}: the candidate {run.reason()}")
+    if run.result.returncode == 3:
+        raise _Stop(Status.INCORRECT, f"{where}: the candidate {run.reason()}")
+    if not run.ok:
+        raise _Stop(Status.CRASHED, f"{where}: the candidate {run.reason()}")
+    return run
+
+
+def _run_oracle(session: _Session, config: TaskConfig, seed: int) -> HarnessRun:
+    run = run_harness(session.task, session.original, "check", config,
+                      session.work_dir / f"oracle-{config.name}-{seed}", seed=seed)
+    if not run.ok:
+        raise _Stop(Status.TASK_INVALID, f"the task's original source fails (config {config.name!r}, seed {seed}): "
+                                         f"{run.reason()}")
+    duration = run.result.duration_s
+    session.oracle_duration_s = max(session.oracle_duration_s or 0.0, duration)
+    return run
+
+
+def _time_and_score(session: _Session, verdict: Verdict) -> None:
+    task = session.task
+    config = task.config()
+    runs = time_interleaved(task, session.original, session.candidate, config, session.work_dir,
+                            candidate_timeout_s=session.candidate_timeout_s())
+    if runs.failure:
+        status = Status.TIMEOUT if "timed out" in runs.failure else Status.CRASHED
+        raise _Stop(status, runs.failure)
+    estimate = estimate_speedup(runs.baseline_ms, runs.candidate_ms, runs.method)
+    verdict.speedup, verdict.speedup_ci = estimate.speedup, (estimate.ci_low, estimate.ci_high)
+    verdict.noise_floor = estimate.noise_floor
+    verdict.baseline_timing, verdict.candidate_timing = estimate.baseline, estimate.candidate
+    verdict.machine = describe_machine(task.target, runs.context)
+    verdict.tools = describe_tools(task.target, task.build.compiler, runs.context)
+    flops, bytes_moved = task.work.evaluate(config.params)
+    peaks = gpu_peaks(runs.context.get("device", ""))
+    verdict.review = plausibility_problems(estimate, flops=flops, bytes_moved=bytes_moved,
+                                           peak_gflop_per_s=peaks.fp32_gflop_per_s if peaks else None,
+                                           peak_gbyte_per_s=peaks.dram_gbyte_per_s if peaks else None)
+    spread = (f"baseline {estimate.baseline.median_ms:.4g} ms [p10 {estimate.baseline.p10_ms:.4g}, p90 "
+              f"{estimate.baseline.p90_ms:.4g}], candidate {estimate.candidate.median_ms:.4g} ms [p10 "
+              f"{estimate.candidate.p10_ms:.4g}, p90 {estimate.candidate.p90_ms:.4g}], speedup {estimate.speedup:.3f}x "
+              f"(95% CI {estimate.ci_low:.3f}-{estimate.ci_high:.3f}, noise floor {estimate.noise_floor:.1%}) "
+              f"on config {config.name!r}")
+    if estimate.faster:
+        status = Status.NEEDS_REVIEW if verdict.review else Status.IMPROVED
+    else:
+        status = Status.SLOWER if estimate.slower else Status.NO_CHANGE
+    verdict.status = status
+    verdict.reason = f"correct on {len(verdict.checked_runs)} checked runs; {spread}" + (
+        "; held for review: " + "; ".join(verdict.review) if status == Status.NEEDS_REVIEW else "")
+
+
+def rule_table(task: Task, verdict: Verdict, timed: bool) -> list[RuleCheck]:
+    """How each rule of VALIDATION.md was applied to this verdict."""
+    E, P, N, NA = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED, RuleStatus.NOT_APPLICABLE
+    gpu = task.target in ("cuda", "hip", "triton")
+    n_configs = len(task.configs)
+    timing_status = E if timed else N
+    network = sandbox.network_namespace_available()
+    return [
+        RuleCheck(1, "fresh random inputs, several seeds and shapes", E if n_configs > 1 else P,
+                  f"{task.validate.seeds} seeds x {n_configs} configuration(s), inputs redrawn per call"),
+        RuleCheck(2, "degenerate tests rejected", E, "oracle outputs checked for zero, constant, input-independent"),
+        RuleCheck(3, "candidate never sees reference results", E,
+                  "separate processes; outputs poisoned before each call; candidate runs before and after the oracle"),
+        RuleCheck(4, "every output compared with dtype-aware tolerances", E,
+                  ", ".join(f"{o.name}: {o.dtype} rtol {o.rtol:g} atol {o.atol:g}" for o in task.outputs)),
+        RuleCheck(5, "every call checked", E, f"{task.validate.calls} calls per run, fresh inputs per call"),
+        RuleCheck(6, "inputs unchanged", E, "every non-output buffer compared bit for bit after each call"),
+        RuleCheck(7, "candidate twice on identical inputs agrees", E,
+                  "second run with another heap perturbation (MALLOC_PERTURB_)" if not gpu else "second run compared"),
+        RuleCheck(8, "precision downgrades flagged, output dtype matches", E, "static check + dtype of every output"),
+        RuleCheck(9, "no fallback to the reference or a library", E if not gpu else P,
+                  "static checks" + ("; device kernel launch checked statically, not by counting launches" if gpu
+                                     else "")),
+        RuleCheck(10, "fail closed", E, "no outputs declared -> task refused; original failing -> task_invalid"),
+        RuleCheck(11, "device events / monotonic clock, warm-up, many trials, median and spread", timing_status,
+                  f"{task.validate.warmup} warm-up + {task.validate.trials} trials x {task.validate.rounds} rounds"),
+        RuleCheck(12, "cache flushed between trials", timing_status,
+                  "memset of 2x L2 before each call" if gpu else "write over 2x LLC (at most 64 MiB) before each call"),
+        RuleCheck(13, "interleaved A/B with a noise floor", timing_status, "ABBA rounds, noise floor from A vs A"),
+        RuleCheck(14, "plausibility gate (10x, roofline)", (E if gpu else P) if timed else N,
+                  "10x gate; peak-throughput gate " + ("against the device's datasheet peaks" if gpu else
+                                                      "not enforced: no peak known for this CPU")),
+        RuleCheck(15, "context recorded", E, "machine and tool versions in the verdict"),
+        RuleCheck(16, "never timed under the profiler", E, "timing runs have no profiler attached"),
+        RuleCheck(17, "isolated subprocesses", E if network else P,
+                  "timeout, CPU/file-size" + ("" if gpu else "/address-space") + " limits, scratch dir, scrubbed env"
+                  + ("; no network (namespace)" if network else "; network NOT isolated: no namespace available")),
+        RuleCheck(18, "launch errors checked", E if gpu else NA,
+                  "cudaGetLastError + synchronise after every call" if gpu else "no device launches on the CPU"),
+        RuleCheck(19, "counter improvements count only with correct output and no regression", NA,
+                  "verdicts judge outputs and time; counter deltas are reported by `perfforge profile`"),
+    ]

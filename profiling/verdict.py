@@ -1,0 +1,91 @@
+"""The verdict: correct or not, faster or not, with reasons, and which rule of VALIDATION.md was enforced how.
+
+A verdict is JSON (to_dict) and one human line (headline). Its reason is written for a model to act on: the
+compiler's errors, the first mismatching output with its index and values, the timing with its spread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+from perfforge.records import Timing
+
+
+class Status(str, Enum):
+    IMPROVED = "improved"  # correct, and faster beyond the noise floor
+    NO_CHANGE = "no_change"  # correct, within the noise floor
+    SLOWER = "slower"  # correct, slower beyond the noise floor
+    NEEDS_REVIEW = "needs_review"  # correct and faster, but implausibly so (rule 14): not a win until reviewed
+    INCORRECT = "incorrect"  # wrong, missing or changed outputs, inputs modified, non-deterministic, out of bounds
+    CRASHED = "crashed"  # a signal or an error exit
+    TIMEOUT = "timeout"  # did not finish within its time limit
+    BUILD_FAILED = "build_failed"  # did not compile
+    REJECTED = "rejected"  # a strict static check failed; nothing was built or run
+    TASK_INVALID = "task_invalid"  # the task cannot judge: the original fails, or its test is degenerate (rule 10)
+
+    @property
+    def correct(self) -> bool:
+        return self in (Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER, Status.NEEDS_REVIEW)
+
+
+class RuleStatus(str, Enum):
+    ENFORCED = "enforced"
+    PARTLY = "partly_enforced"
+    NOT_ENFORCED = "not_enforced"
+    NOT_APPLICABLE = "not_applicable"
+
+
+@dataclass
+class RuleCheck:
+    rule: int  # its number in VALIDATION.md
+    title: str
+    status: RuleStatus
+    detail: str = ""
+
+
+@dataclass
+class Verdict:
+    task: str
+    candidate: str
+    target: str
+    status: Status
+    reason: str  # why, precisely
+    checked_runs: list[str] = field(default_factory=list)  # config/seed pairs whose outputs were compared
+    static_findings: list[dict[str, Any]] = field(default_factory=list)
+    worst_margin: float | None = None  # max |error| / tolerance over every compared output element
+    worst_output: str = ""
+    speedup: float | None = None
+    speedup_ci: tuple[float, float] | None = None
+    noise_floor: float | None = None
+    baseline_timing: Timing | None = None
+    candidate_timing: Timing | None = None
+    review: list[str] = field(default_factory=list)  # plausibility problems (rule 14)
+    rules: list[RuleCheck] = field(default_factory=list)
+    machine: str = ""
+    tools: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def correct(self) -> bool:
+        return self.status.correct
+
+    def headline(self) -> str:
+        """One line for people: status, speedup with its interval, and the reason's first line."""
+        text = f"{self.task}: {self.status.value}"
+        if self.speedup is not None and self.speedup_ci and self.baseline_timing and self.candidate_timing:
+            text += (f", {self.speedup:.3f}x [{self.speedup_ci[0]:.3f}, {self.speedup_ci[1]:.3f}] "
+                     f"({self.baseline_timing.median_ms:.4g} ms -> {self.candidate_timing.median_ms:.4g} ms, "
+                     f"noise floor {self.noise_floor:.1%})")
+        if self.worst_margin is not None and self.status.correct:
+            text += f", worst element at {self.worst_margin:.2f} of its tolerance"
+        first = self.reason.strip().splitlines()[0] if self.reason.strip() else ""
+        return f"{text}: {first}" if first else text
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["correct"] = self.correct
+        data["rules"] = [{**asdict(r), "status": r.status.value} for r in self.rules]
+        return data
