@@ -1,0 +1,204 @@
+"""The validator against adversarial candidates: one candidate per known hack, each rejected with the right reason,
+and honest candidates accepted (KernelBench's test_eval_adversarial habit). Every candidate is a real C file built
+and run through the sandbox on the matrix-vector task of conftest.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from profiling.task import load_task
+from profiling.validate import validate
+from profiling.verdict import RuleStatus, Status
+from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
+
+HEADER = "void matvec(int n, const float *m, const float *w, float *out) {\n"
+ROW_LOOP = """\
+    for (int i = 0; i < n; i++) {
+        float acc = 0.0f;
+        for (int j = 0; j < n; j++) acc += m[(long)i * n + j] * w[j];
+        out[i] = acc;
+    }
+"""
+
+
+def judge(task_dir: Path, tmp_path: Path, code: str, *, timing: bool = False):
+    candidate = tmp_path / "candidate.c"
+    candidate.write_text(code)
+    return validate(load_task(task_dir), candidate, tmp_path / "work", timing=timing)
+
+
+def test_fast_candidate_is_improved_with_every_rule_accounted_for(cpu_task_dir: Path, tmp_path: Path) -> None:
+    verdict = judge(cpu_task_dir, tmp_path, FAST_C, timing=True)
+    assert verdict.status == Status.IMPROVED, verdict.reason
+    assert verdict.speedup > 1.3 and verdict.speedup_ci[0] > 1.0
+    assert verdict.worst_margin is not None and verdict.worst_margin <= 1.0
+    assert len(verdict.checked_runs) == 10  # 2 configs x 5 seeds
+    assert [r.rule for r in verdict.rules] == list(range(1, 20))
+    assert verdict.rules[17].status == RuleStatus.NOT_APPLICABLE  # launch errors: no device on the CPU
+    assert "improved" in verdict.headline() and "ms ->" in verdict.headline()
+
+
+def test_unchanged_candidate_is_no_change(cpu_task_dir: Path, tmp_path: Path) -> None:
+    verdict = judge(cpu_task_dir, tmp_path, SLOW_C, timing=True)
+    assert verdict.status == Status.NO_CHANGE, verdict.reason
+
+
+def test_slower_candidate_is_slower(cpu_task_dir: Path, tmp_path: Path) -> None:
+    twice = SLOW_C.replace("    for (int i = 0; i < n; i++) out[i] = 0.0f;\n",
+                           "    for (int rep = 0; rep < 3; rep++) {\n    for (int i = 0; i < n; i++) out[i] = 0.0f;\n"
+                           ).replace("* w[j];\n}", "* w[j];\n    }\n}")
+    verdict = judge(cpu_task_dir, tmp_path, twice, timing=True)
+    assert verdict.status == Status.SLOWER, verdict.reason
+
+
+def test_output_cache_keyed_by_pointer_is_caught_on_the_second_call(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """The hack behind a published 17.7x: return the previous result when called again with the same pointers."""
+    code = ("#include <string.h>\nstatic const float *last_m; static float cache[1 << 16]; static int have;\n" + HEADER
+            + "    if (have && m == last_m) { memcpy(out, cache, sizeof(float) * n); return; }\n" + ROW_LOOP
+            + "    memcpy(cache, out, sizeof(float) * n); last_m = m; have = 1;\n}\n")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.INCORRECT
+    assert "call 1" in verdict.reason and "output 'out'" in verdict.reason
+
+
+def test_partial_write_is_reported_as_never_written(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = HEADER + ROW_LOOP.replace("i < n;", "i < n / 2;") + "}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.INCORRECT
+    assert "never written" in verdict.reason and "index 24" in verdict.reason
+
+
+def test_uninitialised_heap_read_is_caught_by_the_second_run(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = ("#include <stdlib.h>\n" + HEADER + "    float *acc = malloc(sizeof(float) * n);\n"
+            "    for (int i = 0; i < n; i++) for (int j = 0; j < n; j++) acc[i] += m[(long)i * n + j] * w[j];\n"
+            "    for (int i = 0; i < n; i++) out[i] = acc[i];\n    free(acc);\n}\n")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.INCORRECT
+    assert "uninitialised" in verdict.reason or "at index" in verdict.reason
+
+
+def test_modified_input_is_caught(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = HEADER + ROW_LOOP + "    ((float *)w)[3] = 0.0f;\n}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.INCORRECT
+    assert "input 'w' was modified" in verdict.reason and "index 3" in verdict.reason
+
+
+def test_hang_times_out(tmp_path: Path) -> None:
+    task_dir = write_task(tmp_path / "task", toml=TASK_TOML.replace("timeout_s = 30", "timeout_s = 3"))
+    code = HEADER + "    volatile int spin = 1;\n    while (spin) {}\n" + ROW_LOOP + "}\n"
+    verdict = judge(task_dir, tmp_path, code)
+    assert verdict.status == Status.TIMEOUT
+    assert "timed out" in verdict.reason
+
+
+def test_lower_precision_type_is_rejected_statically(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = HEADER + ROW_LOOP.replace("float acc", "_Float16 acc") + "}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.REJECTED
+    assert "precision_downgrade" in verdict.reason
+
+
+def test_lower_precision_arithmetic_is_caught_numerically(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Keeps 10 mantissa bits (fp16's) by masking: no half type for the static check to see."""
+    code = HEADER + ROW_LOOP.replace(
+        "out[i] = acc;", "union { float f; unsigned u; } v; v.f = acc; v.u &= 0xFFFFE000u; out[i] = v.f;") + "}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.INCORRECT
+    assert "outside tolerance" in verdict.reason
+
+
+def test_including_the_reference_is_rejected(cpu_task_dir: Path, tmp_path: Path) -> None:
+    verdict = judge(cpu_task_dir, tmp_path, '#include "fast.c"\n')
+    assert verdict.status == Status.REJECTED
+    assert "includes_reference" in verdict.reason
+
+
+def test_library_fallback_is_rejected(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = ("#include <cblas.h>\n" + HEADER
+            + "    cblas_sgemv(CblasRowMajor, CblasNoTrans, n, n, 1.0f, m, n, w, 1, 0.0f, out, 1);\n}\n")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.REJECTED and "library_fallback" in verdict.reason
+
+
+def test_file_and_environment_access_is_rejected(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = "#include <stdio.h>\n#include <stdlib.h>\n" + HEADER + '    FILE *f = fopen("/tmp/answers", "r");\n' + \
+        '    (void)getenv("HOME");\n' + ROW_LOOP + "}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.REJECTED
+    assert "fopen" in verdict.reason and "getenv" in verdict.reason
+
+
+def test_timer_interposition_is_rejected(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = ("#include <time.h>\nint clock_gettime(clockid_t c, struct timespec *t) { t->tv_sec = 0; t->tv_nsec = 0; "
+            "return 0; }\n" + HEADER + ROW_LOOP + "}\n")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.REJECTED and "interposes_harness" in verdict.reason
+
+
+def test_out_of_bounds_write_is_caught_by_the_guard_zone(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = HEADER + ROW_LOOP + "    out[n + 1] = 1.0f;\n}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.INCORRECT
+    assert "out of bounds" in verdict.reason and "'out'" in verdict.reason
+
+
+def test_crash_names_the_signal(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = HEADER + "    volatile float *p = 0;\n    *p = 1.0f;\n" + ROW_LOOP + "}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.CRASHED
+    assert "SIGSEGV" in verdict.reason
+
+
+def test_compile_error_gives_the_compiler_message(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = HEADER + "    out[0] = undefined_name;\n}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.BUILD_FAILED
+    assert "undefined_name" in verdict.reason and "error" in verdict.reason.splitlines()[0]
+
+
+def test_correct_only_at_one_size_is_caught_at_another(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = HEADER + "    if (n > 64) { for (int i = 0; i < n; i++) out[i] = 0.0f; return; }\n" + ROW_LOOP + "}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.INCORRECT
+    assert "config 'default'" in verdict.reason
+
+
+def test_state_kept_between_calls_is_caught(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = "static int calls;\n" + HEADER + ROW_LOOP + "    out[0] += (float)calls++;\n}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status == Status.INCORRECT and "call 1" in verdict.reason
+
+
+def test_implausible_speedup_is_held_for_review(tmp_path: Path) -> None:
+    """An original that repeats its work 60 times: the row-walking candidate is 'faster' by far more than 10x."""
+    slow = SLOW_C.replace("void matvec(", "static void once(") + (
+        "void matvec(int n, const float *m, const float *w, float *out) {\n"
+        "    for (int rep = 0; rep < 60; rep++) once(n, m, w, out);\n}\n")
+    task_dir = write_task(tmp_path / "task", kernel=slow,
+                          toml=TASK_TOML.replace("n = 1536", "n = 512"))
+    verdict = judge(task_dir, tmp_path, FAST_C, timing=True)
+    assert verdict.status == Status.NEEDS_REVIEW, verdict.reason
+    assert verdict.speedup > 10 and "review" in verdict.reason
+
+
+def test_degenerate_test_makes_the_task_invalid(tmp_path: Path) -> None:
+    from tests.profiling.conftest import HARNESS_C
+    harness = HARNESS_C.replace('"w", PF_F32, (size_t)n, -1.0, 1.0', '"w", PF_F32, (size_t)n, 0.0, 0.0')
+    task_dir = write_task(tmp_path / "task", harness=harness)
+    verdict = judge(task_dir, tmp_path, FAST_C)
+    assert verdict.status == Status.TASK_INVALID
+    assert "all (near) zero" in verdict.reason
+
+
+def test_original_that_crashes_makes_the_task_invalid(tmp_path: Path) -> None:
+    task_dir = write_task(tmp_path / "task", kernel=HEADER + "    volatile float *p = 0;\n    *p = 1.0f;\n}\n")
+    verdict = judge(task_dir, tmp_path, FAST_C)
+    assert verdict.status == Status.TASK_INVALID and "original" in verdict.reason
+
+
+@pytest.mark.parametrize("status", list(Status))
+def test_every_status_says_whether_it_is_correct(status: Status) -> None:
+    assert status.correct == (status in {Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER, Status.NEEDS_REVIEW})
