@@ -60,11 +60,47 @@ def _run_card(config: Any) -> int:
     return 0
 
 
+def _validate_config() -> type:
+    from profiling.config import ValidateConfig
+    return ValidateConfig
+
+
+def _run_validate(config: Any) -> int:
+    from profiling.commands import run_validate
+    return run_validate(config)
+
+
+def _profile_config() -> type:
+    from profiling.config import ProfileConfig
+    return ProfileConfig
+
+
+def _run_profile(config: Any) -> int:
+    from profiling.commands import run_profile
+    return run_profile(config)
+
+
+def _diagnose_config() -> type:
+    from profiling.config import DiagnoseConfig
+    return DiagnoseConfig
+
+
+def _run_diagnose(config: Any) -> int:
+    from profiling.commands import run_diagnose
+    return run_diagnose(config)
+
+
 SUBCOMMANDS = {
     command.name: command for command in (
         Subcommand("mine", "mine git histories into a dataset of performance commits and function pairs",
                    _mine_config, _run_mine),
         Subcommand("card", "write the dataset card of a mined dataset into data_cards/", _card_config, _run_card),
+        Subcommand("profile", "build, time and profile a task (or the top kernels of an application) into a "
+                   "profile record with diagnoses", _profile_config, _run_profile),
+        Subcommand("diagnose", "rank the bottlenecks of a task or a profile.json, with evidence, and print the "
+                   "prompt summary", _diagnose_config, _run_diagnose),
+        Subcommand("validate", "judge a candidate against a task's original: correct or not, faster or not, with "
+                   "reasons", _validate_config, _run_validate),
     )
 }
 

@@ -1,0 +1,98 @@
+"""Static checks: each names the hack it stops; comments never trip them; what the original does is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiling.static_checks import STATIC_CHECKS, run_static_checks
+from profiling.task import load_task
+from tests.profiling.conftest import SLOW_C, write_task
+
+CUDA_TOML = """\
+name = "scale"
+target = "cuda"
+source = "kernel.cu"
+kernel = "scale"
+harness = "harness.cu"
+reference = "fast.cu"
+[[outputs]]
+name = "y"
+dtype = "float32"
+"""
+CUDA_KERNEL = """\
+__global__ void scale(const float *x, float *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.0f * x[i]; }
+void launch_scale(const float *x, float *y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, n); }
+"""
+TRITON_TOML = CUDA_TOML.replace('target = "cuda"', 'target = "triton"').replace("kernel.cu", "kernel.py").replace(
+    "harness.cu", "harness.py").replace("fast.cu", "fast.py")
+TRITON_KERNEL = """\
+import triton
+import triton.language as tl
+
+@triton.jit
+def scale(x, y, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + i, 2.0 * tl.load(x + i, mask=i < n), mask=i < n)
+
+def launch(x, y, n):
+    scale[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256)
+"""
+
+
+def _task(tmp_path: Path, toml: str, kernel: str, names: tuple[str, str, str]):
+    root = tmp_path / "t"
+    root.mkdir()
+    (root / "task.toml").write_text(toml)
+    for name, text in zip(names, (kernel, "", kernel), strict=True):
+        (root / name).write_text(text)
+    return load_task(root)
+
+
+def _checks(findings) -> set[str]:
+    return {f.check for f in findings}
+
+
+def test_every_check_names_the_hack_it_stops() -> None:
+    assert STATIC_CHECKS and all(check.stops and check.targets for check in STATIC_CHECKS.values())
+
+
+def test_comments_do_not_trip_checks(tmp_path: Path) -> None:
+    task = load_task(write_task(tmp_path / "task"))
+    code = "// faster than cblas_sgemv(...), no fopen( here\n/* _Float16 would be wrong */\n" + SLOW_C
+    assert run_static_checks(code, task) == []
+
+
+def test_what_the_original_does_is_allowed(tmp_path: Path) -> None:
+    original = '#include <stdlib.h>\nstatic int verbose(void) { return getenv("V") != 0; }\n' + SLOW_C
+    task = load_task(write_task(tmp_path / "task", kernel=original))
+    assert run_static_checks(original, task) == []
+    assert _checks(run_static_checks(original + "void f(void) { system(\"ls\"); }\n", task)) == {"escapes_sandbox"}
+
+
+def test_cuda_candidate_must_launch_a_kernel(tmp_path: Path) -> None:
+    task = _task(tmp_path, CUDA_TOML, CUDA_KERNEL, ("kernel.cu", "harness.cu", "fast.cu"))
+    assert run_static_checks(CUDA_KERNEL, task) == []
+    host_only = "void launch_scale(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = 2 * x[i]; }"
+    assert _checks(run_static_checks(host_only, task)) == {"no_device_kernel"}
+    cublas = CUDA_KERNEL + "void g(void) { cublasSscal(0, 0, 0, 0, 0); }\n"
+    assert "library_fallback" in _checks(run_static_checks(cublas, task))
+    half = CUDA_KERNEL.replace("2.0f * x[i]", "__half2float(__float2half(2.0f * x[i]))")
+    assert "precision_downgrade" in _checks(run_static_checks(half, task))
+    streams = CUDA_KERNEL + "void h(void) { cudaStream_t s; cudaStreamCreate(&s); }\n"
+    findings = run_static_checks(streams, task)
+    assert _checks(findings) == {"extra_streams"} and not findings[0].strict  # a warning: the harness syncs all
+
+
+def test_triton_checks(tmp_path: Path) -> None:
+    task = _task(tmp_path, TRITON_TOML, TRITON_KERNEL, ("kernel.py", "harness.py", "fast.py"))
+    assert run_static_checks(TRITON_KERNEL, task) == []
+    wrapped = TRITON_KERNEL.replace("def launch(x, y, n):\n", "def launch(x, y, n):\n  try:\n").replace(
+        "    scale[", "    scale[") + "  except Exception:\n    y.copy_(2 * x)\n"
+    assert "swallows_errors" in _checks(run_static_checks(wrapped, task))
+    torch_fallback = TRITON_KERNEL + "\nimport torch\ndef other(a, b):\n    return torch.matmul(a, b)\n"
+    assert "library_fallback" in _checks(run_static_checks(torch_fallback, task))
+    tf32 = TRITON_KERNEL.replace("2.0 * tl.load(x + i, mask=i < n)", "tl.dot(a, b)")
+    assert "precision_downgrade" in _checks(run_static_checks(tf32, task))
+    escape = TRITON_KERNEL + "\nimport os\n"
+    assert "escapes_sandbox" in _checks(run_static_checks(escape, task))
