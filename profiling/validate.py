@@ -65,7 +65,8 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
         if timing:
             _time_and_score(session, verdict)
         else:
-            verdict.reason = "correct on every checked run; not timed (--no-timing)"
+            verdict.status = Status.CORRECT
+            verdict.reason = f"correct on {len(verdict.checked_runs)} checked runs; not timed (--no-timing)"
     except _Stop as stop:
         verdict.status, verdict.reason = stop.status, stop.reason
     verdict.rules = rule_table(task, verdict, timing)

@@ -18,6 +18,7 @@ class Status(str, Enum):
     NO_CHANGE = "no_change"  # correct, within the noise floor
     SLOWER = "slower"  # correct, slower beyond the noise floor
     NEEDS_REVIEW = "needs_review"  # correct and faster, but implausibly so (rule 14): not a win until reviewed
+    CORRECT = "correct"  # correct on every checked run; not timed (validate --no-timing)
     INCORRECT = "incorrect"  # wrong, missing or changed outputs, inputs modified, non-deterministic, out of bounds
     CRASHED = "crashed"  # a signal or an error exit
     TIMEOUT = "timeout"  # did not finish within its time limit
@@ -27,7 +28,7 @@ class Status(str, Enum):
 
     @property
     def correct(self) -> bool:
-        return self in (Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER, Status.NEEDS_REVIEW)
+        return self in (Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER, Status.NEEDS_REVIEW, Status.CORRECT)
 
 
 class RuleStatus(str, Enum):

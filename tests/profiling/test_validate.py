@@ -40,6 +40,12 @@ def test_fast_candidate_is_improved_with_every_rule_accounted_for(cpu_task_dir: 
     assert "improved" in verdict.headline() and "ms ->" in verdict.headline()
 
 
+def test_untimed_correct_candidate_is_correct(cpu_task_dir: Path, tmp_path: Path) -> None:
+    verdict = judge(cpu_task_dir, tmp_path, FAST_C)
+    assert verdict.status == Status.CORRECT and verdict.speedup is None
+    assert "not timed" in verdict.reason
+
+
 def test_unchanged_candidate_is_no_change(cpu_task_dir: Path, tmp_path: Path) -> None:
     verdict = judge(cpu_task_dir, tmp_path, SLOW_C, timing=True)
     assert verdict.status == Status.NO_CHANGE, verdict.reason
@@ -201,4 +207,5 @@ def test_original_that_crashes_makes_the_task_invalid(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("status", list(Status))
 def test_every_status_says_whether_it_is_correct(status: Status) -> None:
-    assert status.correct == (status in {Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER, Status.NEEDS_REVIEW})
+    assert status.correct == (status in {Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER, Status.NEEDS_REVIEW,
+                                         Status.CORRECT})
