@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="perfforge", description="GPU and CPU performance engineering "
                                      "with local models: datasets, profiles, validation, optimisation.")
     parser.add_argument("--version", action="version", version=f"perfforge {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
     for command in SUBCOMMANDS.values():
         sub = commands.add_parser(command.name, help=command.help, description=command.help)
         sub.add_argument("--config", help="YAML file of options (flags override it)", default=None)
@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    command = SUBCOMMANDS[args.command]
+    command = SUBCOMMANDS[args.subcommand]
     try:
         config = from_namespace(command.config_cls(), args)
         return command.run(config)

@@ -286,13 +286,13 @@ def _feature_for(annotation: str) -> Any:
 def __getattr__(name: str) -> Any:
     """COMMIT_FEATURES and PAIR_FEATURES, built on first use: `datasets` is a heavy import, and profiling/ reads
     these records on GPU machines that do not have it."""
+    if name not in ("COMMIT_FEATURES", "PAIR_FEATURES"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import datasets
 
     if name == "COMMIT_FEATURES":
         return datasets.Features(_features_of(CommitRecord))
-    if name == "PAIR_FEATURES":
-        return datasets.Features(_features_of(PairRecord))
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return datasets.Features(_features_of(PairRecord))
 
 
 def field_docs(cls: type) -> list[tuple[str, str, str]]:

@@ -140,7 +140,8 @@ static uint16_t pf_float_to_half(float f) {
     uint32_t sign = (x >> 16) & 0x8000u; int exp = (int)((x >> 23) & 0xFF) - 127 + 15; uint32_t man = x & 0x7FFFFFu;
     if (exp <= 0) return (uint16_t)sign;             /* inputs are drawn well inside half's normal range */
     if (exp >= 31) return (uint16_t)(sign | 0x7C00u);
-    return (uint16_t)(sign | ((uint32_t)exp << 10) | ((man + 0x1000u) >> 13));
+    /* + not |: a mantissa that rounds up past 1023 carries into the exponent (0.49999 -> 0.5, not 0.25) */
+    return (uint16_t)(sign | (((uint32_t)exp << 10) + ((man + 0x1000u) >> 13)));
 }
 
 /* floor without libm, so harnesses link without -lm. */
@@ -152,7 +153,10 @@ static double pf_floor(double v) {
 static void pf_fill(pf_buf *b, uint64_t seed, int call, int index) {
     uint64_t state = seed * 0x100000001B3ull + (uint64_t)call * 0x9E3779B1ull + (uint64_t)index * 0x85EBCA77ull;
     for (size_t i = 0; i < b->count; i++) {
-        double v = b->lo + (b->hi - b->lo) * pf_uniform(&state);
+        /* volatile: no fused multiply-add, so every build (-O2, -O3 -march=native, nvcc) and the Python twin
+         * draw bit-identical inputs */
+        volatile double scaled = (b->hi - b->lo) * pf_uniform(&state);
+        double v = b->lo + scaled;
         unsigned char *p = b->host + i * pf_dtype_size(b->dtype);
         switch (b->dtype) {
         case PF_F32: { float f = (float)v; memcpy(p, &f, 4); break; }

@@ -141,7 +141,7 @@ def float_to_half_bits(values: np.ndarray) -> np.ndarray:
     sign = (x >> np.uint32(16)) & np.uint32(0x8000)
     exponent = ((x >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64) - 127 + 15
     mantissa = (x & np.uint32(0x7FFFFF)).astype(np.int64)
-    normal = sign.astype(np.int64) | (np.clip(exponent, 0, 31) << 10) | ((mantissa + 0x1000) >> 13)
+    normal = sign.astype(np.int64) | ((np.clip(exponent, 0, 31) << 10) + ((mantissa + 0x1000) >> 13))
     bits = np.where(exponent <= 0, sign, np.where(exponent >= 31, sign | 0x7C00, normal))
     return bits.astype(np.uint16)
 

@@ -1,0 +1,18 @@
+/* Advances n charged particles `steps` explicit steps in a uniform electric field with linear drag.
+ * Positions and velocities are updated in place (structure-of-arrays). restrict promises that the eight arrays do
+ * not overlap, so the compiler vectorises the inner loop without the 27 run-time overlap checks it gives up on. */
+void advance(float *restrict x, float *restrict y, float *restrict z, float *restrict vx, float *restrict vy,
+             float *restrict vz, const float *restrict q, const float *restrict m, int n, int steps, float dt) {
+    const float ex = 0.3f, ey = -0.2f, ez = 0.1f, drag = 0.05f;
+    for (int s = 0; s < steps; s++) {
+        for (int i = 0; i < n; i++) {
+            float qm = q[i] / m[i];
+            vx[i] += dt * (qm * ex - drag * vx[i]);
+            vy[i] += dt * (qm * ey - drag * vy[i]);
+            vz[i] += dt * (qm * ez - drag * vz[i]);
+            x[i] += dt * vx[i];
+            y[i] += dt * vy[i];
+            z[i] += dt * vz[i];
+        }
+    }
+}

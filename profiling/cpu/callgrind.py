@@ -1,0 +1,349 @@
+"""Simulated cache and branch counters and per-line costs of one kernel, from valgrind's callgrind.
+
+The harness runs in `profile` mode (one warm-up call, one profiled call) under
+`valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes --toggle-collect=<kernel>`: only instructions executed
+while the kernel function is on the stack are counted, so both kernel calls are in the totals and the harness's
+input generation is not. Counters are reported per kernel call.
+
+The events are cachegrind's simulation, not hardware counters: a two-level cache (I1/D1 first level, LL the
+last level, read from the machine) with LRU replacement and no prefetcher, and a branch predictor model. On a
+machine with three levels the middle one (L2) is not modelled. Under valgrind every thread runs on one simulated
+core; the profile run sets OMP_NUM_THREADS=1 so OpenMP kernels are measured as one serial execution.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfforge.errors import PerfforgeError
+from perfforge.records import CounterValue, HotLine
+from profiling import sandbox
+
+# What each cachegrind event counts, and its unit.
+EVENTS: dict[str, tuple[str, str]] = {
+    "Ir": ("instructions executed", "inst"),
+    "Dr": ("data reads (loads; a vector load is one read)", "access"),
+    "Dw": ("data writes (stores)", "access"),
+    "I1mr": ("first-level instruction cache read misses", "miss"),
+    "D1mr": ("first-level data cache read misses", "miss"),
+    "D1mw": ("first-level data cache write misses", "miss"),
+    "ILmr": ("last-level cache misses on instruction fetches", "miss"),
+    "DLmr": ("last-level cache misses on data reads: reads that go to memory", "miss"),
+    "DLmw": ("last-level cache misses on data writes", "miss"),
+    "Bc": ("conditional branches executed", "branch"),
+    "Bcm": ("conditional branches mispredicted by the simulated predictor", "mispredict"),
+    "Bi": ("indirect branches executed (jumps through a register or memory: switch tables, calls by pointer)",
+           "branch"),
+    "Bim": ("indirect branches mispredicted", "mispredict"),
+}
+VALGRIND_TIMEOUT_S = 300.0
+HOT_LINE_MIN_SHARE = 0.01  # lines below 1 % of the kernel's instructions are not worth a model's attention
+HOT_LINE_MAX = 12  # enough for every line of a hot loop nest; more would crowd a token-budgeted summary
+_SIGILL_HINT = ("valgrind met an instruction it cannot execute (valgrind 3.19 has no AVX-512): build the profiled "
+                "binary with -mno-avx512f (or -march=x86-64-v3)")
+
+
+class CallgrindError(PerfforgeError):
+    """valgrind could not profile the harness (not installed, unsupported instruction, the harness failed)."""
+
+
+@dataclass
+class LineCost:
+    """Costs of one source line: its own instructions, and the inclusive cost of what it calls outside the source
+    file (libm, libc; never functions of the source file itself, whose lines are counted on their own)."""
+
+    own: dict[str, float] = field(default_factory=dict)
+    calls: dict[str, float] = field(default_factory=dict)
+
+    def total(self, event: str) -> float:
+        return self.own.get(event, 0.0) + self.calls.get(event, 0.0)
+
+
+@dataclass
+class CallgrindResult:
+    """A parsed callgrind output: event totals and the source file's line costs, both per kernel call."""
+
+    totals: dict[str, float]
+    lines: dict[int, LineCost]
+    kernel_calls: int
+    cache_config: list[str] = field(default_factory=list)  # callgrind's "desc:" lines: the simulated caches
+
+
+@dataclass
+class _Call:
+    caller: str
+    callee: str
+    line: int | None  # caller line when the call site is in the source file
+    cost: dict[str, int]
+
+
+@dataclass
+class _ParseState:
+    events: list[str] = field(default_factory=list)
+    fn: str = ""
+    fn_file: str = ""
+    file: str = ""
+    last_line: int = 0
+    callee: str = ""  # the last cfn=
+    pending_calls: int | None = None  # the count of a calls= line whose cost line comes next
+
+
+def _position(token: str, last: int) -> int:
+    """A cost line's position: absolute, relative to the last one (+n, -n), or the same (*)."""
+    if token == "*":
+        return last
+    if token[0] in "+-":
+        return last + int(token)
+    return int(token, 0)
+
+
+_HEADER_RE = re.compile(r"^(\w+)[=:]\s*(.*)$")
+_COMPRESSED_RE = re.compile(r"^\((\d+)\)(?: (.*))?$")
+
+
+class _Names:
+    """Callgrind's name compression: "(id) name" defines, "(id)" refers (absent with --compress-strings=no)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, dict[str, str]] = defaultdict(dict)
+
+    def resolve(self, kind: str, value: str) -> str:
+        match = _COMPRESSED_RE.match(value)
+        if not match:
+            return value
+        if match.group(2) is not None:
+            self.by_id[kind][match.group(1)] = match.group(2)
+            return match.group(2)
+        return self.by_id[kind].get(match.group(1), value)
+
+
+def _costs(events: list[str], numbers: list[str]) -> dict[str, int]:
+    return {event: int(value) for event, value in zip(events, numbers, strict=False) if value != "0"}
+
+
+def parse_callgrind(text: str, source_name: str, kernel: str) -> CallgrindResult:
+    """Parse a callgrind output file. source_name is the editable source's file name: lines of every file of that
+    name count (the build may compile a staged copy), lines of other files do not."""
+    state, names = _ParseState(), _Names()
+    own: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    calls: list[_Call] = []
+    fn_in_source: set[str] = set()
+    totals: dict[str, int] = {}
+    desc: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line[0].isdigit() or line[0] in "+-*":
+            _cost_line(line, state, own, calls, fn_in_source, source_name)
+            continue
+        header = _HEADER_RE.match(line)
+        if header:
+            _header_line(header.group(1), header.group(2), state, names, totals, desc)
+    kernel_calls = sum(c.cost.get("__count__", 0) for c in calls if c.callee == kernel) or 1
+    lines = _line_costs(own, calls, fn_in_source, kernel_calls)
+    per_call = {event: count / kernel_calls for event, count in totals.items()}
+    return CallgrindResult(totals=per_call, lines=lines, kernel_calls=kernel_calls, cache_config=desc)
+
+
+def _header_line(key: str, value: str, state: _ParseState, names: _Names, totals: dict[str, int],
+                 desc: list[str]) -> None:
+    if key == "events":
+        state.events = value.split()
+    elif key == "fl":
+        state.fn_file = state.file = names.resolve("fl", value)
+    elif key in ("fi", "fe"):
+        state.file = names.resolve("fl", value)
+    elif key == "fn":
+        state.fn = names.resolve("fn", value)
+        state.file = state.fn_file
+    elif key in ("cfi", "cfl"):
+        names.resolve("fl", value)  # defines the id of a compressed name
+    elif key == "cfn":
+        state.callee = names.resolve("fn", value)
+    elif key == "calls":
+        state.pending_calls = int(value.split()[0])
+    elif key in ("totals", "summary") and state.events:
+        totals.update(_costs(state.events, value.split()))
+    elif key == "desc" and value.startswith(("I1", "D1", "LL")):
+        desc.append(value)
+
+
+def _cost_line(line: str, state: _ParseState, own: dict[int, dict[str, int]], calls: list[_Call],
+               fn_in_source: set[str], source_name: str) -> None:
+    tokens = line.split()
+    position = _position(tokens[0], state.last_line)
+    state.last_line = position
+    in_source = Path(state.file).name == source_name
+    if state.pending_calls is not None:  # the inclusive cost of the call announced by calls=
+        cost = _costs(state.events, tokens[1:])
+        cost["__count__"] = state.pending_calls
+        calls.append(_Call(state.fn, state.callee, position if in_source else None, cost))
+        state.pending_calls = None
+        return
+    if in_source:
+        fn_in_source.add(state.fn)
+        for event, count in _costs(state.events, tokens[1:]).items():
+            own[position][event] += count
+
+
+def _reaches_source(calls: list[_Call], fn_in_source: set[str]) -> set[str]:
+    """Functions from which a function of the source file can be reached (the source's own, and e.g. GOMP_parallel
+    calling back into an outlined OpenMP region): their inclusive costs would count source lines twice."""
+    callers: dict[str, set[str]] = defaultdict(set)
+    for call in calls:
+        callers[call.callee].add(call.caller)
+    reached, pending = set(fn_in_source), list(fn_in_source)
+    while pending:
+        for caller in callers[pending.pop()] - reached:
+            reached.add(caller)
+            pending.append(caller)
+    return reached
+
+
+def _line_costs(own: dict[int, dict[str, int]], calls: list[_Call], fn_in_source: set[str],
+                kernel_calls: int) -> dict[int, LineCost]:
+    reaching = _reaches_source(calls, fn_in_source)
+    lines: dict[int, LineCost] = defaultdict(LineCost)
+    for number, cost in own.items():
+        lines[number].own = {event: count / kernel_calls for event, count in cost.items()}
+    for call in calls:
+        if call.line is None or call.callee in reaching:
+            continue
+        target = lines[call.line].calls
+        for event, count in call.cost.items():
+            if event != "__count__":
+                target[event] = target.get(event, 0.0) + count / kernel_calls
+    return dict(lines)
+
+
+# ---- running valgrind ---------------------------------------------------------------------------------------------
+
+def last_level_cache_option() -> list[str]:
+    """--LL=size,assoc,line from the machine's highest cache level in sysfs. Virtual machines often report
+    nonsense through cpuid (valgrind then picks e.g. a 256 MiB direct-mapped LL), sysfs is usually right.
+    Empty when sysfs says nothing usable (valgrind's own choice then stands)."""
+    best: tuple[int, int, int, int] | None = None
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            size = _sysfs_bytes((index / "size").read_text().strip())
+            ways = int((index / "ways_of_associativity").read_text())
+            line = int((index / "coherency_line_size").read_text())
+        except (OSError, ValueError):
+            continue
+        if kind in ("Unified", "Data") and (best is None or level > best[0]):
+            best = (level, size, ways, line)
+    if best is None:
+        return []
+    _, size, ways, line = best
+    sets = size // max(ways * line, 1)
+    if ways <= 0 or sets <= 0 or sets & (sets - 1) or size != sets * ways * line:
+        return []  # valgrind needs a power-of-two number of sets
+    return [f"--LL={size},{ways},{line}"]
+
+
+def _sysfs_bytes(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def callgrind_argv(program: list[str], kernel: str, out_file: Path) -> list[str]:
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise CallgrindError("valgrind is not installed: CPU profiles need it (apt-get install valgrind)")
+    return [valgrind, "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes", *last_level_cache_option(),
+            f"--toggle-collect={kernel}", "--compress-strings=no", "--compress-pos=no",
+            f"--callgrind-out-file={out_file}", *program]
+
+
+def run_callgrind(binary: Path, config_args: list[str], kernel: str, source_name: str, scratch: Path,
+                  timeout_s: float = VALGRIND_TIMEOUT_S) -> CallgrindResult:
+    """Run the harness in profile mode under callgrind (in the sandbox) and parse what it wrote."""
+    out_dir = scratch / "profile-out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_file = scratch / "callgrind.out"
+    program = [str(binary), "profile", "--seed", "0", "--out", str(out_dir), *config_args]
+    # No address-space limit: valgrind reserves far more virtual memory than the program uses.
+    result = sandbox.run(callgrind_argv(program, kernel, out_file), cwd=scratch,
+                         limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=None),
+                         env={"OMP_NUM_THREADS": "1"})
+    if "Illegal opcode" in result.stderr or "unhandled instruction bytes" in result.stderr:
+        raise CallgrindError(_SIGILL_HINT)
+    if not result.ok:
+        raise CallgrindError(f"the harness failed under callgrind: {result.reason()}")
+    if not out_file.is_file():
+        raise CallgrindError(f"callgrind wrote no output file {out_file}")
+    parsed = parse_callgrind(out_file.read_text(encoding="utf-8", errors="replace"), source_name, kernel)
+    if not parsed.totals.get("Ir"):
+        raise CallgrindError(f"callgrind counted no instructions in {kernel!r}: is that the function's name in the "
+                             "binary (C++ names are mangled; static functions may be inlined away)?")
+    return parsed
+
+
+# ---- counters and hot lines ---------------------------------------------------------------------------------------
+
+def _rate_pct(numerator: float, denominator: float) -> float:
+    return 100.0 * numerator / denominator if denominator > 0 else 0.0
+
+
+def counters(result: CallgrindResult) -> list[CounterValue]:
+    """Every event per kernel call, and the derived rates (per cent)."""
+    t = result.totals
+    found = [CounterValue(event, t.get(event, 0.0), unit) for event, (_, unit) in EVENTS.items()]
+    data = t.get("Dr", 0.0) + t.get("Dw", 0.0)
+    branches = t.get("Bc", 0.0) + t.get("Bi", 0.0)
+    found += [
+        # share of loads and stores that missed the first-level data cache
+        CounterValue("D1_miss_rate", _rate_pct(t.get("D1mr", 0.0) + t.get("D1mw", 0.0), data), "%"),
+        # share of loads and stores that missed the last level too (went to memory)
+        CounterValue("LLd_miss_rate", _rate_pct(t.get("DLmr", 0.0) + t.get("DLmw", 0.0), data), "%"),
+        CounterValue("branch_mispredict_rate", _rate_pct(t.get("Bcm", 0.0) + t.get("Bim", 0.0), branches), "%"),
+        CounterValue("kernel_calls_profiled", float(result.kernel_calls), "call"),
+    ]
+    return found
+
+
+def line_metrics(cost: LineCost) -> list[CounterValue]:
+    """Per-line counters (per kernel call). Ir and the miss counts include what the line calls outside the source
+    file; Ir_self and the branch counters are the line's own instructions."""
+    data = cost.total("Dr") + cost.total("Dw")
+    d1 = cost.total("D1mr") + cost.total("D1mw")
+    ll = cost.total("DLmr") + cost.total("DLmw")
+    bc, bcm = cost.own.get("Bc", 0.0), cost.own.get("Bcm", 0.0)
+    return [
+        CounterValue("Ir", cost.total("Ir"), "inst"),
+        CounterValue("Ir_self", cost.own.get("Ir", 0.0), "inst"),
+        CounterValue("data_accesses", data, "access"),
+        CounterValue("D1_misses", d1, "miss"),
+        CounterValue("LL_misses", ll, "miss"),
+        CounterValue("D1_miss_rate", _rate_pct(d1, data), "%"),
+        CounterValue("LLd_miss_rate", _rate_pct(ll, data), "%"),
+        CounterValue("Bc", bc, "branch"),
+        CounterValue("Bcm", bcm, "mispredict"),
+        CounterValue("branch_mispredict_rate", _rate_pct(bcm, bc), "%"),
+    ]
+
+
+def hot_lines(result: CallgrindResult, source_lines: list[str], max_lines: int = HOT_LINE_MAX,
+              min_share: float = HOT_LINE_MIN_SHARE) -> list[HotLine]:
+    """The source lines with the largest share of the kernel's instructions (calls outside the source included),
+    costliest first."""
+    total_ir = result.totals.get("Ir", 0.0)
+    if total_ir <= 0:
+        return []
+    ranked = sorted(result.lines.items(), key=lambda item: -item[1].total("Ir"))
+    found = []
+    for number, cost in ranked[:max_lines]:
+        share = cost.total("Ir") / total_ir
+        if share < min_share:
+            break
+        code = source_lines[number - 1].strip() if 0 < number <= len(source_lines) else ""
+        found.append(HotLine(line=number, code=code, share=round(share, 6), dominant_stall="",
+                             metrics=line_metrics(cost)))
+    return found

@@ -1,0 +1,422 @@
+"""A static look at the kernel function's loops with tree-sitter (C and C++).
+
+What it finds, with 1-based line numbers:
+- loops (for, while, do), their nesting depth and span;
+- loop-invariant work: calls to pure math/libc functions (sqrt, exp, pow, strlen, ...) and arithmetic whose
+  identifiers are all not written inside the innermost loop around them. Memory reads (`t[i]`) count as
+  invariant when the loop writes no element of that array and calls no unknown function; aliasing through
+  another pointer is not ruled out (a static guess, confirmed by the profile's cost on that line);
+- OpenMP pragmas, their schedule, and whether a work-shared loop is triangular (an inner loop's bounds use the
+  shared loop's variable), which a static schedule balances badly;
+- array-of-structures field accesses (`p[i].x`, `(p + i)->x`, `q->x` with `q = &p[i]`) per loop, with the
+  bytes of the structure against the bytes of the fields the loop touches.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from dataclasses import dataclass, field
+
+import tree_sitter
+
+# Functions without side effects that compilers may not hoist on their own: libm functions set errno (so gcc keeps
+# every call unless -fno-math-errno), and strlen reads memory the compiler often cannot prove unchanged.
+PURE_FUNCTIONS = frozenset({
+    "sqrt", "sqrtf", "cbrt", "cbrtf", "exp", "expf", "exp2", "exp2f", "expm1", "expm1f", "log", "logf", "log2",
+    "log2f", "log10", "log10f", "log1p", "log1pf", "pow", "powf", "sin", "sinf", "cos", "cosf", "tan", "tanf", "asin",
+    "asinf", "acos", "acosf", "atan", "atanf", "atan2", "atan2f", "sinh", "sinhf", "cosh", "coshf", "tanh", "tanhf",
+    "erf", "erff", "erfc", "erfcf", "hypot", "hypotf", "fmod", "fmodf", "strlen", "strcmp", "strncmp", "memcmp", "abs",
+    "labs", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "round", "roundf", "std::sqrt", "std::exp",
+    "std::pow", "std::log", "std::sin", "std::cos", "std::abs",
+})
+# Scalar sizes for structure layouts; an unknown type (a nested struct, a typedef we did not see) counts as 8.
+TYPE_BYTES = {"char": 1, "bool": 1, "_Bool": 1, "short": 2, "int": 4, "float": 4, "unsigned": 4, "long": 8,
+              "double": 8, "size_t": 8, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4,
+              "uint32_t": 4, "int64_t": 8, "uint64_t": 8}
+_LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
+_THREAD_RE = re.compile(r"\b(pthread_create|std::thread|std::async|std::jthread)\b")
+_SCHEDULE_RE = re.compile(r"\bschedule\s*\(\s*(\w+)")
+
+
+@dataclass(frozen=True)
+class Loop:
+    start_line: int
+    end_line: int
+    depth: int  # 1 for an outermost loop of the function
+    kind: str  # for, while, do
+    innermost: bool
+    outer_line: int  # start line of the outermost loop of its nest (its own line at depth 1)
+
+
+@dataclass(frozen=True)
+class InvariantExpression:
+    line: int
+    text: str
+    kind: str  # "call" (a pure function) or "arithmetic"
+    loop_line: int  # the loop it is invariant in (the innermost loop around it)
+
+
+@dataclass(frozen=True)
+class OmpPragma:
+    line: int
+    text: str  # the pragma after "#pragma"
+    schedule: str  # static, dynamic, guided, auto, runtime; "" when the pragma names none (libgomp: static)
+    loop_line: int | None  # the loop it shares out (parallel for / for), None for other constructs
+    triangular: bool  # the shared loop holds a loop whose bounds use the shared loop's variable
+
+
+@dataclass(frozen=True)
+class StructAccess:
+    """Fields of an array of structures that one loop touches."""
+
+    array: str
+    type_name: str
+    loop_line: int
+    lines: tuple[int, ...]
+    fields_used: tuple[str, ...]
+    used_bytes: int
+    struct_bytes: int
+
+    @property
+    def used_fraction(self) -> float:
+        return self.used_bytes / self.struct_bytes if self.struct_bytes else 1.0
+
+
+@dataclass
+class LoopAnalysis:
+    function_found: bool
+    loops: list[Loop] = field(default_factory=list)
+    invariants: list[InvariantExpression] = field(default_factory=list)
+    pragmas: list[OmpPragma] = field(default_factory=list)
+    structs: list[StructAccess] = field(default_factory=list)
+    spawns_threads: bool = False  # pthread_create / std::thread in the function
+
+    @property
+    def uses_openmp(self) -> bool:
+        return bool(self.pragmas)
+
+    def innermost_loop_at(self, line: int) -> Loop | None:
+        """The deepest loop whose span holds line."""
+        around = [loop for loop in self.loops if loop.start_line <= line <= loop.end_line]
+        return max(around, key=lambda loop: loop.depth, default=None)
+
+
+@functools.cache
+def _parser(language: str) -> tree_sitter.Parser:
+    module = importlib.import_module("tree_sitter_cpp" if language == "cpp" else "tree_sitter_c")
+    return tree_sitter.Parser(tree_sitter.Language(module.language()))
+
+
+def _text(node: tree_sitter.Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+def _line(node: tree_sitter.Node) -> int:
+    return node.start_point.row + 1
+
+
+def _walk(node: tree_sitter.Node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def analyze_loops(source: str, kernel: str, language: str = "c") -> LoopAnalysis:
+    """The loops of the function named kernel in source (language c or cpp)."""
+    root = _parser(language).parse(source.encode("utf-8")).root_node
+    function = _find_function(root, kernel)
+    if function is None:
+        return LoopAnalysis(function_found=False)
+    body = function.child_by_field_name("body")
+    analysis = LoopAnalysis(function_found=True, spawns_threads=bool(_THREAD_RE.search(_text(function))))
+    loop_nodes = _loops(body, depth=1, outer=None, found=[])
+    analysis.loops = [loop for _, loop in loop_nodes]
+    for node, loop in loop_nodes:
+        if loop.innermost or loop.kind == "for":
+            analysis.invariants += _invariants(node, loop)
+    analysis.pragmas = _pragmas(body)
+    analysis.structs = _struct_accesses(root, function, loop_nodes)
+    return analysis
+
+
+def _find_function(root: tree_sitter.Node, name: str) -> tree_sitter.Node | None:
+    for node in _walk(root):
+        if node.type != "function_definition":
+            continue
+        declarator = node.child_by_field_name("declarator")
+        while declarator is not None and declarator.type != "function_declarator":
+            declarator = declarator.child_by_field_name("declarator")
+        inner = declarator.child_by_field_name("declarator") if declarator is not None else None
+        if inner is not None and _text(inner).split("::")[-1] == name.split("::")[-1]:
+            return node
+    return None
+
+
+def _loops(node: tree_sitter.Node, depth: int, outer: int | None,
+           found: list[tuple[tree_sitter.Node, Loop]]) -> list[tuple[tree_sitter.Node, Loop]]:
+    for child in node.children:
+        if child.type in _LOOP_TYPES:
+            start = _line(child)
+            nested = _loops(child, depth + 1, outer or start, [])
+            kind = {"for_range_loop": "for"}.get(child.type, child.type.removesuffix("_statement"))
+            found.append((child, Loop(start, child.end_point.row + 1, depth, kind, innermost=not nested,
+                                      outer_line=outer or start)))
+            found.extend(nested)
+        else:
+            _loops(child, depth, outer, found)
+    return found
+
+
+# ---- loop-invariant work ------------------------------------------------------------------------------------------
+
+def _written(loop: tree_sitter.Node) -> tuple[set[str], set[str], bool]:
+    """(scalars written, arrays/pointees written, calls an unknown function) inside a loop, header included."""
+    scalars: set[str] = set()
+    memory: set[str] = set()
+    unknown_call = False
+    for node in _walk(loop):
+        if node.type == "assignment_expression":
+            _record_target(node.child_by_field_name("left"), scalars, memory)
+        elif node.type == "update_expression":
+            _record_target(node.child_by_field_name("argument"), scalars, memory)
+        elif node.type == "init_declarator":
+            name = _declared_name(node.child_by_field_name("declarator"))
+            if name:
+                scalars.add(name)
+        elif node.type == "call_expression":
+            function = node.child_by_field_name("function")
+            unknown_call = unknown_call or _text(function) not in PURE_FUNCTIONS
+    return scalars, memory, unknown_call
+
+
+def _record_target(target: tree_sitter.Node | None, scalars: set[str], memory: set[str]) -> None:
+    if target is None:
+        return
+    if target.type == "identifier":
+        scalars.add(_text(target))
+        return
+    base = _base_identifier(target)
+    if base:
+        memory.add(base)
+
+
+def _base_identifier(node: tree_sitter.Node) -> str:
+    """The array or pointer a subscript, field or dereference expression reaches memory through."""
+    while node is not None and node.type in ("subscript_expression", "field_expression", "pointer_expression",
+                                             "parenthesized_expression", "binary_expression"):
+        node = node.child_by_field_name("argument") or node.child_by_field_name("left") or node.named_children[0]
+    return _text(node) if node is not None and node.type == "identifier" else ""
+
+
+def _declared_name(declarator: tree_sitter.Node | None) -> str:
+    while declarator is not None and declarator.type != "identifier":
+        declarator = declarator.child_by_field_name("declarator")
+    return _text(declarator) if declarator is not None else ""
+
+
+def _is_invariant(expr: tree_sitter.Node, scalars: set[str], memory: set[str], unknown_call: bool) -> bool:
+    for node in _walk(expr):
+        if node.type == "identifier" and _text(node) in scalars | memory:
+            return False
+        if node.type in ("subscript_expression", "pointer_expression") and unknown_call:
+            return False
+        if node.type in ("assignment_expression", "update_expression"):
+            return False
+        if node.type == "call_expression" and _text(node.child_by_field_name("function")) not in PURE_FUNCTIONS:
+            return False
+    return True
+
+
+_EXPENSIVE_OPERATORS = frozenset({"/", "%"})
+
+
+def _candidates(node: tree_sitter.Node) -> list[tuple[tree_sitter.Node, str]]:
+    """Pure calls and divisions in node's subtree, outermost first (a candidate's parts are not reported again)."""
+    found = []
+    for child in node.children:
+        if child.type in _LOOP_TYPES:
+            continue  # judged against its own loop
+        if child.type == "call_expression" and _text(child.child_by_field_name("function")) in PURE_FUNCTIONS:
+            found.append((child, "call"))
+        elif child.type == "binary_expression" and _text(child.child_by_field_name("operator")) in _EXPENSIVE_OPERATORS:
+            found.append((child, "arithmetic"))
+        found += _candidates(child)
+    return found
+
+
+def _invariants(loop_node: tree_sitter.Node, loop: Loop) -> list[InvariantExpression]:
+    scalars, memory, unknown_call = _written(loop_node)
+    found, covered = [], []
+    parts = [loop_node.child_by_field_name("condition"), loop_node.child_by_field_name("body")]
+    for part in (p for p in parts if p is not None and p.type not in _LOOP_TYPES):
+        for node, kind in _candidates(part) if part.type != "call_expression" else [(part, "call")]:
+            if any(c.start_byte <= node.start_byte and node.end_byte <= c.end_byte for c in covered):
+                continue
+            has_identifier = any(n.type == "identifier" for n in _walk(node))
+            if has_identifier and _is_invariant(node, scalars, memory, unknown_call):
+                covered.append(node)
+                calls = any(n.type == "call_expression" for n in _walk(node))
+                found.append(InvariantExpression(_line(node), _text(node), "call" if calls else kind, loop.start_line))
+    return found
+
+
+# ---- OpenMP -------------------------------------------------------------------------------------------------------
+
+def _pragmas(body: tree_sitter.Node) -> list[OmpPragma]:
+    found = []
+    for node in _walk(body):
+        if node.type != "preproc_call" or _text(node.child_by_field_name("directive")) != "#pragma":
+            continue
+        text = _text(node.child_by_field_name("argument")).strip()
+        if not text.startswith("omp"):
+            continue
+        loop = _next_loop(node) if re.search(r"\bfor\b", text) else None
+        schedule = _SCHEDULE_RE.search(text)
+        found.append(OmpPragma(line=_line(node), text=text, schedule=schedule.group(1) if schedule else "",
+                               loop_line=_line(loop) if loop is not None else None,
+                               triangular=loop is not None and _is_triangular(loop)))
+    return found
+
+
+def _next_loop(pragma: tree_sitter.Node) -> tree_sitter.Node | None:
+    sibling = pragma.next_named_sibling
+    while sibling is not None and sibling.type == "preproc_call":
+        sibling = sibling.next_named_sibling
+    return sibling if sibling is not None and sibling.type in _LOOP_TYPES else None
+
+
+def _loop_variable(loop: tree_sitter.Node) -> str:
+    init = loop.child_by_field_name("initializer")
+    if init is None:
+        return ""
+    for node in _walk(init):
+        if node.type == "init_declarator":
+            return _declared_name(node.child_by_field_name("declarator"))
+        if node.type == "assignment_expression":
+            left = node.child_by_field_name("left")
+            return _text(left) if left is not None and left.type == "identifier" else ""
+    return ""
+
+
+def _is_triangular(loop: tree_sitter.Node) -> bool:
+    """Whether a loop nested in loop has an initializer or condition that uses loop's variable (j = i, j < i)."""
+    variable = _loop_variable(loop)
+    body = loop.child_by_field_name("body")
+    if not variable or body is None:
+        return False
+    for inner in (n for n in _walk(body) if n.type in _LOOP_TYPES):
+        bounds = [inner.child_by_field_name(name) for name in ("initializer", "condition")]
+        if any(b is not None and any(n.type == "identifier" and _text(n) == variable for n in _walk(b))
+               for b in bounds):
+            return True
+    return False
+
+
+# ---- arrays of structures -----------------------------------------------------------------------------------------
+
+def _struct_layouts(root: tree_sitter.Node) -> dict[str, list[tuple[str, int]]]:
+    """Structures defined in the file: type name -> [(field, bytes)] (typedef names and struct tags)."""
+    layouts: dict[str, list[tuple[str, int]]] = {}
+    for node in _walk(root):
+        if node.type != "struct_specifier" or node.child_by_field_name("body") is None:
+            continue
+        fields = [entry for decl in node.child_by_field_name("body").named_children
+                  if decl.type == "field_declaration" for entry in _field_entries(decl)]
+        tag = node.child_by_field_name("name")
+        if tag is not None:
+            layouts[_text(tag)] = fields
+        if node.parent is not None and node.parent.type == "type_definition":
+            for declarator in node.parent.children_by_field_name("declarator"):
+                layouts[_text(declarator)] = fields
+    return layouts
+
+
+def _field_entries(declaration: tree_sitter.Node) -> list[tuple[str, int]]:
+    type_text = _text(declaration.child_by_field_name("type")).split()[-1] if declaration.child_by_field_name(
+        "type") is not None else ""
+    scalar = TYPE_BYTES.get(type_text, 8)
+    entries = []
+    for declarator in declaration.children_by_field_name("declarator"):
+        count, node = 1, declarator
+        while node is not None and node.type == "array_declarator":
+            size = node.child_by_field_name("size")
+            count *= int(_text(size), 0) if size is not None and _text(size).isdigit() else 1
+            node = node.child_by_field_name("declarator")
+        is_pointer = node is not None and node.type == "pointer_declarator"
+        name = _declared_name(node) if node is not None and node.type != "field_identifier" else _text(node)
+        entries.append((name, count * (8 if is_pointer else scalar)))
+    return entries
+
+
+def _pointer_types(function: tree_sitter.Node) -> dict[str, str]:
+    """Names declared as pointers (parameters and locals) -> their element type name."""
+    types: dict[str, str] = {}
+    for node in _walk(function):
+        if node.type not in ("parameter_declaration", "declaration"):
+            continue
+        type_node = node.child_by_field_name("type")
+        if type_node is None:
+            continue
+        type_name = _text(type_node.child_by_field_name("name") or type_node)
+        for declarator in node.children_by_field_name("declarator"):
+            target = declarator
+            if declarator.type == "init_declarator":
+                target = declarator.child_by_field_name("declarator")
+            if target is not None and target.type == "pointer_declarator":
+                types[_declared_name(target)] = type_name
+    return types
+
+
+def _element_aliases(loop: tree_sitter.Node) -> dict[str, str]:
+    """Pointers declared in the loop as one element of an array (q = &p[i], q = p + i): q -> p."""
+    aliases = {}
+    for node in _walk(loop):
+        if node.type == "init_declarator" and node.child_by_field_name("value") is not None:
+            value = node.child_by_field_name("value")
+            if value.type in ("pointer_expression", "binary_expression"):
+                base = _base_identifier(value)
+                if base:
+                    aliases[_declared_name(node.child_by_field_name("declarator"))] = base
+    return aliases
+
+
+def _field_access_array(access: tree_sitter.Node, aliases: dict[str, str]) -> str:
+    """The array a field access reads one element of, or "" (a plain struct variable, a scalar pointer)."""
+    argument = access.child_by_field_name("argument")
+    operator = _text(access.child_by_field_name("operator"))
+    if argument is None:
+        return ""
+    if argument.type == "subscript_expression" and operator == ".":
+        return _base_identifier(argument)
+    if operator == "->" and argument.type == "parenthesized_expression":
+        return _base_identifier(argument)
+    if operator == "->" and argument.type == "identifier":
+        return aliases.get(_text(argument), "")
+    return ""
+
+
+def _struct_accesses(root: tree_sitter.Node, function: tree_sitter.Node,
+                     loop_nodes: list[tuple[tree_sitter.Node, Loop]]) -> list[StructAccess]:
+    layouts, pointer_types = _struct_layouts(root), _pointer_types(function)
+    found = []
+    for node, loop in loop_nodes:
+        if not loop.innermost:
+            continue
+        aliases = _element_aliases(node)
+        used: dict[str, dict[str, set[int]]] = {}
+        for access in (n for n in _walk(node) if n.type == "field_expression"):
+            array = _field_access_array(access, aliases)
+            if array and pointer_types.get(array) in layouts:
+                field_name = _text(access.child_by_field_name("field"))
+                used.setdefault(array, {}).setdefault(field_name, set()).add(_line(access))
+        for array, fields in used.items():
+            type_name = pointer_types[array]
+            layout = dict(layouts[type_name])
+            found.append(StructAccess(
+                array=array, type_name=type_name, loop_line=loop.start_line,
+                lines=tuple(sorted({line for lines in fields.values() for line in lines})),
+                fields_used=tuple(sorted(fields)), used_bytes=sum(layout.get(f, 8) for f in fields),
+                struct_bytes=sum(layout.values())))
+    return found

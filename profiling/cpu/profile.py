@@ -1,0 +1,141 @@
+"""profile_cpu: one CPU profile of a built harness, with its diagnoses.
+
+Counters and hot lines come from callgrind (simulated, kernel only, per call), plus `perf stat` hardware
+counters where the machine has them. The static facts the diagnoses need ride along as numbers, so that a
+Profile alone is enough to diagnose (and to store in a dataset):
+
+- per hot line: `static.loop_depth`, `static.outer_loop_line` (the loop nest it belongs to),
+  `static.invariant_calls` / `static.invariant_arithmetic` (loop-invariant expressions on the line),
+  `static.aos_used_fraction` / `static.aos_struct_bytes` (array-of-structures field accesses),
+  `static.omp_static_triangular` (in a loop shared with a static schedule over a triangular nest),
+  `gcc.vectorized`, `gcc.vector_bytes` and `gcc.missed.<reason>` (the verdict on the line's innermost loop);
+- kernel-wide: `static.openmp_pragmas`, `static.thread_spawns`, `cpu_cores`, and with the task's per-call bytes
+  `work_bytes` and `D1_miss_amplification` / `LL_miss_amplification` (cache-line fills per line of necessary
+  traffic: near 1 for a kernel that streams its data once, far above for one that refetches it).
+
+Timing is measured by the caller outside valgrind (VALIDATION.md rule 16) and passed in.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from perfforge.records import CounterValue, HotLine, Profile, Timing
+from profiling.cpu import callgrind, loops, perf_stat, vectorize
+from profiling.diagnoses import diagnose
+from profiling.machine import describe_machine, tool_version
+
+_LINE_BYTES_RE = re.compile(r"^D1 cache:.*?(\d+) B, (\d+) B")
+DEFAULT_LINE_BYTES = 64
+
+
+def profile_cpu(binary: Path, config_args: Sequence[str], source: Path, kernel: str, compiler: str,
+                flags: Sequence[str], scratch: Path, timing: Timing, *, work_bytes: float | None = None,
+                timeout_s: float = callgrind.VALGRIND_TIMEOUT_S) -> Profile:
+    """Profile the kernel of a built CPU harness.
+
+    binary: the built harness; config_args: the config's key=value arguments; source: the editable source
+    it was built from (hot lines refer to it); kernel: the function name in it; compiler and flags: the task's
+    build (flags include -fopenmp when the task builds with OpenMP), used to ask gcc for its vectorisation
+    report; scratch: a directory for valgrind's and gcc's files; timing: measured by the caller;
+    work_bytes: the task's [work] bytes for this config, when it has one.
+    """
+    scratch.mkdir(parents=True, exist_ok=True)
+    source_text = source.read_text(encoding="utf-8", errors="replace")
+    result = callgrind.run_callgrind(binary, list(config_args), kernel, source.name, scratch, timeout_s)
+    analysis = loops.analyze_loops(source_text, kernel, "cpp" if source.suffix in (".cc", ".cpp", ".cxx") else "c")
+    try:
+        vec_report = vectorize.vectorization_report(source, compiler, flags, scratch / "vectorize")
+    except vectorize.VectorizeError:
+        vec_report = None  # the hot lines then carry no gcc.* metrics; the rest of the profile stands
+    lines = callgrind.hot_lines(result, source_text.split("\n"))
+    for hot in lines:
+        hot.metrics += _static_line_metrics(hot, analysis, vec_report or {})
+    counters = callgrind.counters(result) + _kernel_counters(result, analysis, work_bytes)
+    counters += perf_stat.run_perf_stat(binary, list(config_args), scratch, timeout_s)
+    profile = Profile(machine=describe_machine("cpu"), tool_versions=_tool_versions(compiler), timing=timing,
+                      counters=counters, hot_lines=lines, target="cpu", kernel=kernel, source_file=source.name)
+    profile.diagnoses = diagnose(profile)
+    return profile
+
+
+def _tool_versions(compiler: str) -> str:
+    return f"{compiler}: {tool_version(compiler)}; valgrind: {tool_version('valgrind')}"
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on (the affinity mask, which containers narrow), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _line_bytes(result: callgrind.CallgrindResult) -> int:
+    for desc in result.cache_config:
+        match = _LINE_BYTES_RE.match(desc)
+        if match:
+            return int(match.group(2))
+    return DEFAULT_LINE_BYTES
+
+
+def _kernel_counters(result: callgrind.CallgrindResult, analysis: loops.LoopAnalysis,
+                     work_bytes: float | None) -> list[CounterValue]:
+    found = [
+        CounterValue("cpu_cores", float(cpu_cores()), "core"),
+        CounterValue("static.openmp_pragmas", float(len(analysis.pragmas)), "pragma"),
+        CounterValue("static.thread_spawns", float(analysis.spawns_threads), "flag"),
+    ]
+    if work_bytes:
+        t, line = result.totals, _line_bytes(result)
+        d1_fills = t.get("D1mr", 0.0) + t.get("D1mw", 0.0)
+        ll_fills = t.get("DLmr", 0.0) + t.get("DLmw", 0.0)
+        found += [CounterValue("work_bytes", float(work_bytes), "byte"),
+                  CounterValue("D1_miss_amplification", d1_fills * line / work_bytes, "ratio"),
+                  CounterValue("LL_miss_amplification", ll_fills * line / work_bytes, "ratio")]
+    return found
+
+
+def _static_line_metrics(hot: HotLine, analysis: loops.LoopAnalysis,
+                         vec_report: dict[int, vectorize.LoopReport]) -> list[CounterValue]:
+    loop = analysis.innermost_loop_at(hot.line)
+    metrics = [CounterValue("static.loop_depth", float(loop.depth if loop else 0), "loop"),
+               CounterValue("static.outer_loop_line", float(loop.outer_line if loop else 0), "line")]
+    invariants = [i for i in analysis.invariants if i.line == hot.line]
+    metrics += [CounterValue("static.invariant_calls", float(sum(i.kind == "call" for i in invariants)), "expr"),
+                CounterValue("static.invariant_arithmetic", float(sum(i.kind == "arithmetic" for i in invariants)),
+                             "expr")]
+    metrics += _struct_metrics(hot.line, analysis)
+    if loop is not None and _in_static_triangular(loop, analysis):
+        metrics.append(CounterValue("static.omp_static_triangular", 1.0, "flag"))
+    if loop is not None and loop.innermost and loop.start_line in vec_report:
+        report = vec_report[loop.start_line]
+        metrics += [CounterValue("gcc.vectorized", float(report.vectorized), "flag"),
+                    CounterValue("gcc.vector_bytes", float(report.vector_bytes), "byte")]
+        metrics += [CounterValue(f"gcc.missed.{reason}", 1.0, "flag") for reason in report.reasons]
+    return metrics
+
+
+def _struct_metrics(line: int, analysis: loops.LoopAnalysis) -> list[CounterValue]:
+    accesses = [s for s in analysis.structs if line in s.lines]
+    if not accesses:
+        return []
+    worst = min(accesses, key=lambda s: s.used_fraction)
+    return [CounterValue("static.aos_used_fraction", worst.used_fraction, "ratio"),
+            CounterValue("static.aos_struct_bytes", float(worst.struct_bytes), "byte"),
+            CounterValue("static.aos_used_bytes", float(worst.used_bytes), "byte")]
+
+
+def _in_static_triangular(loop: loops.Loop, analysis: loops.LoopAnalysis) -> bool:
+    """Whether the loop lies in a loop nest shared out with a static schedule (or none: libgomp's default is
+    static) whose inner bounds depend on the shared loop's variable."""
+    return any(p.triangular and p.schedule in ("", "static") and p.loop_line is not None
+               and _within(loop, p.loop_line, analysis) for p in analysis.pragmas)
+
+
+def _within(loop: loops.Loop, outer_line: int, analysis: loops.LoopAnalysis) -> bool:
+    outer = next((candidate for candidate in analysis.loops if candidate.start_line == outer_line), None)
+    return outer is not None and outer.start_line <= loop.start_line <= outer.end_line

@@ -1,0 +1,258 @@
+"""Diagnosis rules for CPU profiles (profiling/cpu/profile.py makes them).
+
+Severity is the estimated share of the kernel's cycles the bottleneck costs, in [0, 1]. Cycles are estimated
+from callgrind's simulated events with the penalties of thresholds/cpu.toml (Ir + misses and mispredictions
+times their penalties), per hot line and for the whole kernel, so severities of different rules compare:
+- cache_miss_bound: the miss penalties on lines with high miss rates, scaled by the share of misses that are
+  refetches (1 - 1/amplification) when the task's traffic is known;
+- poor_data_layout: the cost of the lines that access arrays of structures using at most half of each
+  structure, scaled by the unused share; it claims those lines, so cache_miss_bound and missed_vectorization
+  do not count them again;
+- loop_invariant_work: the cost of the invariant calls on hot lines;
+- missing_parallelism: the dominant loop nest's share times (1 - 1/cores) times the efficiency threads usually
+  reach, the part more cores could save;
+- poor_openmp_schedule: a statically scheduled triangular nest loses (p-1)/(2p-1) of its time to imbalance;
+- missed_vectorization: the own instructions of unvectorised hot loops times the vector gain;
+- branch_mispredictions: the misprediction penalties on lines with high misprediction rates.
+"""
+
+from __future__ import annotations
+
+from perfforge.records import Diagnosis, Finding, HotLine, Profile
+from profiling.diagnoses.registry import Rule, Threshold, finding, make_diagnosis, register
+
+TARGETS = ("cpu",)
+
+
+def _m(line: HotLine, name: str) -> float:
+    value = line.metric(name)
+    return 0.0 if value is None else value
+
+
+def _c(profile: Profile, name: str) -> float:
+    value = profile.counter(name)
+    return 0.0 if value is None else value
+
+
+def _total_cycles(profile: Profile, th: dict[str, Threshold]) -> float:
+    """Estimated cycles of one kernel call from the simulated events."""
+    misses_l1 = _c(profile, "I1mr") + _c(profile, "D1mr") + _c(profile, "D1mw")
+    misses_ll = _c(profile, "ILmr") + _c(profile, "DLmr") + _c(profile, "DLmw")
+    mispredicts = _c(profile, "Bcm") + _c(profile, "Bim")
+    return (_c(profile, "Ir") + th["d1_miss_penalty"].value * misses_l1 + th["ll_miss_penalty"].value * misses_ll
+            + th["mispredict_penalty"].value * mispredicts)
+
+
+def _miss_cycles(line: HotLine, th: dict[str, Threshold]) -> float:
+    return th["d1_miss_penalty"].value * _m(line, "D1_misses") + th["ll_miss_penalty"].value * _m(line, "LL_misses")
+
+
+def _line_cycles(line: HotLine, th: dict[str, Threshold]) -> float:
+    return _m(line, "Ir") + _miss_cycles(line, th) + th["mispredict_penalty"].value * _m(line, "Bcm")
+
+
+def _big_enough(line: HotLine, total: float, th: dict[str, Threshold]) -> bool:
+    return total > 0 and _line_cycles(line, th) / total >= th["min_line_share"].value
+
+
+def _aos_lines(profile: Profile, th: dict[str, Threshold]) -> list[HotLine]:
+    """Hot lines that walk an array of structures using at most half of each, when those lines together miss D1
+    (the structures come from beyond the first-level cache, not from a cache-resident array)."""
+    lines = [line for line in profile.hot_lines if line.metric("static.aos_used_fraction") is not None
+             and _m(line, "static.aos_used_fraction") <= th["aos_max_used_fraction"].value]
+    accesses = sum(_m(line, "data_accesses") for line in lines)
+    misses = sum(_m(line, "D1_misses") for line in lines)
+    if not lines or accesses <= 0 or 100.0 * misses / accesses < th["aos_d1_miss_rate"].value:
+        return []
+    return lines
+
+
+def _claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
+    return {line.line for line in _aos_lines(profile, th)}
+
+
+# ---- cache_miss_bound -----------------------------------------------------------------------------------------------
+
+def _check_cache(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    total, claimed = _total_cycles(profile, th), _claimed(profile, th)
+    lines = [line for line in profile.hot_lines if line.line not in claimed and _big_enough(line, total, th)
+             and (_m(line, "D1_miss_rate") >= th["line_d1_miss_rate"].value
+                  or _m(line, "LLd_miss_rate") >= th["line_ll_miss_rate"].value)]
+    amplification = profile.counter("D1_miss_amplification")
+    limit = th["d1_miss_amplification"]
+    if not lines or (amplification is not None and amplification < limit.value):
+        return None
+    refetched = 1.0 - 1.0 / amplification if amplification else 1.0
+    severity = refetched * sum(_miss_cycles(line, th) for line in lines) / total
+    findings = [_rate_finding(line, th) for line in lines]
+    if amplification is not None:
+        findings.append(finding("D1_miss_amplification", amplification, limit, ">="))
+    return make_diagnosis("cache_miss_bound", severity, findings)
+
+
+def _rate_finding(line: HotLine, th: dict[str, Threshold]) -> Finding:
+    if _m(line, "D1_miss_rate") >= th["line_d1_miss_rate"].value:
+        return finding("D1_miss_rate", _m(line, "D1_miss_rate"), th["line_d1_miss_rate"], ">=", [line.line])
+    return finding("LLd_miss_rate", _m(line, "LLd_miss_rate"), th["line_ll_miss_rate"], ">=", [line.line])
+
+
+# ---- poor_data_layout -----------------------------------------------------------------------------------------------
+
+def _check_layout(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    lines = _aos_lines(profile, th)
+    total = _total_cycles(profile, th)
+    if not lines or sum(_line_cycles(line, th) for line in lines) / total < th["min_line_share"].value:
+        return None
+    # A loop over structures moves whole structures: its misses, and the strided gathers and shuffles the
+    # vectoriser needs to pick fields out of them, grow with the structure's size. The unused share of each
+    # structure is taken as the wasted share of the loop's cost.
+    wasted = sum(_line_cycles(line, th) * (1.0 - _m(line, "static.aos_used_fraction")) for line in lines)
+    used = min(_m(line, "static.aos_used_fraction") for line in lines)
+    struct_bytes = max(_m(line, "static.aos_struct_bytes") for line in lines)
+    miss_rate = 100.0 * sum(_m(x, "D1_misses") for x in lines) / sum(_m(x, "data_accesses") for x in lines)
+    findings = [finding("static.aos_used_fraction", used, th["aos_max_used_fraction"], "<=", [x.line for x in lines]),
+                finding("D1_miss_rate", miss_rate, th["aos_d1_miss_rate"], ">=", [x.line for x in lines])]
+    extra = [f"the loop touches {used:.0%} of each {struct_bytes:.0f}-byte structure: the rest of every cache line "
+             "it fetches is wasted"]
+    return make_diagnosis("poor_data_layout", wasted / total, findings, extra)
+
+
+# ---- loop_invariant_work --------------------------------------------------------------------------------------------
+
+def _check_invariant(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    total = _total_cycles(profile, th)
+    lines = [line for line in profile.hot_lines if _m(line, "static.invariant_calls") >= 1
+             and _big_enough(line, total, th)]
+    if not lines:
+        return None
+    hoistable = 0.0
+    for line in lines:
+        call_cost = _m(line, "Ir") - _m(line, "Ir_self")  # what the line spends in the functions it calls
+        inlined = th["invariant_inlined_fraction"].value * _line_cycles(line, th)
+        hoistable += call_cost if call_cost > 0 else inlined
+    findings = [finding("static.invariant_calls", _m(line, "static.invariant_calls"), _one(th), ">=", [line.line])
+                for line in lines]
+    extra = [f"line {line.line} ({line.share:.0%} of instructions) repeats a call whose arguments do not change "
+             f"inside its loop: {line.code}" for line in lines]
+    return make_diagnosis("loop_invariant_work", hoistable / total, findings, extra)
+
+
+def _one(th: dict[str, Threshold]) -> Threshold:
+    return Threshold("invariant_calls", 1.0, "expr", "one repeated call is redundant work")
+
+
+# ---- missing_parallelism and poor_openmp_schedule -------------------------------------------------------------------
+
+def _nest_shares(profile: Profile, th: dict[str, Threshold], only_flag: str = "") -> dict[int, float]:
+    """Estimated-cycle share of each loop nest (by its outermost loop's line) among the hot lines."""
+    total, shares = _total_cycles(profile, th), {}
+    for line in profile.hot_lines:
+        nest = int(_m(line, "static.outer_loop_line"))
+        if nest and total > 0 and (not only_flag or _m(line, only_flag) >= 1):
+            shares[nest] = shares.get(nest, 0.0) + _line_cycles(line, th) / total
+    return shares
+
+
+def _check_parallelism(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    cores = _c(profile, "cpu_cores")
+    if cores < th["min_cores"].value or _c(profile, "static.openmp_pragmas") or _c(profile, "static.thread_spawns"):
+        return None
+    if profile.timing is not None and profile.timing.median_ms < th["min_parallel_time"].value:
+        return None
+    shares = _nest_shares(profile, th)
+    if not shares:
+        return None
+    nest, share = max(shares.items(), key=lambda item: item[1])
+    if share < th["dominant_nest_share"].value:
+        return None
+    saving = share * (1.0 - 1.0 / cores) * th["parallel_efficiency"].value
+    findings = [finding("loop_nest_share", share, th["dominant_nest_share"], ">=", [nest]),
+                finding("cpu_cores", cores, th["min_cores"], ">="),
+                finding("static.openmp_pragmas", 0, Threshold("openmp_pragmas", 0, "pragma", "none"), "<=")]
+    extra = [f"the loop nest at line {nest} has {share:.0%} of the estimated cycles and runs on one of "
+             f"{cores:.0f} cores"]
+    return make_diagnosis("missing_parallelism", saving, findings, extra)
+
+
+def _check_schedule(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    cores = _c(profile, "cpu_cores")
+    shares = _nest_shares(profile, th, only_flag="static.omp_static_triangular")
+    if cores < th["min_cores"].value or not shares:
+        return None
+    nest, share = max(shares.items(), key=lambda item: item[1])
+    if share < th["dominant_nest_share"].value:
+        return None
+    # Triangular work under a static schedule over p threads: the last thread's chunk holds (2p-1)/p^2 of the
+    # work against 1/p balanced, so (p-1)/(2p-1) of the nest's time is lost to waiting.
+    lost = (cores - 1.0) / (2.0 * cores - 1.0)
+    findings = [finding("loop_nest_share", share, th["dominant_nest_share"], ">=", [nest])]
+    extra = [f"the OpenMP loop at line {nest} has inner bounds that depend on its index (triangular work) and a "
+             "static schedule: threads with the long rows finish last"]
+    return make_diagnosis("poor_openmp_schedule", share * lost, findings, extra)
+
+
+# ---- missed_vectorization -------------------------------------------------------------------------------------------
+
+def _missed_reasons(line: HotLine) -> list[str]:
+    return [m.name.removeprefix("gcc.missed.") for m in line.metrics if m.name.startswith("gcc.missed.")]
+
+
+def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    total, claimed = _total_cycles(profile, th), _claimed(profile, th)
+    lines = [line for line in profile.hot_lines if line.metric("gcc.vectorized") == 0.0
+             and line.line not in claimed and _missed_reasons(line) != ["outer_loop"] and _big_enough(line, total, th)]
+    if not lines:
+        return None
+    own = sum(_m(line, "Ir_self") for line in lines)
+    severity = th["vector_gain"].value * own / total
+    share = own / total
+    findings = [finding("unvectorized_loop_share", share, th["min_line_share"], ">=", [x.line for x in lines])]
+    reasons = sorted({reason for line in lines for reason in _missed_reasons(line)})
+    extra = [f"gcc did not vectorise the loop around line(s) {', '.join(str(x.line) for x in lines)}: "
+             f"{', '.join(reasons)}"]
+    if "possible_aliasing" in reasons:
+        extra.append("the pointers may alias: gcc would need too many run-time overlap checks; `restrict` on "
+                     "pointers that never overlap lets it vectorise")
+    return make_diagnosis("missed_vectorization", severity, findings, extra)
+
+
+# ---- branch_mispredictions ------------------------------------------------------------------------------------------
+
+def _check_branches(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    total = _total_cycles(profile, th)
+    lines = [line for line in profile.hot_lines if _big_enough(line, total, th)
+             and _m(line, "branch_mispredict_rate") >= th["line_branch_mispredict_rate"].value]
+    if not lines:
+        return None
+    penalty = sum(th["mispredict_penalty"].value * _m(line, "Bcm") for line in lines)
+    findings = [finding("branch_mispredict_rate", _m(line, "branch_mispredict_rate"),
+                        th["line_branch_mispredict_rate"], ">=", [line.line]) for line in lines]
+    return make_diagnosis("branch_mispredictions", penalty / total, findings)
+
+
+_COMMON = ("d1_miss_penalty", "ll_miss_penalty", "mispredict_penalty", "min_line_share")
+_EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim")
+_AOS = ("aos_max_used_fraction", "aos_d1_miss_rate")
+
+register(Rule("cache_miss_bound", TARGETS, (*_EVENTS, "D1_miss_amplification"),
+              (*_COMMON, "line_d1_miss_rate", "line_ll_miss_rate", "d1_miss_amplification", *_AOS),
+              "walk memory in the order it is laid out (swap loops so the innermost index is contiguous) or block "
+              "the loops so reused data stays in cache", _check_cache))
+register(Rule("poor_data_layout", TARGETS, _EVENTS, (*_COMMON, *_AOS),
+              "store the fields the hot loop uses as separate arrays (structure of arrays), or copy them out once "
+              "before the loop", _check_layout))
+register(Rule("loop_invariant_work", TARGETS, _EVENTS, (*_COMMON, "invariant_inlined_fraction"),
+              "compute the expression once before the loop that does not change it", _check_invariant))
+register(Rule("missing_parallelism", TARGETS, (*_EVENTS, "cpu_cores", "static.openmp_pragmas"),
+              (*_COMMON, "min_cores", "dominant_nest_share", "min_parallel_time", "parallel_efficiency"),
+              "share the independent iterations of the dominant loop among the cores (#pragma omp parallel for)",
+              _check_parallelism))
+register(Rule("poor_openmp_schedule", TARGETS, (*_EVENTS, "cpu_cores"), (*_COMMON, "min_cores", "dominant_nest_share"),
+              "use schedule(dynamic, chunk) or schedule(guided) for loops whose iterations differ in cost",
+              _check_schedule))
+register(Rule("missed_vectorization", TARGETS, _EVENTS, (*_COMMON, "vector_gain", *_AOS),
+              "remove what blocks the vectoriser (restrict on non-overlapping pointers, no calls or early exits in "
+              "the loop, unit-stride accesses)", _check_vectorization))
+register(Rule("branch_mispredictions", TARGETS, _EVENTS, (*_COMMON, "line_branch_mispredict_rate"),
+              "replace the data-dependent branch with arithmetic or a conditional select (branchless code)",
+              _check_branches))

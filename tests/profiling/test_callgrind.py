@@ -1,0 +1,147 @@
+"""callgrind: a real valgrind run on a small harness the test writes, and the parser on hand-written output."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from profiling.cpu import callgrind
+
+RUNTIME = Path(__file__).resolve().parents[2] / "profiling" / "runtime"
+
+KERNEL_C = """\
+#include <math.h>
+void walk(const float *a, float *out, int n) {
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            s += a[j * n + i];
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        out[i] = s + expf(a[i]);
+    }
+}
+"""
+
+HARNESS_C = """\
+#include "perfforge_harness.h"
+void walk(const float *a, float *out, int n);
+int main(int argc, char **argv) {
+    pf_run r;
+    pf_init(&r, argc, argv);
+    int n = (int)pf_param_int(&r, "n", 128);
+    pf_buf *a = pf_input(&r, "a", PF_F32, (size_t)n * n, -1.0, 1.0);
+    pf_buf *out = pf_output(&r, "out", PF_F32, (size_t)n);
+    while (pf_begin(&r)) {
+        walk((const float *)pf_ptr(a), (float *)pf_ptr(out), n);
+        pf_end(&r);
+    }
+    return pf_finish(&r);
+}
+"""
+
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+
+
+@pytest.fixture(scope="module")
+def column_walk(tmp_path_factory: pytest.TempPathFactory) -> callgrind.CallgrindResult:
+    """A column walk over a 256x256 matrix (one cache line per element) and a loop calling expf."""
+    directory = tmp_path_factory.mktemp("walk")
+    (directory / "kernel.c").write_text(KERNEL_C)
+    (directory / "harness.c").write_text(HARNESS_C)
+    subprocess.run(["gcc", "-O2", "-g", f"-I{RUNTIME}", "harness.c", "kernel.c", "-o", "bin", "-lm"], cwd=directory,
+                   check=True)
+    return callgrind.run_callgrind(directory / "bin", ["n=256"], "walk", "kernel.c", directory / "scratch")
+
+
+@needs_valgrind
+def test_counts_only_the_kernel_per_call(column_walk: callgrind.CallgrindResult) -> None:
+    assert column_walk.kernel_calls == 2  # profile mode: one warm-up call and the profiled one
+    loads = column_walk.totals["Dr"]
+    assert 256 * 256 <= loads < 3 * 256 * 256  # one load per element per call, not the harness's input filling
+    assert column_walk.totals["Ir"] < 40 * 256 * 256
+
+
+@needs_valgrind
+def test_column_walk_line_misses_d1(column_walk: callgrind.CallgrindResult) -> None:
+    source = KERNEL_C.split("\n")
+    hot = callgrind.hot_lines(column_walk, source)
+    assert {line.line for line in hot[:2]} == {5, 6}  # the inner loop: its header and s += a[j * n + i]
+    worst = max(hot, key=lambda line: line.metric("D1_misses") or 0)
+    # stride 1 KiB: every access a new line, and the 256 lines of a column alias in 16 sets of D1
+    assert worst.line == 6 and worst.metric("D1_miss_rate") > 50
+    assert sum(line.share for line in hot) == pytest.approx(1.0, abs=0.02)
+
+
+@needs_valgrind
+def test_library_calls_are_charged_to_the_calling_line(column_walk: callgrind.CallgrindResult) -> None:
+    cost = column_walk.lines[10]  # out[i] = s + expf(a[i])
+    assert cost.calls.get("Ir", 0) > 256 * 5  # expf's instructions, ~256 calls of several instructions
+    assert cost.total("Ir") > cost.own["Ir"]
+
+
+@needs_valgrind
+def test_counters_have_units_and_rates(column_walk: callgrind.CallgrindResult) -> None:
+    counters = {c.name: c for c in callgrind.counters(column_walk)}
+    assert counters["Ir"].unit == "inst" and counters["D1mr"].unit == "miss"
+    assert 0 < counters["D1_miss_rate"].value <= 100 and counters["D1_miss_rate"].unit == "%"
+
+
+# Hand-written output in callgrind's format: main (harness.c) calls kernel twice; the kernel's line 5 calls expf
+# (inclusive 100 Ir) and GOMP_parallel, which calls back into the kernel's outlined region (kernel.c line 9).
+CALLGRIND_TEXT = """\
+events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim
+fl=/build/harness.c
+fn=main
+cfi=/build/kernel.c
+cfn=kernel
+calls=2 3
+20 400
+fl=/build/kernel.c
+fn=kernel
+4 10 2 0 0 1
+5 20
+cfi=???
+cfn=expf
+calls=10 0
+5 100 10
+cfn=GOMP_parallel
+calls=1 0
+6 200
+fn=kernel._omp_fn.0
+9 150 50 0 0 5 0 0 0 0 10 4
+fl=/lib/libm.c
+fn=expf
++1 100 10
+fl=/lib/gomp.c
+fn=GOMP_parallel
+1 50
+cfi=/build/kernel.c
+cfn=kernel._omp_fn.0
+calls=1 9
+2 150
+totals: 430 62 0 0 6 0 0 0 0 10 4
+"""
+
+
+def test_parser_separates_own_and_call_costs() -> None:
+    result = callgrind.parse_callgrind(CALLGRIND_TEXT, "kernel.c", "kernel")
+    assert result.kernel_calls == 2
+    assert result.totals["Ir"] == 215  # per call
+    assert result.lines[4].own == {"Ir": 5.0, "Dr": 1.0, "D1mr": 0.5}
+    assert result.lines[5].own == {"Ir": 10.0} and result.lines[5].calls == {"Ir": 50.0, "Dr": 5.0}
+    # GOMP_parallel calls back into the source: its inclusive cost would count line 9 twice
+    assert 6 not in result.lines
+    assert result.lines[9].own["Bcm"] == 2.0
+    assert set(result.lines) == {4, 5, 9}
+
+
+def test_relative_positions_and_compressed_names() -> None:
+    text = ("events: Ir\nfl=(1) /b/kernel.c\nfn=(1) kernel\n10 1\n+2 3\n* 4\n-1 5\n"
+            "fn=(2) other\nfl=(1)\nfn=(1)\n12 6\ntotals: 19\n")
+    result = callgrind.parse_callgrind(text, "kernel.c", "kernel")
+    assert {line: cost.own["Ir"] for line, cost in result.lines.items()} == {10: 1.0, 12: 13.0, 11: 5.0}

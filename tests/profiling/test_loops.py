@@ -1,0 +1,90 @@
+"""Static loop analysis with tree-sitter on small C sources."""
+
+from __future__ import annotations
+
+from profiling.cpu.loops import analyze_loops
+
+NEST = """\
+#include <math.h>
+#include <string.h>
+void kernel(const float *x, const float *t, float *out, const char *name, int n, int m, float lambda) {
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < m; j++) {
+            out[i * m + j] = x[i * m + j] * expf(-lambda * t[i]) / (lambda * 2.0f);
+            out[i * m + j] += sqrtf(x[i * m + j]);
+        }
+    }
+    for (size_t k = 0; k < strlen(name); k++) {
+        out[k] = name[k];
+    }
+}
+"""
+
+
+def test_loops_depth_and_nest() -> None:
+    analysis = analyze_loops(NEST, "kernel")
+    assert analysis.function_found
+    spans = [(loop.start_line, loop.end_line, loop.depth, loop.innermost, loop.outer_line) for loop in analysis.loops]
+    assert spans == [(4, 9, 1, False, 4), (5, 8, 2, True, 4), (10, 12, 1, True, 10)]
+    assert analysis.innermost_loop_at(6).start_line == 5
+    assert analysis.innermost_loop_at(2) is None
+
+
+def test_invariant_calls_and_arithmetic() -> None:
+    found = {(e.line, e.text, e.kind, e.loop_line) for e in analyze_loops(NEST, "kernel").invariants}
+    assert (6, "expf(-lambda * t[i])", "call", 5) in found  # t and i are not written in the j loop
+    assert (6, "(lambda * 2.0f)", "arithmetic", 5) not in found  # only divisions and calls are candidates
+    assert (10, "strlen(name)", "call", 10) in found  # the condition is re-evaluated every iteration
+    assert not any("sqrtf" in text for _, text, _, _ in found)  # x[i*m+j] changes with j
+
+
+def test_written_arrays_and_unknown_calls_are_not_invariant() -> None:
+    code = """\
+float g(float);
+void kernel(float *a, float *b, int n) {
+    for (int i = 0; i < n; i++) {
+        a[0] += 1.0f;
+        b[i] = sqrtf(a[0]) + sqrtf(b[0]) / g(b[1]);
+    }
+}
+"""
+    assert analyze_loops(code, "kernel").invariants == []  # a is written; g may write b
+
+
+def test_openmp_schedule_and_triangular_nest() -> None:
+    code = """\
+void kernel(float *a, int n) {
+#pragma omp parallel for
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j <= i; j++)
+            a[i * n + j] = 0;
+#pragma omp parallel for schedule(dynamic, 8)
+    for (int i = 0; i < n; i++)
+        a[i] = 1;
+}
+"""
+    pragmas = analyze_loops(code, "kernel").pragmas
+    assert [(p.line, p.schedule, p.loop_line, p.triangular) for p in pragmas] == [(2, "", 3, True),
+                                                                                  (6, "dynamic", 7, False)]
+
+
+def test_array_of_structures_field_use() -> None:
+    code = """\
+typedef struct { float x, y, z; double mass; float spin[4]; int id; } body;
+void kernel(body *b, float *out, int n) {
+    for (int i = 0; i < n; i++) {
+        body *p = &b[i];
+        out[i] = b[i].x + (b + i)->y + p->z;
+    }
+}
+"""
+    (access,) = analyze_loops(code, "kernel").structs
+    assert (access.array, access.type_name, access.loop_line, access.lines) == ("b", "body", 3, (5,))
+    assert access.fields_used == ("x", "y", "z")
+    assert (access.used_bytes, access.struct_bytes) == (12, 12 + 8 + 16 + 4)
+
+
+def test_missing_function_and_threads() -> None:
+    assert not analyze_loops(NEST, "nope").function_found
+    code = "#include <pthread.h>\nvoid kernel(pthread_t *t) { pthread_create(t, 0, 0, 0); }\n"
+    assert analyze_loops(code, "kernel").spawns_threads
