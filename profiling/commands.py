@@ -81,8 +81,9 @@ def _print_profile(profile: Profile, sources: list[str], token_budget: int) -> N
     from perfforge.summary import summarize
 
     timing = profile.timing
-    print(f"{profile.kernel} ({profile.target}) on {profile.machine}: median {timing.median_ms:.4g} ms "
-          f"[p10 {timing.p10_ms:.4g}, p90 {timing.p90_ms:.4g}] over {timing.trials} trials")
+    measured = (f"median {timing.median_ms:.4g} ms [p10 {timing.p10_ms:.4g}, p90 {timing.p90_ms:.4g}] over "
+                f"{timing.trials} trials" if timing.trials else timing.method)
+    print(f"{profile.kernel} ({profile.target}) on {profile.machine}: {measured}")
     if not profile.diagnoses:
         print("no bottleneck crossed its threshold")
     for rank, diagnosis in enumerate(profile.diagnoses, 1):
