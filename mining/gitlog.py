@@ -18,7 +18,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from perfforge.errors import SourceError
@@ -213,7 +213,7 @@ def _parse_meta(lines: list[str]) -> CommitMeta:
     text = "\n".join(lines)
     header, _, rest = text.partition(_EOM)
     sha, parents, timestamp, message = header.split(_FS, 3)
-    date = datetime.fromtimestamp(int(timestamp), tz=timezone.utc).isoformat()
+    date = datetime.fromtimestamp(int(timestamp), tz=UTC).isoformat()
     files = [_unquote_path(p) for p in rest.splitlines() if p]
     return CommitMeta(sha=sha, parents=parents.split(), date=date, message=message.strip(), files=files)
 

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -239,7 +239,7 @@ def check_work_dir(work_dir: Path, config: MineConfig) -> None:
 def mine(config: MineConfig) -> MineResult:
     work_dir = config.out / ".work"
     check_work_dir(work_dir, config)
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
     sources = resolve_sources(config.sources, work_dir / "repos")
     if config.judge_url:  # a dead endpoint or a wrong model name fails now, not once per judged commit
         ChatClient(config.judge_url, config.judge_model, timeout_s=30.0).chat(
@@ -354,7 +354,7 @@ def _stats(plans: list[RepoPlan], shards_by_repo: dict[str, list[dict[str, Any]]
     perf = [c for c in commits if c["is_perf"]]
     return {
         "schema_version": SCHEMA_VERSION, "miner_version": MINER_VERSION, "started_at": started_at,
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
         "prefilter_max_kernel_files": MAX_KERNEL_FILES,
         "totals": {

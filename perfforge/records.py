@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict, dataclass, field, fields
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 # Bump the minor version for added nullable fields, the major version for renamed or removed ones.
@@ -21,7 +21,7 @@ from typing import Any
 SCHEMA_VERSION = "1.1"
 
 
-class Category(str, Enum):
+class Category(StrEnum):
     """What kind of performance change a commit or pair is (the optimisation technique that dominates)."""
 
     MEMORY_ACCESS = "memory_access"  # coalescing, access patterns, strides
@@ -40,7 +40,7 @@ class Category(str, Enum):
     NONE = "none"  # not a performance change
 
 
-class KernelKind(str, Enum):
+class KernelKind(StrEnum):
     """What the changed function is, as tree-sitter sees it."""
 
     CUDA_KERNEL = "cuda_kernel"  # __global__ function (CUDA or HIP)
@@ -52,7 +52,7 @@ class KernelKind(str, Enum):
     OPENCL_KERNEL = "opencl_kernel"  # __kernel function in OpenCL C
 
 
-class Target(str, Enum):
+class Target(StrEnum):
     """Where the code runs; decides which profiler and validator apply."""
 
     CUDA = "cuda"
@@ -63,7 +63,7 @@ class Target(str, Enum):
     METAL = "metal"
 
 
-class FoundBy(str, Enum):
+class FoundBy(StrEnum):
     """How a record entered the dataset."""
 
     MINED_RULES = "mined:rules"  # the rule classifier decided alone

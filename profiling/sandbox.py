@@ -8,6 +8,7 @@ a network namespace (`unshare --net`). The result says what happened in words a 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import resource
@@ -148,7 +149,5 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

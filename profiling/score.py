@@ -83,7 +83,8 @@ def plausibility_problems(estimate: SpeedupEstimate, *, flops: float | None, byt
     if seconds > 0 and bytes_moved and peak_gbyte_per_s:
         achieved = bytes_moved / seconds / 1e9
         if achieved > peak_gbyte_per_s:
-            problems.append(f"candidate moves {achieved:.0f} GB/s, above the machine's peak {peak_gbyte_per_s:.0f} GB/s "
+            problems.append(f"candidate moves {achieved:.0f} GB/s, above the machine's peak "
+                            f"{peak_gbyte_per_s:.0f} GB/s "
                             "for the task's minimum traffic: the measurement cannot be right")
     if seconds > 0 and flops and peak_gflop_per_s:
         achieved = flops / seconds / 1e9

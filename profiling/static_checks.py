@@ -50,10 +50,7 @@ _ALL = ("cpu", "cuda", "hip", "triton")
 
 def strip_comments(code: str, language: str) -> str:
     """Comments replaced by spaces, newlines kept, so line numbers still hold."""
-    if language == "python":
-        pattern = re.compile(r"#[^\n]*")
-    else:
-        pattern = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+    pattern = re.compile(r"#[^\n]*") if language == "python" else re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
     return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), code)
 
 

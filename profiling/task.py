@@ -132,7 +132,8 @@ class Task:
         for config in self.configs:
             if config.name == wanted:
                 return config
-        raise TaskError(f"task {self.name} has no config {wanted!r}; configs: {', '.join(c.name for c in self.configs)}")
+        known = ", ".join(c.name for c in self.configs)
+        raise TaskError(f"task {self.name} has no config {wanted!r}; configs: {known}")
 
     def output(self, name: str) -> OutputSpec | None:
         return next((o for o in self.outputs if o.name == name), None)

@@ -124,8 +124,8 @@ def _check_seed(session: _Session, config: TaskConfig, seed: int, verdict: Verdi
             verdict.worst_margin, verdict.worst_output = result.worst_margin, result.worst_output
         again = compare_run(outputs, second.buffers(call), first.buffers(call))
         if not again.ok:
-            raise _Stop(Status.INCORRECT, f"{where}, call {call}: two runs on identical inputs disagree ({again.problem})"
-                                          ": the kernel reads uninitialised memory or races")
+            raise _Stop(Status.INCORRECT, f"{where}, call {call}: two runs on identical inputs disagree "
+                                          f"({again.problem}): the kernel reads uninitialised memory or races")
     return oracle
 
 

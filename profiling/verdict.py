@@ -7,13 +7,13 @@ compiler's errors, the first mismatching output with its index and values, the t
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from perfforge.records import Timing
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     IMPROVED = "improved"  # correct, and faster beyond the noise floor
     NO_CHANGE = "no_change"  # correct, within the noise floor
     SLOWER = "slower"  # correct, slower beyond the noise floor
@@ -31,7 +31,7 @@ class Status(str, Enum):
         return self in (Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER, Status.NEEDS_REVIEW, Status.CORRECT)
 
 
-class RuleStatus(str, Enum):
+class RuleStatus(StrEnum):
     ENFORCED = "enforced"
     PARTLY = "partly_enforced"
     NOT_ENFORCED = "not_enforced"

@@ -106,7 +106,8 @@ def finding(metric: str, value: float, threshold: Threshold, comparison: str,
                    unit=threshold.unit, lines=list(lines or []))
 
 
-def make_diagnosis(rule_name: str, severity: float, findings: list[Finding], extra: list[str] | None = None) -> Diagnosis:
+def make_diagnosis(rule_name: str, severity: float, findings: list[Finding],
+                   extra: list[str] | None = None) -> Diagnosis:
     """A Diagnosis whose evidence lines render the findings (metric = value unit > threshold, lines ...)."""
     rule = RULES[rule_name]
     evidence = []
