@@ -87,6 +87,26 @@ timeout_s = 30
 """
 
 
+def rows_harness(function: str, default_n: int) -> str:
+    """A harness for `void FUNCTION(const float *a, float *out, int n)`: an n x n input, n outputs."""
+    return f"""\
+#include "perfforge_harness.h"
+void {function}(const float *a, float *out, int n);
+int main(int argc, char **argv) {{
+    pf_run r;
+    pf_init(&r, argc, argv);
+    int n = (int)pf_param_int(&r, "n", {default_n});
+    pf_buf *a = pf_input(&r, "a", PF_F32, (size_t)n * n, -1.0, 1.0);
+    pf_buf *out = pf_output(&r, "out", PF_F32, (size_t)n);
+    while (pf_begin(&r)) {{
+        {function}((const float *)pf_ptr(a), (float *)pf_ptr(out), n);
+        pf_end(&r);
+    }}
+    return pf_finish(&r);
+}}
+"""
+
+
 def write_task(root: Path, *, kernel: str = SLOW_C, harness: str = HARNESS_C, toml: str = TASK_TOML,
                fast: str = FAST_C) -> Path:
     root.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from profiling.cpu import callgrind
+from tests.profiling.conftest import rows_harness
 
 RUNTIME = Path(__file__).resolve().parents[2] / "profiling" / "runtime"
 
@@ -27,22 +28,7 @@ void walk(const float *a, float *out, int n) {
 }
 """
 
-HARNESS_C = """\
-#include "perfforge_harness.h"
-void walk(const float *a, float *out, int n);
-int main(int argc, char **argv) {
-    pf_run r;
-    pf_init(&r, argc, argv);
-    int n = (int)pf_param_int(&r, "n", 128);
-    pf_buf *a = pf_input(&r, "a", PF_F32, (size_t)n * n, -1.0, 1.0);
-    pf_buf *out = pf_output(&r, "out", PF_F32, (size_t)n);
-    while (pf_begin(&r)) {
-        walk((const float *)pf_ptr(a), (float *)pf_ptr(out), n);
-        pf_end(&r);
-    }
-    return pf_finish(&r);
-}
-"""
+HARNESS_C = rows_harness("walk", 128)
 
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 

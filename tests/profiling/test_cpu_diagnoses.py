@@ -15,6 +15,7 @@ import pytest
 from perfforge.records import Profile, Timing
 from profiling.cpu.profile import profile_cpu
 from profiling.diagnoses import registry
+from tests.profiling.conftest import rows_harness
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "examples" / "tasks" / "cpu"
@@ -89,22 +90,7 @@ void lower(const float *a, float *out, int n) {
     }
 }
 """
-TRIANGLE_HARNESS = """\
-#include "perfforge_harness.h"
-void lower(const float *a, float *out, int n);
-int main(int argc, char **argv) {
-    pf_run r;
-    pf_init(&r, argc, argv);
-    int n = (int)pf_param_int(&r, "n", 300);
-    pf_buf *a = pf_input(&r, "a", PF_F32, (size_t)n * n, -1.0, 1.0);
-    pf_buf *out = pf_output(&r, "out", PF_F32, (size_t)n);
-    while (pf_begin(&r)) {
-        lower((const float *)pf_ptr(a), (float *)pf_ptr(out), n);
-        pf_end(&r);
-    }
-    return pf_finish(&r);
-}
-"""
+TRIANGLE_HARNESS = rows_harness("lower", 300)
 
 
 @pytest.mark.parametrize(("schedule", "expected"), [("", True), ("schedule(static)", True),
