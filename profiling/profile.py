@@ -18,6 +18,7 @@ from perfforge.records import Profile, Timing
 from profiling.build import Build, build
 from profiling.diagnoses import diagnose
 from profiling.harness_run import run_harness
+from profiling.machine import describe_machine, describe_tools, tool_version
 from profiling.score import timing_stats
 from profiling.task import Task, TaskConfig
 
@@ -51,6 +52,33 @@ def profile_built_cpu(task: Task, built: Build, config: TaskConfig, timing: Timi
                        timeout_s=max(300.0, task.validate.timeout_s))
 
 
+# Launches of the task's kernel that ncu profiles: the profile-mode call may launch it more than once (tiled
+# passes, a chain of kernels); two is what the fixtures were captured with.
+NCU_LAUNCH_COUNT = 2
+NCU_TIMEOUT_S = 600.0
+
+
+def profile_built_cuda(task: Task, built: Build, config: TaskConfig, timing: Timing, work_dir: Path) -> Profile:
+    """ncu over the harness in profile mode (only the call inside the pf_profile range), then an application-mode
+    pass over one timed call for launches per call (the launch-overhead diagnosis reads it)."""
+    from profiling.cuda import ncu
+    from profiling.cuda.profile import profile_from_files
+
+    ncu_dir = work_dir / "ncu"
+    env = dict(built.env)
+    program = [*built.argv, "profile", "--seed", "0", "--out", str(ncu_dir / "profile-out"), *config.args()]
+    (ncu_dir / "profile-out").mkdir(parents=True, exist_ok=True)
+    exports = ncu.profile_and_export(program, ncu_dir, kernel_regex=f"^{task.kernel}",
+                                     launch_count=NCU_LAUNCH_COUNT, timeout_s=NCU_TIMEOUT_S, env=env)
+    one_call = [*built.argv, "time", "--seed", "0", "--out", str(ncu_dir / "app-out"), "--warmup", "0", "--trials",
+                "1", "--no-flush", *config.args()]
+    (ncu_dir / "app-out").mkdir(parents=True, exist_ok=True)
+    application = ncu.export_application_page(one_call, ncu_dir / "application", timeout_s=NCU_TIMEOUT_S, env=env)
+    return profile_from_files(exports.raw_csv, exports.source_csv, timing=timing, source_file=task.source,
+                              machine=describe_machine(task.target), tool_versions=f"ncu: {tool_version('ncu')}",
+                              kernel=task.kernel, target=task.target, application_csv=application, calls=1)
+
+
 @dataclass
 class ProfileResult:
     profile: Profile
@@ -65,12 +93,14 @@ def profiler_for(target: str) -> Profiler:
     return getattr(importlib.import_module(module), function)
 
 
-def measure(task: Task, built: Build, config: TaskConfig, work_dir: Path) -> Timing:
-    """One timing run of the version (warm-up, trials, cache flush), outside any profiler."""
+def measure(task: Task, built: Build, config: TaskConfig, work_dir: Path) -> tuple[Timing, dict]:
+    """One timing run of the version (warm-up, trials, cache flush), outside any profiler; with the context the
+    harness reported (the device under CUDA)."""
     run = run_harness(task, built, "time", config, work_dir / "time")
     if not run.ok:
         raise PerfforgeError(f"task {task.name}: the timing run failed: {run.reason()}")
-    return timing_stats([run.times_ms()], run.timing().get("method", ""))
+    context = run.timing()
+    return timing_stats([run.times_ms()], context.get("method", "")), context
 
 
 def profile_task(task: Task, work_dir: Path, *, version: Path | None = None,
@@ -80,7 +110,11 @@ def profile_task(task: Task, work_dir: Path, *, version: Path | None = None,
     built = build(task, version or task.source_path, work_dir, extra_flags=profile_build_flags(task))
     if not built.ok:
         raise PerfforgeError(f"task {task.name}: {built.reason()}")
-    timing = measure(task, built, config, work_dir)
+    timing, context = measure(task, built, config, work_dir)
     profile = profiler_for(task.target)(task, built, config, timing, work_dir)
+    if context.get("device"):
+        profile.machine = describe_machine(task.target, context)
+        profile.tool_versions = describe_tools(task.target, task.build.compiler, context) + (
+            f"; {profile.tool_versions}" if profile.tool_versions else "")
     profile.diagnoses = diagnose(profile)
     return ProfileResult(profile=profile, build=built)

@@ -50,6 +50,7 @@ class RunResult:
     timed_out: bool = False
     network_isolated: bool = False
     notes: list[str] = field(default_factory=list)
+    stdout_full: str = ""  # the whole stdout (stdout keeps only the tail)
 
     @property
     def ok(self) -> bool:
@@ -145,7 +146,7 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
     notes = [] if isolated or limits.network else ["network not isolated: no network namespace on this machine"]
     return RunResult(argv=list(argv), returncode=proc.returncode, stdout=stdout[-OUTPUT_TAIL_CHARS:],
                      stderr=stderr[-OUTPUT_TAIL_CHARS:], duration_s=time.monotonic() - start, timed_out=timed_out,
-                     network_isolated=isolated, notes=notes)
+                     network_isolated=isolated, notes=notes, stdout_full=stdout)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -1,0 +1,42 @@
+"""Whole CUDA applications (IntelliPerf's mode): ncu ranks every launch by duration, then each of the top kernels
+is profiled with the full set, one ncu pass per kernel."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from perfforge.records import Profile, Timing
+from profiling.cuda import ncu
+from profiling.cuda.launches import rank_kernels, read_application_page
+from profiling.cuda.profile import profile_from_files
+from profiling.cuda.source_csv import lines_of, read_source_page
+from profiling.diagnoses import diagnose
+from profiling.machine import tool_version
+
+APPLICATION_TIMEOUT_S = 1800.0
+
+
+def profile_cuda_application(argv: list[str], workdir: Path, *, top: int, work_dir: Path) -> list[Profile]:
+    page = ncu.export_application_page(argv, work_dir / "ranking", timeout_s=APPLICATION_TIMEOUT_S, cwd=workdir)
+    ranked = rank_kernels(read_application_page(page), top)
+    profiles = []
+    for index, kernel in enumerate(ranked):
+        exports = ncu.profile_and_export(argv, work_dir / f"kernel-{index}",
+                                         kernel_regex=f"^{re.escape(kernel.kernel)}$", launch_count=1, timeout_s=APPLICATION_TIMEOUT_S, nvtx_range=None, cwd=workdir)
+        timing = Timing(median_ms=kernel.mean_ms, p10_ms=kernel.mean_ms, p90_ms=kernel.mean_ms, trials=kernel.launches,
+                        method="ncu gpu__time_duration, mean over the application's launches (serialised under the "
+                               "profiler: for ranking, not for verdicts)")
+        profile = profile_from_files(exports.raw_csv, exports.source_csv, timing=timing,
+                                     source_file=_kernel_source_file(exports.source_csv, kernel.kernel),
+                                     machine="", tool_versions=f"ncu: {tool_version('ncu')}", kernel=kernel.kernel)
+        profile.diagnoses = diagnose(profile)
+        profiles.append(profile)
+    return profiles
+
+
+def _kernel_source_file(source_csv: Path, kernel: str) -> str:
+    """The source file holding most of the kernel's lines (its hot lines are read from that file)."""
+    paths = [line.path for line in lines_of(read_source_page(source_csv), kernel)]
+    return Counter(paths).most_common(1)[0][0] if paths else ""

@@ -1,0 +1,161 @@
+"""Nsight Compute (ncu) command lines for a built task harness, and running them.
+
+Three passes, each a separate process (STACK.md: start-up dominates, so one ncu process profiles every launch it
+needs):
+
+- profile: the harness in `profile` mode under `--set full`; only launches inside the harness's NVTX range
+  `pf_profile` (one warm-up call runs first, outside it), clocks left as they are (`--clock-control none`: the
+  lent machines must keep their clocks), the source imported into the report so the source page can show it.
+- export: the report's raw page (`--page raw --csv --print-units base`: one row per profiled launch, row 0 metric
+  names, row 1 units, values in base units) and its source page (`--page source --csv --print-source cuda`:
+  per-CUDA-line PC-sampling stall counts and memory counters, mapped from SASS through -lineinfo).
+- application: a whole program with only `gpu__time_duration.sum` collected (one replay pass per launch), to
+  rank kernels by total time before profiling the top ones in depth (profiling.cuda.launches).
+
+Never time under the profiler (VALIDATION.md rule 16): ncu replays each kernel many times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfforge.errors import PerfforgeError
+from profiling import sandbox
+
+NCU = "ncu"
+PROFILE_RANGE = "pf_profile"  # the NVTX push/pop range perfforge_harness.h opens around the profiled call
+DURATION_METRIC = "gpu__time_duration.sum"  # ns: wall time of one launch on the GPU
+
+
+class NcuError(PerfforgeError):
+    """ncu failed or produced output perfforge cannot read."""
+
+
+@dataclass(frozen=True)
+class NcuExports:
+    """The CSV pages exported from one report."""
+
+    report: Path
+    raw_csv: Path
+    source_csv: Path
+
+
+def profile_command(program: Sequence[str], report: Path, *, kernel_regex: str | None = None,
+                    launch_count: int | None = None, sections: Sequence[str] = (), ncu: str = NCU,
+                    nvtx_range: str | None = PROFILE_RANGE) -> list[str]:
+    """ncu over `program` (a harness in profile mode): launches in the pf_profile range (nvtx_range=None for a
+    whole application), --set full unless `sections` names some, written to `report` (.ncu-rep)."""
+    command = [ncu, "--clock-control", "none", "--import-source", "yes", "--force-overwrite", "--export", str(report)]
+    if nvtx_range:
+        command = [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", *command[1:]]
+    if sections:
+        for section in sections:
+            command += ["--section", section]
+    else:
+        command += ["--set", "full"]
+    if kernel_regex:
+        command += ["--kernel-name-base", "function", "--kernel-name", f"regex:{kernel_regex}"]
+    if launch_count:
+        command += ["--launch-count", str(launch_count)]
+    return command + list(program)
+
+
+def raw_page_command(report: Path, metrics: Sequence[str] = (), ncu: str = NCU) -> list[str]:
+    """The report's raw page as CSV in base units (byte, second, ...), optionally only `metrics`."""
+    command = [ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+    if metrics:
+        command += ["--metrics", ",".join(metrics)]
+    return command
+
+
+def source_page_command(report: Path, views: Sequence[str] = ("cuda", "sass"), ncu: str = NCU) -> list[str]:
+    """The report's source page as CSV: one row per line of each CUDA source file (view cuda) or per SASS
+    instruction (view sass), with PC-sampling and memory counters."""
+    return [ncu, "--import", str(report), "--csv", "--page", "source", "--print-source", ",".join(views)]
+
+
+def application_command(program: Sequence[str], report: Path, ncu: str = NCU) -> list[str]:
+    """ncu over a whole program collecting only each launch's duration (application mode)."""
+    return [ncu, "--metrics", DURATION_METRIC, "--clock-control", "none", "--force-overwrite",
+            "--export", str(report), *program]
+
+
+def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None = None, *, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> str:
+    """Runs an ncu command in the sandbox (the program it profiles may be a generated candidate); its stdout is
+    returned (and written to stdout_path when given)."""
+    if shutil.which(command[0]) is None:
+        raise NcuError(f"{command[0]} not found: install Nsight Compute or pass its path as ncu=")
+    scratch = cwd or Path(tempfile.mkdtemp(prefix="perfforge-ncu-"))
+    result = sandbox.run(list(command), cwd=scratch, env=env,
+                         limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=None, file_bytes=8 << 30))
+    if result.timed_out:
+        raise NcuError(f"ncu ran past {timeout_s:.0f} s: {shlex.join(command)}")
+    if result.returncode != 0:
+        raise NcuError(f"ncu exited with status {result.returncode}: {shlex.join(command)}\n{result.stderr[-2000:]}")
+    if stdout_path is not None:
+        stdout_path.write_text(result.stdout_full, encoding="utf-8")
+    return result.stdout_full
+
+
+def profile_and_export(program: Sequence[str], workdir: Path, *, kernel_regex: str | None = None,
+                       launch_count: int | None = None, timeout_s: float = 600.0, ncu: str = NCU,
+                       nvtx_range: str | None = PROFILE_RANGE, env: dict[str, str] | None = None,
+                       cwd: Path | None = None) -> NcuExports:
+    """Profiles `program` into workdir/report.ncu-rep and exports raw.csv and source.csv beside it."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    report = workdir / "report.ncu-rep"
+    run_ncu(profile_command(program, report.with_suffix(""), kernel_regex=kernel_regex, launch_count=launch_count,
+                            ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir, env=env)
+    exports = NcuExports(report, workdir / "raw.csv", workdir / "source.csv")
+    run_ncu(raw_page_command(report, ncu=ncu), timeout_s, exports.raw_csv, cwd=workdir)
+    run_ncu(source_page_command(report, ncu=ncu), timeout_s, exports.source_csv, cwd=workdir)
+    return exports
+
+
+def export_application_page(program: Sequence[str], workdir: Path, *, timeout_s: float = 600.0, ncu: str = NCU,
+                            env: dict[str, str] | None = None, cwd: Path | None = None) -> Path:
+    """Application mode: every launch's duration, exported as workdir/application.csv (a raw page)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    report = workdir / "application"
+    run_ncu(application_command(program, report, ncu=ncu), timeout_s, cwd=cwd or workdir, env=env)
+    page = workdir / "application.csv"
+    run_ncu(raw_page_command(report.with_suffix(".ncu-rep"), [DURATION_METRIC], ncu=ncu), timeout_s, page, cwd=workdir)
+    return page
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    """Prints one command line, shell-quoted (scripts/capture_ncu_fixtures.sh builds its commands here)."""
+    parser = argparse.ArgumentParser(prog="python -m profiling.cuda.ncu",
+                                     usage="%(prog)s WHICH --report R [options] -- PROGRAM [ARG ...]")
+    parser.add_argument("which", choices=["profile", "raw", "source", "application"])
+    parser.add_argument("--report", type=Path, required=True)
+    parser.add_argument("--kernel-regex")
+    parser.add_argument("--launch-count", type=int)
+    parser.add_argument("--metrics", default="", help="comma-separated metric names (raw page only)")
+    argv = list(argv if argv is not None else sys.argv[1:])
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    args.program = argv[split + 1:]
+    if args.which == "profile":
+        command = profile_command(args.program, args.report, kernel_regex=args.kernel_regex,
+                                  launch_count=args.launch_count)
+    elif args.which == "raw":
+        command = raw_page_command(args.report, [m for m in args.metrics.split(",") if m])
+    elif args.which == "source":
+        command = source_page_command(args.report)
+    else:
+        command = application_command(args.program, args.report)
+    print(shlex.join(command))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

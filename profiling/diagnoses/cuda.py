@@ -1,0 +1,244 @@
+"""Diagnoses of CUDA (and Triton) kernels profiled with Nsight Compute.
+
+Each rule reads the ncu metrics named in profiling/cuda/metrics.py (their meaning and unit are documented there)
+and the thresholds of thresholds/cuda.toml. Severity is in [0, 1]: roughly the share of the kernel's time the
+problem explains, weighted by how busy the unit it hurts is. Problems that name a cause (bank conflicts, atomics,
+divergence, spills, occupancy, launches, cache re-reads) can reach 1; the three regime diagnoses (dram_bound,
+compute_bound, latency_bound) describe where a kernel sits, not what to fix, and stay at or below 0.6 so that a
+cause outranks its symptom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from perfforge.records import Diagnosis, Finding, HotLine, Profile
+from profiling.cuda import launches as ln
+from profiling.cuda import metrics as m
+from profiling.diagnoses.registry import Rule, Threshold, finding, make_diagnosis, register, thresholds_for
+
+TARGETS = ("cuda", "triton")
+REGIME_WEIGHT = 0.6  # the most a regime diagnosis (dram/compute/latency bound) weighs
+Check = Callable[[Profile, dict[str, Threshold]], Diagnosis | None]
+
+
+def _threshold(thresholds: dict[str, Threshold], name: str) -> Threshold:
+    """The target's threshold, else cuda.toml's: Triton kernels are profiled with the same ncu metrics."""
+    return thresholds[name] if name in thresholds else thresholds_for("cuda")[name]
+
+
+def _value(profile: Profile, metric: str) -> float:
+    return profile.counter(metric) or 0.0
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator > 0 else 0.0
+
+
+def _lines(profile: Profile, metric: str, top: int = 3) -> list[int]:
+    """Hot lines carrying the per-line metric, largest first."""
+    carrying = [h for h in profile.hot_lines if (h.metric(metric) or 0.0) > 0]
+    return [h.line for h in sorted(carrying, key=lambda h: -(h.metric(metric) or 0.0))[:top]]
+
+
+def _lines_where(profile: Profile, keep: Callable[[HotLine], bool], top: int = 3) -> list[int]:
+    return [h.line for h in profile.hot_lines if keep(h)][:top]
+
+
+def _rule(name: str, counters: tuple[str, ...], thresholds: tuple[str, ...], hint: str) -> Callable[[Check], Check]:
+    def wrap(check: Check) -> Check:
+        register(Rule(name=name, targets=TARGETS, counters=counters, thresholds=thresholds, hint=hint, check=check))
+        return check
+    return wrap
+
+
+@_rule("shared_memory_bank_conflicts", (m.SHARED_BANK_CONFLICTS, m.SHARED_WAVEFRONTS, m.L1_THROUGHPUT_PCT),
+       ("bank_conflict_share",),
+       "pad shared-memory rows by one element (or swizzle) so a warp's accesses fall in 32 different banks")
+def bank_conflicts(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    share = _ratio(_value(profile, m.SHARED_BANK_CONFLICTS), _value(profile, m.SHARED_WAVEFRONTS))
+    limit = _threshold(th, "bank_conflict_share")
+    if share <= limit.value:
+        return None
+    l1_busy = max(_value(profile, m.L1_THROUGHPUT_PCT), _value(profile, m.MEMORY_THROUGHPUT_PCT)) / 100
+    lines = _lines(profile, "shared_excessive_wavefronts")
+    return make_diagnosis("shared_memory_bank_conflicts", min(1.0, share) * l1_busy,
+                          [finding("bank_conflicts_per_shared_wavefront", share, limit, ">", lines)])
+
+
+@_rule("uncoalesced_global_access", (m.GLOBAL_EXCESSIVE_SECTORS, m.GLOBAL_LD_SECTORS, m.GLOBAL_ST_SECTORS,
+                                     m.GLOBAL_LD_BYTES_PER_SECTOR, m.GLOBAL_ST_BYTES_PER_SECTOR),
+       ("uncoalesced_sector_share",),
+       "make consecutive threads touch consecutive addresses (stage through shared memory to transpose the access)")
+def uncoalesced(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    sectors = _value(profile, m.GLOBAL_LD_SECTORS) + _value(profile, m.GLOBAL_ST_SECTORS)
+    share = _ratio(_value(profile, m.GLOBAL_EXCESSIVE_SECTORS), sectors)
+    limit = _threshold(th, "uncoalesced_sector_share")
+    if share <= limit.value:
+        return None
+    memory_busy = _value(profile, m.MEMORY_THROUGHPUT_PCT) / 100
+    extra = [f"{name} = {profile.counter(metric):.3g} byte/sector (32 when coalesced)"
+             for name, metric in (("loads", m.GLOBAL_LD_BYTES_PER_SECTOR), ("stores", m.GLOBAL_ST_BYTES_PER_SECTOR))
+             if profile.counter(metric) is not None]
+    lines = _lines(profile, "global_excessive_sectors")
+    return make_diagnosis("uncoalesced_global_access", min(1.0, share) * memory_busy,
+                          [finding("excess_sectors_per_global_sector", share, limit, ">", lines)], extra)
+
+
+@_rule("atomic_contention", (m.L2_ATOM_SECTORS, m.L2_RED_SECTORS, m.GLOBAL_ATOM_REQUESTS, m.GLOBAL_RED_REQUESTS,
+                             m.SM_THROUGHPUT_PCT, m.MEMORY_THROUGHPUT_PCT), ("atomic_ops_per_request",),
+       "reduce in registers and shared memory first (warp shuffles, block reduction), then one atomic per block")
+def atomic_contention(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    requests = _value(profile, m.GLOBAL_ATOM_REQUESTS) + _value(profile, m.GLOBAL_RED_REQUESTS)
+    ops_per_request = _ratio(_value(profile, m.L2_ATOM_SECTORS) + _value(profile, m.L2_RED_SECTORS), requests)
+    limit = _threshold(th, "atomic_ops_per_request")
+    if ops_per_request <= limit.value:
+        return None
+    idle = 1 - max(_value(profile, m.SM_THROUGHPUT_PCT), _value(profile, m.MEMORY_THROUGHPUT_PCT)) / 100
+    lines = _lines_where(profile, lambda h: "atomic" in h.code.lower())
+    return make_diagnosis("atomic_contention", min(1.0, ops_per_request / 32) * idle,
+                          [finding("l2_atomic_ops_per_request", ops_per_request, limit, ">", lines)])
+
+
+def occupancy_limit_text(profile: Profile, theoretical_pct: float, th: dict[str, Threshold]) -> str:
+    """Which limit holds occupancy down: a launch resource, or a grid too small to fill the SMs."""
+    if theoretical_pct <= _threshold(th, "achieved_occupancy_pct").value:
+        limits = {name: profile.counter(metric) for name, metric in m.OCCUPANCY_LIMITS.items()
+                  if profile.counter(metric) is not None}
+        name = min(limits, key=lambda key: limits[key])
+        return (f"limited by {name}: {limits[name]:.0f} block(s) per SM ({m.OCCUPANCY_LIMITS[name]}), "
+                f"theoretical occupancy {theoretical_pct:.1f}%")
+    waves = _value(profile, m.WAVES_PER_SM)
+    if waves < 1:
+        return f"grid too small: {waves:.2f} waves of blocks across the SMs ({m.WAVES_PER_SM})"
+    return f"theoretical occupancy {theoretical_pct:.1f}%: warps finish unevenly (tail or imbalance)"
+
+
+@_rule("low_occupancy", (m.ACHIEVED_OCCUPANCY_PCT, m.THEORETICAL_OCCUPANCY_PCT, *m.OCCUPANCY_LIMITS.values(),
+                         m.WAVES_PER_SM, m.ISSUE_ACTIVE_PCT), ("achieved_occupancy_pct",),
+       "raise resident warps: smaller shared-memory or register footprint per block, more threads or more blocks")
+def low_occupancy(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    achieved = profile.counter(m.ACHIEVED_OCCUPANCY_PCT)
+    limit = _threshold(th, "achieved_occupancy_pct")
+    if achieved is None or achieved >= limit.value:
+        return None
+    theoretical = _value(profile, m.THEORETICAL_OCCUPANCY_PCT)
+    idle_issue = 1 - _value(profile, m.ISSUE_ACTIVE_PCT) / 100
+    return make_diagnosis("low_occupancy", (1 - achieved / limit.value) * idle_issue,
+                          [finding(m.ACHIEVED_OCCUPANCY_PCT, achieved, limit, "<")],
+                          [occupancy_limit_text(profile, theoretical, th)])
+
+
+@_rule("register_spills", (m.SPILL_REQUESTS, m.LOCAL_LD_SECTORS, m.LOCAL_ST_SECTORS, m.GLOBAL_LD_SECTORS,
+                           m.GLOBAL_ST_SECTORS, m.REGISTERS_PER_THREAD), ("spill_local_share",),
+       "give the compiler registers back (looser __launch_bounds__ or -maxrregcount) or shrink per-thread arrays")
+def register_spills(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    if _value(profile, m.SPILL_REQUESTS) <= 0:
+        return None
+    local = _value(profile, m.LOCAL_LD_SECTORS) + _value(profile, m.LOCAL_ST_SECTORS)
+    share = _ratio(local, local + _value(profile, m.GLOBAL_LD_SECTORS) + _value(profile, m.GLOBAL_ST_SECTORS))
+    limit = _threshold(th, "spill_local_share")
+    if share <= limit.value:
+        return None
+    busy = max(_value(profile, m.MEMORY_THROUGHPUT_PCT), _value(profile, m.L1_THROUGHPUT_PCT)) / 100
+    extra = [f"{m.SPILL_REQUESTS} = {_value(profile, m.SPILL_REQUESTS):.4g} requests; "
+             f"{m.REGISTERS_PER_THREAD} = {_value(profile, m.REGISTERS_PER_THREAD):.0f}"]
+    return make_diagnosis("register_spills", share * busy, [finding("local_sectors_share", share, limit, ">")], extra)
+
+
+@_rule("branch_divergence", (m.THREADS_PER_INST, m.DIVERGENT_BRANCHES, m.SM_THROUGHPUT_PCT, m.ISSUE_ACTIVE_PCT),
+       ("threads_per_inst",),
+       "make branch conditions uniform per warp (remap work so a warp's lanes take the same path), or predicate")
+def branch_divergence(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    threads = profile.counter(m.THREADS_PER_INST)
+    limit = _threshold(th, "threads_per_inst")
+    if threads is None or threads >= limit.value:
+        return None
+    idle_lanes = 1 - threads / 32
+    busy = max(_value(profile, m.SM_THROUGHPUT_PCT), _value(profile, m.ISSUE_ACTIVE_PCT)) / 100
+    lines = _lines(profile, "divergent_branches")
+    return make_diagnosis("branch_divergence", min(1.0, 2 * idle_lanes) * busy,
+                          [finding(m.THREADS_PER_INST, threads, limit, "<", lines)],
+                          [f"{m.DIVERGENT_BRANCHES} = {_value(profile, m.DIVERGENT_BRANCHES):.4g}"])
+
+
+def _roofline_text(profile: Profile) -> list[str]:
+    r = profile.roofline
+    if r is None:
+        return []
+    return [f"achieved {r.achieved_gbyte_per_s:.0f} GB/s of {r.peak_gbyte_per_s:.0f} GB/s, "
+            f"{r.achieved_gflop_per_s:.0f} GFLOP/s of {r.peak_gflop_per_s:.0f} GFLOP/s "
+            f"(intensity {r.arithmetic_intensity_flop_per_byte:.3g} FLOP/byte)"]
+
+
+@_rule("dram_bound", (m.DRAM_THROUGHPUT_PCT,), ("dram_bound_pct",),
+       "move fewer bytes: fuse passes, use narrower types, keep reused data on chip")
+def dram_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    dram = profile.counter(m.DRAM_THROUGHPUT_PCT)
+    limit = _threshold(th, "dram_bound_pct")
+    if dram is None or dram < limit.value:
+        return None
+    return make_diagnosis("dram_bound", REGIME_WEIGHT * dram / 100, [finding(m.DRAM_THROUGHPUT_PCT, dram, limit, ">=")],
+                          _roofline_text(profile))
+
+
+@_rule("compute_bound", (m.SM_THROUGHPUT_PCT, m.MEMORY_THROUGHPUT_PCT, m.FMA_PIPE_PCT), ("compute_bound_pct",),
+       "do less arithmetic per result (fused multiply-adds, cheaper math, tensor cores for matrix work)")
+def compute_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    sm, memory = profile.counter(m.SM_THROUGHPUT_PCT), _value(profile, m.MEMORY_THROUGHPUT_PCT)
+    limit = _threshold(th, "compute_bound_pct")
+    if sm is None or sm < limit.value or sm < memory:
+        return None
+    return make_diagnosis("compute_bound", REGIME_WEIGHT * sm / 100 * 0.8,
+                          [finding(m.SM_THROUGHPUT_PCT, sm, limit, ">=")], _roofline_text(profile))
+
+
+@_rule("latency_bound", (m.SM_THROUGHPUT_PCT, m.MEMORY_THROUGHPUT_PCT), ("latency_bound_pct",),
+       "put more independent work in flight: more warps, more loads per thread before first use, fewer barriers")
+def latency_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    sm, memory = profile.counter(m.SM_THROUGHPUT_PCT), profile.counter(m.MEMORY_THROUGHPUT_PCT)
+    limit = _threshold(th, "latency_bound_pct")
+    if sm is None or memory is None or max(sm, memory) >= limit.value:
+        return None
+    findings = [finding(m.SM_THROUGHPUT_PCT, sm, limit, "<"), finding(m.MEMORY_THROUGHPUT_PCT, memory, limit, "<")]
+    top_stall = [f"most sampled warp state: {profile.stalls[0].reason} ({profile.stalls[0].share:.0%})"]
+    return make_diagnosis("latency_bound", REGIME_WEIGHT * (1 - max(sm, memory) / limit.value), findings,
+                          top_stall if profile.stalls else [])
+
+
+@_rule("poor_cache_locality", (m.L1_THROUGHPUT_PCT, m.DRAM_THROUGHPUT_PCT, m.GLOBAL_LD_SECTORS, m.GLOBAL_ST_SECTORS,
+                               m.SHARED_WAVEFRONTS, m.L1_HIT_RATE_PCT),
+       ("cache_bound_pct", "cache_bound_dram_pct", "cache_bound_global_share"),
+       "keep reused data in registers and shared memory (tiling) so each byte is fetched from the caches once")
+def poor_cache_locality(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    l1, dram = _value(profile, m.L1_THROUGHPUT_PCT), _value(profile, m.DRAM_THROUGHPUT_PCT)
+    global_sectors = _value(profile, m.GLOBAL_LD_SECTORS) + _value(profile, m.GLOBAL_ST_SECTORS)
+    global_share = _ratio(global_sectors, global_sectors + _value(profile, m.SHARED_WAVEFRONTS))
+    busy, low_dram = _threshold(th, "cache_bound_pct"), _threshold(th, "cache_bound_dram_pct")
+    share = _threshold(th, "cache_bound_global_share")
+    if l1 < busy.value or dram >= low_dram.value or global_share < share.value:
+        return None
+    findings = [finding(m.L1_THROUGHPUT_PCT, l1, busy, ">="), finding(m.DRAM_THROUGHPUT_PCT, dram, low_dram, "<"),
+                finding("global_share_of_l1_passes", global_share, share, ">=")]
+    dram_bytes = profile.roofline.achieved_gbyte_per_s * profile.timing.median_ms * 1e6 if profile.roofline else 0
+    extra = [f"{m.L1_HIT_RATE_PCT} = {_value(profile, m.L1_HIT_RATE_PCT):.1f} %"]
+    if dram_bytes > 0:
+        extra.append(f"about {32 * global_sectors / dram_bytes:.0f} bytes requested from L1 per DRAM byte")
+    lines = _lines_where(profile, lambda h: h.dominant_stall in ("long_scoreboard", "lg_throttle"))
+    if lines:
+        findings[0].lines = lines
+    return make_diagnosis("poor_cache_locality", l1 / 100 * global_share * (1 - dram / 100), findings, extra)
+
+
+@_rule("launch_overhead", (ln.LAUNCHES_PER_CALL, ln.MEAN_LAUNCH_DURATION_US), ("launches_per_call", "short_launch_us"),
+       "fuse the small kernels into one launch (a block per row or a grid-stride loop), or capture a CUDA graph")
+def launch_overhead(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    launches, mean_us = profile.counter(ln.LAUNCHES_PER_CALL), profile.counter(ln.MEAN_LAUNCH_DURATION_US)
+    many, short = _threshold(th, "launches_per_call"), _threshold(th, "short_launch_us")
+    if launches is None or mean_us is None or launches < many.value or mean_us >= short.value:
+        return None
+    findings: list[Finding] = [finding(ln.LAUNCHES_PER_CALL, launches, many, ">="),
+                               finding(ln.MEAN_LAUNCH_DURATION_US, mean_us, short, "<")]
+    extra = [f"{launches:.0f} launches per call of {profile.timing.median_ms:.3f} ms"]
+    return make_diagnosis("launch_overhead", (1 - mean_us / short.value) * min(1.0, launches / many.value),
+                          findings, extra)
