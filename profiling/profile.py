@@ -68,7 +68,7 @@ def profile_built_cuda(task: Task, built: Build, config: TaskConfig, timing: Tim
     env = dict(built.env)
     program = [*built.argv, "profile", "--seed", "0", "--out", str(ncu_dir / "profile-out"), *config.args()]
     (ncu_dir / "profile-out").mkdir(parents=True, exist_ok=True)
-    exports = ncu.profile_and_export(program, ncu_dir, kernel_regex=f"^{task.kernel}",
+    exports = ncu.profile_and_export(program, ncu_dir, kernel_regex=f"^({task.kernel})",
                                      launch_count=NCU_LAUNCH_COUNT, timeout_s=NCU_TIMEOUT_S, env=env)
     one_call = [*built.argv, "time", "--seed", "0", "--out", str(ncu_dir / "app-out"), "--warmup", "0", "--trials",
                 "1", "--no-flush", *config.args()]
