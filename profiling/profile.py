@@ -52,9 +52,9 @@ def profile_built_cpu(task: Task, built: Build, config: TaskConfig, timing: Timi
                        timeout_s=max(300.0, task.validate.timeout_s))
 
 
-# Launches of the task's kernel that ncu profiles: the profile-mode call may launch it more than once (tiled
-# passes, a chain of kernels); two is what the fixtures were captured with.
-NCU_LAUNCH_COUNT = 2
+# Launches ncu profiles inside the pf_profile range (one call of the launcher): enough for a chain of kernels,
+# bounded because each launch is replayed ~40 times under --set full.
+NCU_LAUNCH_COUNT = 8
 NCU_TIMEOUT_S = 600.0
 
 
@@ -68,15 +68,31 @@ def profile_built_cuda(task: Task, built: Build, config: TaskConfig, timing: Tim
     env = dict(built.env)
     program = [*built.argv, "profile", "--seed", "0", "--out", str(ncu_dir / "profile-out"), *config.args()]
     (ncu_dir / "profile-out").mkdir(parents=True, exist_ok=True)
-    exports = ncu.profile_and_export(program, ncu_dir, kernel_regex=f"^({task.kernel})",
-                                     launch_count=NCU_LAUNCH_COUNT, timeout_s=NCU_TIMEOUT_S, env=env)
+    exports = ncu.profile_and_export(program, ncu_dir, launch_count=NCU_LAUNCH_COUNT, timeout_s=NCU_TIMEOUT_S,
+                                     env=env)
     one_call = [*built.argv, "time", "--seed", "0", "--out", str(ncu_dir / "app-out"), "--warmup", "0", "--trials",
                 "1", "--no-flush", *config.args()]
     (ncu_dir / "app-out").mkdir(parents=True, exist_ok=True)
     application = ncu.export_application_page(one_call, ncu_dir / "application", timeout_s=NCU_TIMEOUT_S, env=env)
     return profile_from_files(exports.raw_csv, exports.source_csv, timing=timing, source_file=task.source,
                               machine=describe_machine(task.target), tool_versions=f"ncu: {tool_version('ncu')}",
-                              kernel=task.kernel, target=task.target, application_csv=application, calls=1)
+                              kernel=_profiled_kernel(exports.raw_csv, task.kernel), target=task.target,
+                              application_csv=application, calls=1)
+
+
+def _profiled_kernel(raw_csv: Path, kernel_pattern: str) -> str:
+    """The kernel the profile describes: the first launch in the pf_profile range whose name matches the task's
+    kernel (a name or a regex), else the longest launch (a candidate may rename or fuse kernels)."""
+    import re
+
+    from profiling.cuda.launches import launch_duration_ms
+    from profiling.cuda.raw_csv import read_raw_page
+
+    launches = read_raw_page(raw_csv)
+    if not launches:
+        raise PerfforgeError(f"ncu profiled no kernel launch in the pf_profile range ({raw_csv})")
+    matching = [launch for launch in launches if re.match(kernel_pattern, launch.kernel_base)]
+    return (matching[0] if matching else max(launches, key=launch_duration_ms)).kernel_base
 
 
 @dataclass

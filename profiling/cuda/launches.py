@@ -49,7 +49,7 @@ class LaunchStats:
                 CounterValue(KERNEL_TIME_PER_CALL_MS, self.kernel_time_per_call_ms, "ms")]
 
 
-def _duration_ms(launch: KernelLaunch) -> float:
+def launch_duration_ms(launch: KernelLaunch) -> float:
     counter = launch.counters.get(DURATION)
     if counter is None:
         raise NcuCsvError(f"launch {launch.launch_id} has no {DURATION}: collect it (ncu --metrics {DURATION})")
@@ -63,7 +63,7 @@ def rank_kernels(launches: Sequence[KernelLaunch], top: int | None = None) -> li
     """Kernels by total GPU time, most first (ties by name)."""
     totals: dict[str, list[float]] = {}
     for launch in launches:
-        totals.setdefault(launch.kernel_base, []).append(_duration_ms(launch))
+        totals.setdefault(launch.kernel_base, []).append(launch_duration_ms(launch))
     grand_total_ms = sum(sum(times) for times in totals.values()) or 1.0
     ranked = sorted((KernelTime(kernel, len(times), sum(times), sum(times) / grand_total_ms)
                      for kernel, times in totals.items()), key=lambda k: (-k.total_ms, k.kernel))
@@ -74,7 +74,7 @@ def launch_stats(launches: Sequence[KernelLaunch], calls: int) -> LaunchStats:
     """Per-call launch count and kernel time of a run that made `calls` calls of the launcher."""
     if calls < 1:
         raise ValueError("calls must be at least 1")
-    total_ms = sum(_duration_ms(launch) for launch in launches)
+    total_ms = sum(launch_duration_ms(launch) for launch in launches)
     return LaunchStats(launches_per_call=len(launches) / calls, kernel_time_per_call_ms=total_ms / calls)
 
 
