@@ -50,12 +50,12 @@ def build(task: Task, version: Path, work_dir: Path, *, extra_flags: tuple[str, 
     marker = directory / ".built"
     if marker.is_file():
         return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log=marker.read_text(),
-                     duration_s=0.0, env=_run_env(task))
+                     duration_s=0.0, env=_run_env(task, directory))
     _stage(task, version, directory)
     if task.language == "python":
         marker.write_text("")
         return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log="", duration_s=0.0,
-                     env=_run_env(task))
+                     env=_run_env(task, directory))
     result = sandbox.run(compile_argv(task, extra_flags), cwd=directory,
                          limits=sandbox.Limits(timeout_s=BUILD_TIMEOUT_S, memory_bytes=None))
     log = (result.stderr + result.stdout).strip()
@@ -64,7 +64,7 @@ def build(task: Task, version: Path, work_dir: Path, *, extra_flags: tuple[str, 
     if result.ok and (directory / "bin").is_file():
         marker.write_text(log)
     return Build(ok=result.ok, argv=_run_argv(task, directory), directory=directory, log=log,
-                 duration_s=result.duration_s, env=_run_env(task))
+                 duration_s=result.duration_s, env=_run_env(task, directory))
 
 
 def compile_argv(task: Task, extra_flags: tuple[str, ...] = ()) -> list[str]:
@@ -97,9 +97,12 @@ def _run_argv(task: Task, directory: Path) -> tuple[str, ...]:
     return (str(directory / "bin"),)
 
 
-def _run_env(task: Task) -> tuple[tuple[str, str], ...]:
+def _run_env(task: Task, directory: Path) -> tuple[tuple[str, str], ...]:
+    """Python harnesses find perfforge_harness.py; Triton keeps its compiled kernels per build, so the many runs of
+    one version compile once (each run's HOME is a fresh scratch directory, where Triton's cache would be lost)."""
     if task.language == "python":
-        return (("PYTHONPATH", str(RUNTIME_DIR)), ("PYTHONDONTWRITEBYTECODE", "1"))
+        return (("PYTHONPATH", str(RUNTIME_DIR)), ("PYTHONDONTWRITEBYTECODE", "1"),
+                ("TRITON_CACHE_DIR", str(directory / ".triton-cache")))
     return ()
 
 

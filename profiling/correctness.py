@@ -2,7 +2,7 @@
 
 Pure functions over numpy arrays: no building, no running. Outputs are compared with the task's dtype-aware
 tolerances, NaN/Inf must sit where the oracle has them, never-written elements (still holding the 0xFF poison)
-are named as such, inputs must come back bit-identical, and the worst element's distance to its tolerance is
+are named as such, inputs must come back bit-identical (by digest), and the worst element's distance to its tolerance is
 reported as a margin (llm.c's habit: say how close the worst element came).
 """
 
@@ -96,35 +96,35 @@ def _poisoned(array: np.ndarray, dtype: str) -> np.ndarray:
     return raw == np.iinfo(raw.dtype).max
 
 
-def compare_input(name: str, got: np.ndarray, want: np.ndarray) -> Comparison:
-    """An input after the candidate's call against the same input after the oracle's: bit for bit (rule 6)."""
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return Comparison(False, f"input '{name}' changed shape or dtype")
-    if got.tobytes() == want.tobytes():
-        return Comparison(True)
-    changed = got.view(np.uint8).reshape(got.size, -1) != want.view(np.uint8).reshape(want.size, -1)
-    index = int(np.flatnonzero(changed.any(axis=1))[0])
-    return Comparison(False, f"input '{name}' was modified by the kernel: index {index} holds {got[index]!r} instead "
-                             f"of {want[index]!r}; inputs must be left unchanged")
-
-
-def compare_run(outputs: tuple[OutputSpec, ...], got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> Comparison:
-    """Every buffer of one call: declared outputs within tolerance, every other buffer (inputs) unchanged."""
-    missing = sorted(set(want) - set(got))
-    if missing:
-        return Comparison(False, f"buffer(s) {', '.join(missing)} were not written by the harness")
-    worst = Comparison(True)
+def compare_inputs(got: dict[str, str], want: dict[str, str]) -> Comparison:
+    """Every input's digest after the candidate's call against the same input's after the oracle's (rule 6): the
+    harness draws both from the same seed, so any difference is the kernel writing to its input."""
     for name in sorted(want):
-        spec = next((o for o in outputs if o.name == name), None)
-        result = compare_output(spec, got[name], want[name]) if spec else compare_input(name, got[name], want[name])
+        if got.get(name) != want[name]:
+            return Comparison(False, f"input '{name}' was modified by the kernel (its contents after the call differ "
+                                     "from the original's); inputs must be left unchanged")
+    return Comparison(True)
+
+
+def compare_run(outputs: tuple[OutputSpec, ...], got: dict[str, np.ndarray], want: dict[str, np.ndarray],
+                got_digests: dict[str, str] | None = None, want_digests: dict[str, str] | None = None) -> Comparison:
+    """Every buffer of one call: declared outputs within tolerance, every input unchanged."""
+    inputs = compare_inputs(got_digests or {}, want_digests or {})
+    if not inputs.ok:
+        return inputs
+    undeclared = [o.name for o in outputs if o.name not in want]
+    if undeclared:
+        return Comparison(False, f"the harness wrote no output named {', '.join(undeclared)}, which task.toml "
+                                 "declares: register it with pf_output or pf_inout")
+    worst = Comparison(True)
+    for spec in outputs:
+        if spec.name not in got:
+            return Comparison(False, f"output '{spec.name}' was not written by the harness")
+        result = compare_output(spec, got[spec.name], want[spec.name])
         if not result.ok:
             return result
         if result.worst_margin >= worst.worst_margin:
             worst = result
-    undeclared = [o.name for o in outputs if o.name not in want]
-    if undeclared:
-        return Comparison(False, f"the harness wrote no buffer named {', '.join(undeclared)}, which task.toml declares "
-                                 "as output(s)")
     return worst
 
 

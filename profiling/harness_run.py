@@ -56,9 +56,14 @@ class HarnessRun:
         return json.loads(path.read_text())
 
     def buffers(self, call: int) -> dict[str, np.ndarray]:
-        """Every buffer the harness wrote after call `call`, by name."""
+        """Every output buffer the harness wrote after call `call`, by name."""
         suffix = f".{call}.npy"
         return {p.name[: -len(suffix)]: load_npy(p) for p in sorted(self.out_dir.glob(f"*{suffix}"))}
+
+    def digests(self, call: int) -> dict[str, str]:
+        """The digest of every input buffer after call `call`, by name."""
+        suffix = f".{call}.digest"
+        return {p.name[: -len(suffix)]: p.read_text().strip() for p in sorted(self.out_dir.glob(f"*{suffix}"))}
 
 
 def load_npy(path: Path) -> np.ndarray:

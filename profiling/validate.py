@@ -117,12 +117,13 @@ def _check_seed(session: _Session, config: TaskConfig, seed: int, verdict: Verdi
     outputs = session.task.outputs
     for call in range(session.task.validate.calls):
         want = oracle.buffers(call)
-        result = compare_run(outputs, first.buffers(call), want)
+        result = compare_run(outputs, first.buffers(call), want, first.digests(call), oracle.digests(call))
         if not result.ok:
             raise _Stop(Status.INCORRECT, f"{where}, call {call}: {result.problem}")
         if verdict.worst_margin is None or result.worst_margin > verdict.worst_margin:
             verdict.worst_margin, verdict.worst_output = result.worst_margin, result.worst_output
-        again = compare_run(outputs, second.buffers(call), first.buffers(call))
+        again = compare_run(outputs, second.buffers(call), first.buffers(call), second.digests(call),
+                            first.digests(call))
         if not again.ok:
             raise _Stop(Status.INCORRECT, f"{where}, call {call}: two runs on identical inputs disagree "
                                           f"({again.problem}): the kernel reads uninitialised memory or races")

@@ -5,14 +5,16 @@
  *
  *   check    --calls C: C calls, each on fresh inputs drawn from (seed, call); every output is poisoned
  *            (all bytes 0xFF: NaN for floats, -1 for integers) before each call; after each call every
- *            buffer (inputs too) is written to OUT/<name>.<call>.npy and its guard zones are checked.
+ *            output is written to OUT/<name>.<call>.npy, every input's digest to OUT/<name>.<call>.digest,
+ *            and every buffer's guard zones are checked.
  *   time     --warmup W --trials T: inputs drawn once; before each call the cache is flushed (CPU: a
  *            write over a buffer twice the last-level cache, capped; CUDA: a memset twice the L2); each
  *            call is timed (CPU: CLOCK_MONOTONIC; CUDA: events, after synchronising the whole device so
  *            that work on other streams cannot escape the timer). OUT/timing.json holds the times.
  *   profile  one warm-up call, then one call inside the NVTX range "pf_profile" (CUDA) for the profiler.
  *
- * Arguments: MODE --seed N --out DIR [--calls C] [--warmup W] [--trials T] [--no-flush] [key=value ...].
+ * Arguments: MODE --seed N --out DIR [--calls C] [--warmup W] [--trials T] [--no-flush] [--dump-inputs]
+ *            [key=value ...] (--dump-inputs: inputs written whole as .npy too, for debugging).
  * The key=value pairs are the task's configuration (shapes); read them with pf_param_int/pf_param_double.
  *
  * Exit status: 0 done; 2 bad arguments; 3 a buffer was written outside its bounds; 4 a CUDA error
@@ -73,7 +75,7 @@ typedef struct {
     pf_mode mode;
     uint64_t seed;
     const char *out_dir;
-    int calls, warmup, trials, flush;
+    int calls, warmup, trials, flush, dump_inputs;
     int nparams;
     const char *keys[PF_MAX_PARAMS];
     const char *vals[PF_MAX_PARAMS];
@@ -192,6 +194,7 @@ static void pf_init(pf_run *r, int argc, char **argv) {
         else if (!strcmp(argv[i], "--warmup")) r->warmup = atoi(pf_arg_value(argc, argv, &i));
         else if (!strcmp(argv[i], "--trials")) r->trials = atoi(pf_arg_value(argc, argv, &i));
         else if (!strcmp(argv[i], "--no-flush")) r->flush = 0;
+        else if (!strcmp(argv[i], "--dump-inputs")) r->dump_inputs = 1;
         else if (strchr(argv[i], '=') && r->nparams < PF_MAX_PARAMS) {
             char *eq = strchr(argv[i], '=');
             *eq = '\0';
@@ -368,6 +371,33 @@ static void pf_write_npy(pf_run *r, pf_buf *b, const unsigned char *data) {
     if (fwrite(data, 1, pf_bytes(b), f) != pf_bytes(b) || fclose(f) != 0) pf_fail(5, "cannot write %s%s", path, "");
 }
 
+/* A 64-bit digest of an input's bytes: sum of each 8-byte word times an odd, position-dependent multiplier
+ * (splitmix64 of its index). Any change to one word changes it. Inputs are compared by digest, not written
+ * whole: a task's inputs can be gigabytes. perfforge_harness.py computes the same digest. */
+static uint64_t pf_digest(const unsigned char *data, size_t bytes) {
+    uint64_t h = 0;
+    size_t words = bytes / 8;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t w, s = (uint64_t)i;
+        memcpy(&w, data + 8 * i, 8);
+        h += w * (pf_mix(&s) | 1u);
+    }
+    for (size_t i = words * 8; i < bytes; i++) {
+        uint64_t s = (uint64_t)i;
+        h += (uint64_t)data[i] * (pf_mix(&s) | 1u);
+    }
+    return h;
+}
+
+static void pf_write_digest(pf_run *r, pf_buf *b, const unsigned char *data) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%d.digest", r->out_dir, b->name, r->iter);
+    FILE *f = fopen(path, "w");
+    if (!f) pf_fail(5, "cannot write %s%s", path, "");
+    fprintf(f, "%016llx\n", (unsigned long long)pf_digest(data, pf_bytes(b)));
+    if (fclose(f) != 0) pf_fail(5, "cannot write %s%s", path, "");
+}
+
 static void pf_check_guards(pf_run *r, pf_buf *b, const unsigned char *raw) {
     size_t bytes = pf_bytes(b);
     for (size_t i = 0; i < PF_GUARD_BYTES; i++) {
@@ -395,7 +425,9 @@ static void pf_end(pf_run *r) {
             pf_cuda_check(cudaMemcpy(raw, b->draw, pf_bytes(b) + 2 * PF_GUARD_BYTES, cudaMemcpyDeviceToHost), b->name);
 #endif
             pf_check_guards(r, b, raw);
-            pf_write_npy(r, b, raw + PF_GUARD_BYTES);
+            int is_output = b->role == PF_OUTPUT || b->role == PF_INOUT;
+            if (is_output || r->dump_inputs) pf_write_npy(r, b, raw + PF_GUARD_BYTES);
+            if (!is_output) pf_write_digest(r, b, raw + PF_GUARD_BYTES);
 #ifdef __CUDACC__
             free(raw);
 #endif

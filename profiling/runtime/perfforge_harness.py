@@ -234,6 +234,36 @@ def allocate(name: str, dtype: str, role: Role, shape: tuple[int, ...], index: i
     return Buffer(name, dtype, role, shape, index, lo, hi, raw, data)
 
 
+def digest(data: np.ndarray) -> int:
+    """pf_digest: sum of each 8-byte word times an odd multiplier, splitmix64 of its index (mod 2**64)."""
+    data = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+    words = data.size // 8
+    with np.errstate(over="ignore"):
+        total = np.uint64(0)
+        if words:
+            values = data[:words * 8].view("<u8")
+            total += np.sum(values * (_splitmix(np.arange(words, dtype=np.uint64)) | np.uint64(1)), dtype=np.uint64)
+        tail = np.arange(words * 8, data.size, dtype=np.uint64)
+        if tail.size:
+            total += np.sum(data[words * 8:].astype(np.uint64) * (_splitmix(tail) | np.uint64(1)), dtype=np.uint64)
+    return int(total)
+
+
+def _splitmix(index: np.ndarray) -> np.ndarray:
+    """pf_mix applied to a state equal to each index, vectorised (uint64 arithmetic wraps like C's)."""
+    z = index + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def write_digest(path: Path, data: np.ndarray) -> None:
+    try:
+        path.write_text(f"{digest(data):016x}\n")
+    except OSError as exc:
+        raise fail(EXIT_IO, f"cannot write {path}: {exc.strerror}") from None
+
+
 def write_npy(path: Path, buffer: Buffer, raw: np.ndarray) -> None:
     """The buffer's data as a 1-D .npy of `count` elements, byte for byte what pf_write_npy writes."""
     header = f"{{'descr': '{DTYPES[buffer.dtype].descr}', 'fortran_order': False, 'shape': ({buffer.count},), }}"
@@ -260,6 +290,7 @@ class Options:
     warmup: int = 3
     trials: int = 20
     flush: bool = True
+    dump_inputs: bool = False  # --dump-inputs: inputs written whole as .npy too (debugging, tests)
     params: list[tuple[str, str]] = field(default_factory=list)  # in order; a lookup takes the first match
 
 
@@ -293,6 +324,8 @@ def parse_args(argv: Sequence[str]) -> Options:
         arg = argv[i]
         if arg == "--no-flush":
             opts.flush = False
+        elif arg == "--dump-inputs":
+            opts.dump_inputs = True
         elif arg in {"--seed", "--out", "--calls", "--warmup", "--trials"}:
             if i + 1 >= len(argv):
                 raise fail(EXIT_BAD_ARGS, f"option {arg} needs a value")
@@ -515,7 +548,11 @@ class Run:
             if where is not None:
                 raise fail(EXIT_OUT_OF_BOUNDS, f"buffer '{buffer.name}' was written out of bounds: {where} "
                                                f"(call {self.iter})")
-            write_npy(self.options.out_dir / f"{buffer.name}.{self.iter}.npy", buffer, raw)
+            if buffer.role in (Role.OUTPUT, Role.INOUT) or self.options.dump_inputs:
+                write_npy(self.options.out_dir / f"{buffer.name}.{self.iter}.npy", buffer, raw)
+            if buffer.role not in (Role.OUTPUT, Role.INOUT):
+                write_digest(self.options.out_dir / f"{buffer.name}.{self.iter}.digest",
+                             raw[GUARD_BYTES:GUARD_BYTES + buffer.nbytes])
 
     def _flush_cache(self) -> None:
         if not self.options.flush:

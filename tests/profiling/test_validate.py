@@ -89,7 +89,7 @@ def test_modified_input_is_caught(cpu_task_dir: Path, tmp_path: Path) -> None:
     code = HEADER + ROW_LOOP + "    ((float *)w)[3] = 0.0f;\n}\n"
     verdict = judge(cpu_task_dir, tmp_path, code)
     assert verdict.status == Status.INCORRECT
-    assert "input 'w' was modified" in verdict.reason and "index 3" in verdict.reason
+    assert "input 'w' was modified" in verdict.reason
 
 
 def test_hang_times_out(tmp_path: Path) -> None:
