@@ -15,7 +15,7 @@ from collections.abc import Callable
 from perfforge.records import Diagnosis, Finding, HotLine, Profile
 from profiling.cuda import launches as ln
 from profiling.cuda import metrics as m
-from profiling.diagnoses.registry import Rule, Threshold, finding, make_diagnosis, register, thresholds_for
+from profiling.diagnoses.registry import Rule, Threshold, finding, make_diagnosis, register
 
 TARGETS = ("cuda", "triton")
 REGIME_WEIGHT = 0.6  # the most a regime diagnosis (dram/compute/latency bound) weighs
@@ -23,8 +23,8 @@ Check = Callable[[Profile, dict[str, Threshold]], Diagnosis | None]
 
 
 def _threshold(thresholds: dict[str, Threshold], name: str) -> Threshold:
-    """The target's threshold, else cuda.toml's: Triton kernels are profiled with the same ncu metrics."""
-    return thresholds[name] if name in thresholds else thresholds_for("cuda")[name]
+    """The named threshold of the target (triton reads cuda.toml: registry.THRESHOLD_FILE_OF)."""
+    return thresholds[name]
 
 
 def _value(profile: Profile, metric: str) -> float:

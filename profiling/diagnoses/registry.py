@@ -20,6 +20,7 @@ from perfforge.errors import PerfforgeError
 from perfforge.records import Diagnosis, Finding, Profile
 
 THRESHOLDS_DIR = Path(__file__).with_name("thresholds")
+THRESHOLD_FILE_OF = {"triton": "cuda"}
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,9 @@ def get_rule(name: str) -> Rule:
 
 @cache
 def thresholds_for(target: str) -> dict[str, Threshold]:
-    """The thresholds of a target from thresholds/<target>.toml (value, unit, reason per entry)."""
-    path = THRESHOLDS_DIR / f"{target}.toml"
+    """The thresholds of a target from thresholds/<target>.toml (value, unit, reason per entry). Triton kernels run
+    on the same GPUs and are read through the same ncu metrics as CUDA ones: they share cuda.toml."""
+    path = THRESHOLDS_DIR / f"{THRESHOLD_FILE_OF.get(target, target)}.toml"
     if not path.is_file():
         return {}
     data = tomllib.loads(path.read_text(encoding="utf-8"))
