@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,16 +52,9 @@ def profile_application(command: str, workdir: Path, *, target: str, top: int, w
 
 
 def _run_under_callgrind(argv: list[str], workdir: Path, out_file: Path, toggle: str | None) -> None:
-    from profiling.cpu.callgrind import last_level_cache_option
+    from profiling.cpu.callgrind import callgrind_argv
 
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        raise PerfforgeError("valgrind is not installed: CPU application profiles need it (apt-get install valgrind)")
-    options = [valgrind, "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes", *last_level_cache_option(),
-               "--compress-strings=no", "--compress-pos=no", f"--callgrind-out-file={out_file}"]
-    if toggle:
-        options.append(f"--toggle-collect={toggle}")
-    result = sandbox.run([*options, *argv], cwd=workdir,
+    result = sandbox.run(callgrind_argv(argv, toggle, out_file), cwd=workdir,
                          limits=sandbox.Limits(timeout_s=APPLICATION_TIMEOUT_S, memory_bytes=None, network=True))
     if not result.ok or not out_file.is_file():
         raise PerfforgeError(f"the application failed under callgrind: {result.reason()}")
@@ -107,7 +99,7 @@ def _profile_cpu_application(argv: list[str], workdir: Path, top: int, work_dir:
         result = callgrind.parse_callgrind(out_file.read_text(errors="replace"), source.name, function.name)
         lines = source.read_text(errors="replace").split("\n") if source.is_file() else []
         profile = Profile(
-            machine=describe_machine("cpu"), tool_versions=f"valgrind: {tool_version('valgrind')}",
+            machine=describe_machine(), tool_versions=f"valgrind: {tool_version('valgrind')}",
             timing=Timing(median_ms=0.0, p10_ms=0.0, p90_ms=0.0, trials=0,
                           method=f"not timed: ranked by instructions ({function.share:.1%} of the program's)"),
             counters=callgrind.counters(result), hot_lines=callgrind.hot_lines(result, lines) if lines else [],

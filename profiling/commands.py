@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 from perfforge.errors import PerfforgeError
@@ -43,10 +44,10 @@ def run_profile(config: ProfileConfig) -> int:
     from profiling.profile import profile_task
 
     task = load_task(config.task)
-    result = profile_task(task, config.out / "work", version=config.candidate, config_name=config.config_name)
+    profile = profile_task(task, config.out / "work", version=config.candidate, config_name=config.config_name)
     path = config.out / "profile.json"
-    write_json(path, result.profile.to_dict())
-    _print_profile(result.profile, config.sources, config.token_budget)
+    write_json(path, profile.to_dict())
+    _print_profile(profile, config.sources, config.token_budget)
     print(f"profile: {path}")
     return 0
 
@@ -55,8 +56,7 @@ def run_diagnose(config: DiagnoseConfig) -> int:
     profile = _load_or_make_profile(config.path, config.out)
     profile.diagnoses = diagnose(profile)
     if config.json:
-        print(json.dumps([d.__dict__ | {"findings": [f.__dict__ for f in d.findings]} for d in profile.diagnoses],
-                         indent=2))
+        print(json.dumps([asdict(d) for d in profile.diagnoses], indent=2))
         return 0
     _print_profile(profile, config.sources, config.token_budget)
     return 0
@@ -71,9 +71,9 @@ def _load_or_make_profile(path: Path, out: Path) -> Profile:
     if (path / MANIFEST).is_file():
         from profiling.profile import profile_task
 
-        result = profile_task(load_task(path), out / "work")
-        write_json(out / "profile.json", result.profile.to_dict())
-        return result.profile
+        profile = profile_task(load_task(path), out / "work")
+        write_json(out / "profile.json", profile.to_dict())
+        return profile
     raise PerfforgeError(f"{path} is neither a task directory (with {MANIFEST}) nor a profile.json")
 
 

@@ -8,7 +8,7 @@ reported as a margin (llm.c's habit: say how close the worst element came).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,7 +26,6 @@ class Comparison:
     problem: str = ""  # the first problem, precise enough for a model to act on
     worst_margin: float = 0.0  # max over output elements of |error| / tolerance: 1.0 is the limit
     worst_output: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def as_float(array: np.ndarray, dtype: str) -> np.ndarray:

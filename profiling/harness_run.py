@@ -72,13 +72,13 @@ def load_npy(path: Path) -> np.ndarray:
 
 def run_harness(task: Task, built: Build, mode: str, config: TaskConfig, out_dir: Path, *, seed: int = 0,
                 calls: int | None = None, warmup: int | None = None, trials: int | None = None, flush: bool = True,
-                timeout_s: float | None = None, malloc_perturb: int | None = None,
-                prefix: tuple[str, ...] = (), extra_env: dict[str, str] | None = None) -> HarnessRun:
-    """Run the built harness once. `prefix` wraps it (valgrind, ncu); out_dir is emptied first."""
+                timeout_s: float | None = None, malloc_perturb: int | None = None) -> HarnessRun:
+    """Run the built harness once; out_dir is emptied first. (Profilers wrap the harness themselves:
+    profiling.cpu.callgrind, profiling.cuda.ncu.)"""
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
-    argv = [*prefix, *built.argv, mode, "--seed", str(seed), "--out", str(out_dir)]
+    argv = [*built.argv, mode, "--seed", str(seed), "--out", str(out_dir)]
     if mode == "check":
         argv += ["--calls", str(calls or task.validate.calls)]
     if mode == "time":
@@ -90,8 +90,7 @@ def run_harness(task: Task, built: Build, mode: str, config: TaskConfig, out_dir
     env = dict(built.env)
     if malloc_perturb is not None:
         env["MALLOC_PERTURB_"] = str(malloc_perturb)
-    env.update(extra_env or {})
     limits = sandbox.Limits(timeout_s=timeout_s or task.validate.timeout_s,
-                            memory_bytes=(8 << 30) if task.target == "cpu" and not prefix else None)
+                            memory_bytes=(8 << 30) if task.target == "cpu" else None)
     result = sandbox.run(argv, cwd=out_dir.parent / (out_dir.name + ".scratch"), limits=limits, env=env)
     return HarnessRun(result=result, out_dir=out_dir)

@@ -59,7 +59,7 @@ def tool_version(tool: str) -> str:
     return lines[-1].strip() if tool == "nvcc" and lines else (lines[0].strip() if lines else "not found")
 
 
-def describe_machine(target: str, harness_context: dict | None = None) -> str:
+def describe_machine(harness_context: dict | None = None) -> str:
     """One line: the processor or device, and the core count or device properties."""
     context = harness_context or {}
     if context.get("device"):
@@ -68,7 +68,7 @@ def describe_machine(target: str, harness_context: dict | None = None) -> str:
     return f"{cpu_model()} ({os.cpu_count()} cores, {platform.system()} {platform.release()})"
 
 
-def describe_tools(target: str, compiler: str, harness_context: dict | None = None) -> str:
+def describe_tools(compiler: str, harness_context: dict | None = None) -> str:
     context = harness_context or {}
     parts = [f"{compiler}: {tool_version(compiler)}"]
     if context.get("cuda_driver"):

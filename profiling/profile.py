@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib
 import platform
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.errors import PerfforgeError
@@ -75,7 +75,7 @@ def profile_built_cuda(task: Task, built: Build, config: TaskConfig, timing: Tim
     (ncu_dir / "app-out").mkdir(parents=True, exist_ok=True)
     application = ncu.export_application_page(one_call, ncu_dir / "application", timeout_s=NCU_TIMEOUT_S, env=env)
     return profile_from_files(exports.raw_csv, exports.source_csv, timing=timing, source_file=task.source,
-                              machine=describe_machine(task.target), tool_versions=f"ncu: {tool_version('ncu')}",
+                              machine=describe_machine(), tool_versions=f"ncu: {tool_version('ncu')}",
                               kernel=_profiled_kernel(exports.raw_csv, task.kernel), target=task.target,
                               application_csv=application, calls=1)
 
@@ -83,8 +83,6 @@ def profile_built_cuda(task: Task, built: Build, config: TaskConfig, timing: Tim
 def _profiled_kernel(raw_csv: Path, kernel_pattern: str) -> str:
     """The kernel the profile describes: the first launch in the pf_profile range whose name matches the task's
     kernel (a name or a regex), else the longest launch (a candidate may rename or fuse kernels)."""
-    import re
-
     from profiling.cuda.launches import launch_duration_ms
     from profiling.cuda.raw_csv import read_raw_page
 
@@ -93,12 +91,6 @@ def _profiled_kernel(raw_csv: Path, kernel_pattern: str) -> str:
         raise PerfforgeError(f"ncu profiled no kernel launch in the pf_profile range ({raw_csv})")
     matching = [launch for launch in launches if re.match(kernel_pattern, launch.kernel_base)]
     return (matching[0] if matching else max(launches, key=launch_duration_ms)).kernel_base
-
-
-@dataclass
-class ProfileResult:
-    profile: Profile
-    build: Build
 
 
 def profiler_for(target: str) -> Profiler:
@@ -120,7 +112,7 @@ def measure(task: Task, built: Build, config: TaskConfig, work_dir: Path) -> tup
 
 
 def profile_task(task: Task, work_dir: Path, *, version: Path | None = None,
-                 config_name: str | None = None) -> ProfileResult:
+                 config_name: str | None = None) -> Profile:
     """Timing, then the profiler's pass, then the diagnoses."""
     config = task.config(config_name)
     built = build(task, version or task.source_path, work_dir, extra_flags=profile_build_flags(task))
@@ -129,8 +121,8 @@ def profile_task(task: Task, work_dir: Path, *, version: Path | None = None,
     timing, context = measure(task, built, config, work_dir)
     profile = profiler_for(task.target)(task, built, config, timing, work_dir)
     if context.get("device"):
-        profile.machine = describe_machine(task.target, context)
-        profile.tool_versions = describe_tools(task.target, task.build.compiler, context) + (
+        profile.machine = describe_machine(context)
+        profile.tool_versions = describe_tools(task.build.compiler, context) + (
             f"; {profile.tool_versions}" if profile.tool_versions else "")
     profile.diagnoses = diagnose(profile)
-    return ProfileResult(profile=profile, build=built)
+    return profile

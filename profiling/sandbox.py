@@ -82,26 +82,23 @@ class RunResult:
 
 
 @functools.cache
-def network_namespace_available() -> bool:
-    """Whether `unshare --net` works here (root, or user namespaces enabled)."""
+def _unshare_prefix() -> tuple[str, ...] | None:
+    """The command prefix that puts a process in a new network namespace here (as root, or through a user
+    namespace), or None when neither works."""
     unshare = shutil.which("unshare")
     if not unshare:
-        return False
-    for argv in ([unshare, "--net", "true"], [unshare, "--net", "--map-root-user", "true"]):
+        return None
+    for prefix in ((unshare, "--net"), (unshare, "--net", "--map-root-user")):
         try:
-            if subprocess.run(argv, capture_output=True, timeout=10).returncode == 0:
-                return True
+            if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
+                return prefix
         except (OSError, subprocess.TimeoutExpired):
             continue
-    return False
+    return None
 
 
-@functools.cache
-def _unshare_prefix() -> list[str]:
-    unshare = shutil.which("unshare") or "unshare"
-    if subprocess.run([unshare, "--net", "true"], capture_output=True).returncode == 0:
-        return [unshare, "--net"]
-    return [unshare, "--net", "--map-root-user"]
+def network_namespace_available() -> bool:
+    return _unshare_prefix() is not None
 
 
 def scrubbed_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -130,7 +127,7 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
     full_argv = list(argv)
     isolated = False
     if not limits.network and network_namespace_available():
-        full_argv = _unshare_prefix() + full_argv
+        full_argv = [*_unshare_prefix(), *full_argv]
         isolated = True
     start = time.monotonic()
     proc = subprocess.Popen(full_argv, cwd=cwd, env=scrubbed_env(cwd, env), stdout=subprocess.PIPE,

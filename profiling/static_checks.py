@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiling.task import FLOAT_DTYPES, Task
+from profiling.task import Task
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,9 @@ def _precision_downgrade(code: str, task: Task) -> list[tuple[int, str]]:
         return []  # a half-precision task may use half types
     pattern = _LOW_PRECISION["python" if task.language == "python" else "c_like"]
     problems = _matches(code, pattern, "lower precision than declared: {}")
-    if task.language == "python" and re.search(r"\btl\.dot\s*\(", code) and not re.search(
-            r"input_precision\s*=\s*[\"']ieee[\"']", code) and declared & set(FLOAT_DTYPES) - {"float16", "bfloat16"}:
-        line = code.count("\n", 0, re.search(r"\btl\.dot\s*\(", code).start()) + 1
+    dot = re.search(r"\btl\.dot\s*\(", code) if task.language == "python" else None
+    if dot and not re.search(r"input_precision\s*=\s*[\"']ieee[\"']", code):
+        line = code.count("\n", 0, dot.start()) + 1
         problems.append((line, "tl.dot on fp32 defaults to tf32 on NVIDIA GPUs: pass input_precision=\"ieee\""))
     return problems
 

@@ -56,8 +56,7 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
     """Judge `candidate` (a file standing in for the task's editable source) against the task's original."""
     started = time.monotonic()
     verdict = Verdict(task=task.name, candidate=str(candidate), target=task.target, status=Status.NO_CHANGE,
-                      reason="", machine=describe_machine(task.target), tools=describe_tools(task.target,
-                                                                                               task.build.compiler))
+                      reason="", machine=describe_machine(), tools=describe_tools(task.build.compiler))
     try:
         _static(task, candidate, verdict)
         session = _build_both(task, candidate, work_dir)
@@ -166,8 +165,8 @@ def _time_and_score(session: _Session, verdict: Verdict) -> None:
     verdict.speedup, verdict.speedup_ci = estimate.speedup, (estimate.ci_low, estimate.ci_high)
     verdict.noise_floor = estimate.noise_floor
     verdict.baseline_timing, verdict.candidate_timing = estimate.baseline, estimate.candidate
-    verdict.machine = describe_machine(task.target, runs.context)
-    verdict.tools = describe_tools(task.target, task.build.compiler, runs.context)
+    verdict.machine = describe_machine(runs.context)
+    verdict.tools = describe_tools(task.build.compiler, runs.context)
     flops, bytes_moved = task.work.evaluate(config.params)
     peaks = gpu_peaks(runs.context.get("device", ""))
     verdict.review = plausibility_problems(estimate, flops=flops, bytes_moved=bytes_moved,

@@ -35,12 +35,11 @@ def run_one(task_dir: Path, out: Path) -> dict:
             continue
         started = time.monotonic()
         try:
-            result = profile_task(task, work / f"profile-{side}", version=version)
+            profile = profile_task(task, work / f"profile-{side}", version=version)
         except Exception as exc:  # one task's failure must not lose the others
             row[f"{side}_error"] = f"{type(exc).__name__}: {exc}"
             traceback.print_exc()
             continue
-        profile = result.profile
         row[f"{side}_profile_s"] = round(time.monotonic() - started, 2)
         row[f"{side}_median_ms"] = profile.timing.median_ms
         row[f"{side}_diagnoses"] = [(d.name, d.severity) for d in profile.diagnoses]

@@ -253,13 +253,15 @@ def _sysfs_bytes(text: str) -> int:
     return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
-def callgrind_argv(program: list[str], kernel: str, out_file: Path) -> list[str]:
+def callgrind_argv(program: list[str], kernel: str | None, out_file: Path) -> list[str]:
+    """callgrind with cache and branch simulation over `program`, collecting only inside `kernel` (None: the
+    whole program, as the application mode's ranking pass needs)."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise CallgrindError("valgrind is not installed: CPU profiles need it (apt-get install valgrind)")
+    toggle = [f"--toggle-collect={kernel}"] if kernel else []
     return [valgrind, "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes", *last_level_cache_option(),
-            f"--toggle-collect={kernel}", "--compress-strings=no", "--compress-pos=no",
-            f"--callgrind-out-file={out_file}", *program]
+            *toggle, "--compress-strings=no", "--compress-pos=no", f"--callgrind-out-file={out_file}", *program]
 
 
 def run_callgrind(binary: Path, config_args: list[str], kernel: str, source_name: str, scratch: Path,

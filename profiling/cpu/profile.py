@@ -56,7 +56,7 @@ def profile_cpu(binary: Path, config_args: Sequence[str], source: Path, kernel: 
         hot.metrics += _static_line_metrics(hot, analysis, vec_report or {})
     counters = callgrind.counters(result) + _kernel_counters(result, analysis, work_bytes)
     counters += perf_stat.run_perf_stat(binary, list(config_args), scratch, timeout_s)
-    profile = Profile(machine=describe_machine("cpu"), tool_versions=_tool_versions(compiler), timing=timing,
+    profile = Profile(machine=describe_machine(), tool_versions=_tool_versions(compiler), timing=timing,
                       counters=counters, hot_lines=lines, target="cpu", kernel=kernel, source_file=source.name)
     profile.diagnoses = diagnose(profile)
     return profile
