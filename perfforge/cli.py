@@ -90,6 +90,27 @@ def _run_diagnose(config: Any) -> int:
     return run_diagnose(config)
 
 
+def _synth_patterns_config() -> type:
+    from synth.config import SynthPatternsConfig
+    return SynthPatternsConfig
+
+
+def _run_synth_patterns(config: Any) -> int:
+    from synth.commands import run_synth_patterns
+    return run_synth_patterns(config)
+
+
+def _synth_list_config() -> type:
+    from synth.config import SynthListConfig
+    return SynthListConfig
+
+
+def _run_synth_list(config: Any) -> int:
+    from synth.commands import run_synth_list
+    return run_synth_list(config)
+
+
+# A name with a space is a command of a group: "synth patterns" is `perfforge synth patterns`.
 SUBCOMMANDS = {
     command.name: command for command in (
         Subcommand("mine", "mine git histories into a dataset of performance commits and function pairs",
@@ -101,8 +122,12 @@ SUBCOMMANDS = {
                    "prompt summary", _diagnose_config, _run_diagnose),
         Subcommand("validate", "judge a candidate against a task's original: correct or not, faster or not, with "
                    "reasons", _validate_config, _run_validate),
+        Subcommand("synth patterns", "generate pattern-catalogue tasks, check each through the pipeline, keep the "
+                   "ones that pass as profiled records", _synth_patterns_config, _run_synth_patterns),
+        Subcommand("synth list", "list the pattern catalogue", _synth_list_config, _run_synth_list),
     )
 }
+GROUP_HELP = {"synth": "synthesise runnable, profiled tasks: the pattern catalogue, tasks from mined commits"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,17 +135,27 @@ def build_parser() -> argparse.ArgumentParser:
                                      "with local models: datasets, profiles, validation, optimisation.")
     parser.add_argument("--version", action="version", version=f"perfforge {__version__}")
     commands = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+    groups: dict[str, argparse._SubParsersAction] = {}
     for command in SUBCOMMANDS.values():
-        sub = commands.add_parser(command.name, help=command.help, description=command.help)
+        group, _, name = command.name.rpartition(" ")
+        if group and group not in groups:
+            group_parser = commands.add_parser(group, help=GROUP_HELP[group], description=GROUP_HELP[group])
+            groups[group] = group_parser.add_subparsers(dest=f"{group}_command", metavar="COMMAND", required=True)
+        sub = (groups[group] if group else commands).add_parser(name, help=command.help, description=command.help)
         sub.add_argument("--config", help="YAML file of options (flags override it)", default=None)
         add_arguments(sub, command.config_cls())
     return parser
 
 
+def _command_of(args: argparse.Namespace) -> Subcommand:
+    group_command = getattr(args, f"{args.subcommand}_command", None)
+    return SUBCOMMANDS[f"{args.subcommand} {group_command}" if group_command else args.subcommand]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    command = SUBCOMMANDS[args.subcommand]
+    command = _command_of(args)
     try:
         config = from_namespace(command.config_cls(), args)
         return command.run(config)

@@ -18,7 +18,8 @@ from typing import Any
 
 # Bump the minor version for added nullable fields, the major version for renamed or removed ones.
 # 1.1: profiles carry target, kernel and per-line metrics; diagnoses carry structured findings and a hint.
-SCHEMA_VERSION = "1.1"
+# 1.2: pairs carry the synthetic pattern they instantiate and the pipeline's verified speedup.
+SCHEMA_VERSION = "1.2"
 
 
 class Category(StrEnum):
@@ -240,6 +241,11 @@ class PairRecord:
     # measured later by profiling/; None until then
     profile_before: Profile | None = _doc("profile of the before version; None until profiled", default=None)
     profile_after: Profile | None = _doc("profile of the after version; None until profiled", default=None)
+    verified_speedup: float | None = _doc("before/after median time ratio from a passing perfforge validate verdict; "
+                                          "None until validated", default=None)
+    # synthesis only
+    pattern: str = _doc("the synth catalogue pattern (target/name) a synthetic pair instantiates; empty when mined, "
+                        "so evaluation can hold whole patterns out", default="")
     schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
 
 

@@ -114,6 +114,8 @@ class Task:
     reference: str | None = None
     bottleneck: str | None = None
     description: str = ""
+    pattern: str | None = None  # the synth catalogue pattern this task is an instance of (target/name)
+    pattern_seed: int | None = None  # the seed that generated the instance
 
     @property
     def source_path(self) -> Path:
@@ -156,7 +158,7 @@ def load_task(path: Path | str) -> Task:
 
 
 _TOP_LEVEL = {"name", "target", "language", "source", "kernel", "harness", "reference", "bottleneck", "description",
-              "build", "outputs", "configs", "work", "validate"}
+              "build", "outputs", "configs", "work", "validate", "pattern", "pattern_seed"}
 
 
 def _parse(root: Path, data: dict[str, Any], manifest: Path) -> Task:
@@ -177,7 +179,15 @@ def _parse(root: Path, data: dict[str, Any], manifest: Path) -> Task:
         outputs=_outputs(data.get("outputs"), where), configs=configs, default_config=_default_config(data, configs),
         build=_build(data.get("build", {}), target, where), validate=_validate(data.get("validate", {}), where),
         work=_work(data.get("work", {}), configs, where), reference=data.get("reference"),
-        bottleneck=data.get("bottleneck"), description=str(data.get("description", "")))
+        bottleneck=data.get("bottleneck"), description=str(data.get("description", "")),
+        pattern=data.get("pattern"), pattern_seed=_pattern_seed(data, where))
+
+
+def _pattern_seed(data: dict[str, Any], where: str) -> int | None:
+    seed = data.get("pattern_seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+        raise TaskError(f"{where}: field 'pattern_seed' must be a non-negative integer (got {seed!r})")
+    return seed
 
 
 def _no_unknown(data: dict[str, Any], known: set[str], where: str) -> None:

@@ -1,0 +1,215 @@
+"""`perfforge synth patterns`: generate catalogue instances, check each through the pipeline, keep the ones that
+pass, and write them as dataset records with the per-pattern figures.
+
+Layout of the output directory:
+
+    tasks/<pattern>/s<seed>/   the generated task (runnable with perfforge validate / profile)
+    checks/<task>.json         the pipeline's judgement of the instance (written when its check ends)
+    pairs.parquet              the kept instances as PairRecords (found_by synthetic:pattern)
+    stats.json, catalogue.md   per pattern: generated, duplicates, kept, diagnosis accuracy, speedups
+
+Resumable: an instance whose check file exists is not checked again, so an interrupted run continues where it
+stopped; a crash inside one instance's check is recorded as that instance's reason and the run goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import statistics
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfforge.errors import PerfforgeError
+from perfforge.io import read_json, write_json, write_text
+from synth.check import InstanceCheck, check_task
+from synth.config import SynthPatternsConfig
+from synth.instance import Instance, write_task
+from synth.patterns import Pattern, generate, patterns
+
+SYNTH_REPO = "perfforge-synth"  # the records' repo field for catalogue instances
+SYNTH_LICENCE = "Apache-2.0"  # generated code is perfforge's own, under the project's licence
+
+
+@dataclass
+class CatalogueResult:
+    checks: list[InstanceCheck]
+    stats: dict[str, Any]
+    paths: dict[str, Path] = field(default_factory=dict)
+    interrupted: bool = False
+
+
+def task_dir(out: Path, pattern_id: str, seed: int) -> Path:
+    return out / "tasks" / pattern_id.replace("/", "__") / f"s{seed}"
+
+
+def check_path(out: Path, instance_name: str, pattern_id: str) -> Path:
+    return out / "checks" / f"{pattern_id.replace('/', '__')}__{instance_name}.json"
+
+
+def instance_digest(instance: Instance) -> str:
+    """Identity of an instance's code and shapes, blind to its name and seed (two seeds can draw the same
+    choices; the second is a duplicate, not a new task)."""
+    name, seed = instance.name, str(instance.seed)
+    payload = "\0".join([instance.slow, instance.fast, instance.harness, repr(instance.configs), repr(instance.outputs)])
+    return hashlib.sha256(payload.replace(name, "").replace(seed, "").encode()).hexdigest()[:24]
+
+
+def check_instance_dir(directory: Path, work_dir: Path, timing: bool) -> dict[str, Any]:
+    """Check the task in `directory` (one process's job); the judgement as a dict, or the error it ended with."""
+    from profiling.task import load_task
+
+    task = load_task(directory)
+    try:
+        return check_task(task, work_dir, timing=timing).to_dict()
+    except Exception as exc:  # noqa: BLE001 (one instance's failure must not end the run; its reason is kept)
+        failed = InstanceCheck(task=task.name, pattern=task.pattern or "", seed=task.pattern_seed or 0,
+                               target=task.target, bottleneck=task.bottleneck or "",
+                               reason=f"check crashed: {type(exc).__name__}: {exc}")
+        failed.verdict_reason = traceback.format_exc(limit=5)
+        return failed.to_dict()
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)  # builds and outputs can be large (GPU tasks: 100s of MB)
+
+
+def run_catalogue(config: SynthPatternsConfig, *, on_check: Callable[[InstanceCheck], None] | None = None,
+                  records: bool = True) -> CatalogueResult:
+    """Generate, check and keep; then stats, the Markdown table and (with `records`) pairs.parquet."""
+    config.validate()
+    chosen = patterns(config.target, config.patterns)
+    if not chosen:
+        raise PerfforgeError(f"no patterns for target {config.target!r} and ids {config.patterns or 'any'}")
+    todo, done = _materialise(config, chosen)
+    interrupted = False
+    try:
+        for check in _run_checks(config, todo):
+            done.append(check)
+            if on_check:
+                on_check(check)
+    except KeyboardInterrupt:
+        interrupted = True
+    result = CatalogueResult(checks=done, stats=catalogue_stats(done, chosen), interrupted=interrupted)
+    result.paths["stats"] = config.out / "stats.json"
+    write_json(result.paths["stats"], result.stats)
+    result.paths["table"] = config.out / "catalogue.md"
+    write_text(result.paths["table"], catalogue_table(result.stats))
+    if records and not interrupted:
+        from synth.records import write_pair_records
+
+        result.paths["pairs"] = write_pair_records(config.out, [c for c in done if c.kept])
+    return result
+
+
+def _materialise(config: SynthPatternsConfig, chosen: list[Pattern]
+                 ) -> tuple[list[tuple[Path, Path]], list[InstanceCheck]]:
+    """Write every planned instance's task; (task dir, check path) pairs still to check, and the checks already
+    done (earlier runs, duplicates, generation failures)."""
+    todo: list[tuple[Path, Path]] = []
+    done: list[InstanceCheck] = []
+    seen: dict[str, str] = {}
+    for chosen_pattern in chosen:
+        for seed in range(config.seed, config.seed + config.instances):
+            try:
+                instance = generate(chosen_pattern.id, seed)
+            except Exception as exc:  # noqa: BLE001 (a generator bug drops its instance, not the run)
+                done.append(InstanceCheck(task=f"{chosen_pattern.name}_s{seed}", pattern=chosen_pattern.id, seed=seed,
+                                          target=chosen_pattern.target, bottleneck=chosen_pattern.bottleneck,
+                                          reason=f"generation failed: {type(exc).__name__}: {exc}"))
+                continue
+            path = check_path(config.out, instance.name, instance.pattern)
+            digest = instance_digest(instance)
+            if digest in seen:
+                done.append(InstanceCheck(task=instance.name, pattern=instance.pattern, seed=seed,
+                                          target=instance.target, bottleneck=instance.bottleneck,
+                                          reason=f"duplicate of {seen[digest]}"))
+                continue
+            seen[digest] = instance.name
+            directory = write_task(instance, task_dir(config.out, instance.pattern, seed))
+            if path.is_file():
+                done.append(InstanceCheck.from_dict(read_json(path)))
+            else:
+                todo.append((directory, path))
+    return todo, done
+
+
+def _run_checks(config: SynthPatternsConfig, todo: list[tuple[Path, Path]]) -> Iterable[InstanceCheck]:
+    from tqdm import tqdm
+
+    work = config.out / "work"
+    with tqdm(total=len(todo), unit="instance", desc="synth", disable=not config.progress or not todo) as bar:
+        if config.jobs == 1:
+            for directory, path in todo:
+                yield _record(check_instance_dir(directory, work / path.stem, config.timing), path, bar)
+            return
+        with ProcessPoolExecutor(max_workers=config.jobs) as pool:
+            futures = {pool.submit(check_instance_dir, directory, work / path.stem, config.timing): path
+                       for directory, path in todo}
+            for future in as_completed(futures):
+                yield _record(future.result(), futures[future], bar)
+
+
+def _record(data: dict[str, Any], path: Path, bar: Any) -> InstanceCheck:
+    write_json(path, data)
+    bar.update(1)
+    return InstanceCheck.from_dict(data)
+
+
+def catalogue_stats(checks: list[InstanceCheck], chosen: list[Pattern]) -> dict[str, Any]:
+    """Per pattern and per target: instances generated, duplicates, kept, why the others were dropped, how often
+    the planted bottleneck was the top diagnosis (over instances that were profiled), and the speedups."""
+    by_pattern: dict[str, dict[str, Any]] = {}
+    for chosen_pattern in chosen:
+        mine = [c for c in checks if c.pattern == chosen_pattern.id]
+        by_pattern[chosen_pattern.id] = {"target": chosen_pattern.target, "bottleneck": chosen_pattern.bottleneck,
+                                         **_summary(mine)}
+    by_target = {target: _summary([c for c in checks if c.target == target])
+                 for target in sorted({p.target for p in chosen})}
+    return {"patterns": by_pattern, "targets": by_target, "total": _summary(checks)}
+
+
+def _summary(checks: list[InstanceCheck]) -> dict[str, Any]:
+    duplicates = [c for c in checks if c.reason.startswith("duplicate of")]
+    generated = [c for c in checks if c not in duplicates]
+    profiled = [c for c in generated if c.diagnoses or c.profile_slow]
+    kept = [c for c in generated if c.kept]
+    speedups = [c.speedup for c in kept if c.speedup]
+    top = Counter(c.top_diagnosis or "none" for c in profiled)
+    return {
+        "generated": len(generated), "duplicates": len(duplicates), "kept": len(kept),
+        "kept_share": round(len(kept) / len(generated), 4) if generated else None,
+        "profiled": len(profiled), "top_diagnosis_correct": sum(c.top_correct for c in profiled),
+        "diagnosis_accuracy": round(sum(c.top_correct for c in profiled) / len(profiled), 4) if profiled else None,
+        "top_diagnoses": dict(top.most_common()),
+        "speedup_min": round(min(speedups), 3) if speedups else None,
+        "speedup_median": round(statistics.median(speedups), 3) if speedups else None,
+        "speedup_max": round(max(speedups), 3) if speedups else None,
+        "dropped": dict(Counter(_reason_kind(c.reason) for c in generated if not c.kept).most_common()),
+    }
+
+
+def _reason_kind(reason: str) -> str:
+    """The reason's kind, for counting: the text before its first colon."""
+    return reason.split(":", 1)[0] if reason else "unknown"
+
+
+def catalogue_table(stats: dict[str, Any]) -> str:
+    """Markdown: one row per pattern, then one per target."""
+    head = ("| pattern | planted bottleneck | generated | kept | top diagnosis correct | speedup min / median / max "
+            "| dropped |\n|---|---|---:|---:|---:|---|---|\n")
+    rows = [_row(pattern_id, s["bottleneck"], s) for pattern_id, s in stats["patterns"].items()]
+    rows += [_row(f"**{target}**", "", s) for target, s in stats["targets"].items()]
+    return head + "\n".join(rows) + "\n"
+
+
+def _row(name: str, bottleneck: str, s: dict[str, Any]) -> str:
+    accuracy = (f"{s['top_diagnosis_correct']}/{s['profiled']}" if s["profiled"] else "-")
+    speedups = " / ".join(f"{s[k]:.2f}x" if s[k] else "-" for k in ("speedup_min", "speedup_median", "speedup_max"))
+    dropped = ", ".join(f"{k} ({v})" for k, v in s["dropped"].items()) or "-"
+    if s["duplicates"]:
+        dropped += f"; {s['duplicates']} duplicate seeds"
+    return f"| {name} | {bottleneck} | {s['generated']} | {s['kept']} | {accuracy} | {speedups} | {dropped} |"
