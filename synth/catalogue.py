@@ -55,9 +55,9 @@ def check_path(out: Path, instance_name: str, pattern_id: str) -> Path:
 def instance_digest(instance: Instance) -> str:
     """Identity of an instance's code and shapes, blind to its name and seed (two seeds can draw the same
     choices; the second is a duplicate, not a new task)."""
-    name, seed = instance.name, str(instance.seed)
-    payload = "\0".join([instance.slow, instance.fast, instance.harness, repr(instance.configs), repr(instance.outputs)])
-    return hashlib.sha256(payload.replace(name, "").replace(seed, "").encode()).hexdigest()[:24]
+    parts = [instance.slow, instance.fast, instance.harness, repr(instance.configs), repr(instance.outputs)]
+    payload = "\0".join(parts)
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
 def check_instance_dir(directory: Path, work_dir: Path, timing: bool) -> dict[str, Any]:
@@ -138,10 +138,8 @@ def _materialise(config: SynthPatternsConfig, chosen: list[Pattern]
 
 
 def _run_checks(config: SynthPatternsConfig, todo: list[tuple[Path, Path]]) -> Iterable[InstanceCheck]:
-    from tqdm import tqdm
-
     work = config.out / "work"
-    with tqdm(total=len(todo), unit="instance", desc="synth", disable=not config.progress or not todo) as bar:
+    with _progress_bar(len(todo), config.progress) as bar:
         if config.jobs == 1:
             for directory, path in todo:
                 yield _record(check_instance_dir(directory, work / path.stem, config.timing), path, bar)
@@ -151,6 +149,26 @@ def _run_checks(config: SynthPatternsConfig, todo: list[tuple[Path, Path]]) -> I
                        for directory, path in todo}
             for future in as_completed(futures):
                 yield _record(future.result(), futures[future], bar)
+
+
+class _NoBar:
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def update(self, n: int) -> None:
+        pass
+
+
+def _progress_bar(total: int, shown: bool) -> Any:
+    """tqdm's bar, or nothing (the GPU machine's image has no tqdm; scripts/synth_gpu.py runs without one)."""
+    if not shown or not total:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="instance", desc="synth")
 
 
 def _record(data: dict[str, Any], path: Path, bar: Any) -> InstanceCheck:

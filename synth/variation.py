@@ -48,11 +48,9 @@ def c_harness(params: dict[str, int], buffers: list[Buffer], launcher: str, args
     lines += ["", "int main(int argc, char **argv) {", "    pf_run r;", "    pf_init(&r, argc, argv);"]
     lines += [f'    int {name} = (int)pf_param_int(&r, "{name}", {default});' for name, default in params.items()]
     for b in buffers:
-        if b.output:
-            lines.append(f'    pf_buf *{b.name}_buf = pf_output(&r, "{b.name}", {PF_DTYPE[b.dtype]}, (size_t)({b.count}));')
-        else:
-            lines.append(f'    pf_buf *{b.name}_buf = pf_input(&r, "{b.name}", {PF_DTYPE[b.dtype]}, (size_t)({b.count}), '
-                         f"{b.low!r}, {b.high!r});")
+        head = f'    pf_buf *{b.name}_buf = pf_{"output" if b.output else "input"}(&r, "{b.name}", {PF_DTYPE[b.dtype]}'
+        lines.append(f"{head}, (size_t)({b.count}));" if b.output else
+                     f"{head}, (size_t)({b.count}), {b.low!r}, {b.high!r});")
     call_args = [("(const " if not b.output else "(") + f"{b.c_type} *)pf_ptr({b.name}_buf)" for b in buffers]
     lines += ["    while (pf_begin(&r)) {", f"        {launcher}({', '.join(call_args + list(args))});",
               "        pf_end(&r);", "    }", "    return pf_finish(&r);", "}", ""]
