@@ -12,11 +12,10 @@ import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import datasets
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:  # datasets is imported where parquet is written or read: the GPU machine's image lacks it
+    import datasets
 
 INCOMPLETE_SUFFIX = ".incomplete"
 
@@ -51,6 +50,9 @@ def read_json(path: Path) -> Any:
 
 def write_parquet(path: Path, rows: list[dict[str, Any]], features: datasets.Features) -> None:
     """Rows written with HF datasets under the given features (an empty list gives an empty, typed table)."""
+    import datasets
+    import pyarrow as pa
+
     datasets.disable_progress_bars()  # its per-write bars would bury the command's own progress and summary
     # Built by pyarrow and wrapped, not Dataset.from_list, which encodes row by row in Python (seconds for a
     # few hundred records carrying whole source files); the parquet keeps the features in its metadata.
@@ -64,6 +66,9 @@ def write_parquet_batches(path: Path, batches: Iterable[list[dict[str, Any]]], f
     """Rows arriving in batches, written as one parquet file without holding them all in memory (mined pairs
     carry whole source files). The schema carries the HF features, so datasets reads the file as write_parquet's.
     Returns the number of rows written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     schema = features.arrow_schema
     written = 0
     with atomic_path(path) as tmp, pq.ParquetWriter(str(tmp), schema) as writer:
@@ -75,4 +80,6 @@ def write_parquet_batches(path: Path, batches: Iterable[list[dict[str, Any]]], f
 
 
 def read_parquet(path: Path) -> datasets.Dataset:
+    import datasets
+
     return datasets.Dataset.from_parquet(str(path))

@@ -20,14 +20,14 @@ import statistics
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, write_json, write_text
-from synth.check import InstanceCheck, check_task
+from synth.check import InstanceCheck, check_task, prebuild
 from synth.config import SynthPatternsConfig
 from synth.instance import Instance, write_task
 from synth.patterns import Pattern, generate, patterns
@@ -137,8 +137,26 @@ def _materialise(config: SynthPatternsConfig, chosen: list[Pattern]
     return todo, done
 
 
+def prebuild_instance_dir(directory: Path, work_dir: Path) -> str:
+    """Build one task's versions ahead of its check (one thread's job); the build failure's reason, or ""."""
+    from profiling.task import load_task
+
+    return prebuild(load_task(directory), work_dir)
+
+
+def _prebuild(config: SynthPatternsConfig, todo: list[tuple[Path, Path]]) -> None:
+    """Compile every task to check in `build_jobs` threads first: builds take most of a GPU task's check, and
+    unlike the checks' timings they may overlap. A failure is not an error here: the check reports it."""
+    if config.build_jobs <= 1 or len(todo) <= 1:
+        return
+    work = config.out / "work"
+    with ThreadPoolExecutor(max_workers=config.build_jobs) as pool:
+        list(pool.map(lambda item: prebuild_instance_dir(item[0], work / item[1].stem), todo))
+
+
 def _run_checks(config: SynthPatternsConfig, todo: list[tuple[Path, Path]]) -> Iterable[InstanceCheck]:
     work = config.out / "work"
+    _prebuild(config, todo)
     with _progress_bar(len(todo), config.progress) as bar:
         if config.jobs == 1:
             for directory, path in todo:

@@ -16,7 +16,8 @@ from typing import Any
 
 from perfforge.errors import PerfforgeError
 from perfforge.records import Profile
-from profiling.profile import profile_task
+from profiling.build import build
+from profiling.profile import profile_build_flags, profile_task
 from profiling.task import Task
 from profiling.validate import validate
 from profiling.verdict import Status, Verdict
@@ -87,6 +88,25 @@ def faster(verdict: Verdict) -> bool:
         problem.startswith(PLANTED_GAP_PROBLEM_PREFIX) for problem in verdict.review)
 
 
+def work_dirs(work_dir: Path) -> dict[str, Path]:
+    """Where the check's stages work: validate, and the profiles of the slow and the fast version."""
+    return {"validate": work_dir / "validate", "slow": work_dir / "profile-slow", "fast": work_dir / "profile-fast"}
+
+
+def prebuild(task: Task, work_dir: Path) -> str:
+    """Build everything check_task will build, into the same cached build directories, so that builds can run in
+    parallel ahead of the checks (whose timings must not overlap). The first build failure's reason, or ""."""
+    dirs = work_dirs(work_dir)
+    flags = profile_build_flags(task)
+    jobs = [(task.source_path, dirs["validate"], ()), (task.reference_path, dirs["validate"], ()),
+            (task.source_path, dirs["slow"], flags), (task.reference_path, dirs["fast"], flags)]
+    for version, directory, extra_flags in jobs:
+        built = build(task, version, directory, extra_flags=extra_flags)
+        if not built.ok:
+            return built.reason()
+    return ""
+
+
 def check_task(task: Task, work_dir: Path, *, timing: bool = True) -> InstanceCheck:
     """Validate the task's reference against its source, then profile both; `timing=False` checks correctness
     and the diagnosis only (for machines too noisy to time on)."""
@@ -103,7 +123,8 @@ def check_task(task: Task, work_dir: Path, *, timing: bool = True) -> InstanceCh
 
 
 def _judge(task: Task, work_dir: Path, check: InstanceCheck, timing: bool) -> None:
-    verdict = validate(task, task.reference_path, work_dir / "validate", timing=timing)
+    dirs = work_dirs(work_dir)
+    verdict = validate(task, task.reference_path, dirs["validate"], timing=timing)
     check.verdict_status, check.verdict_reason = verdict.status.value, verdict.reason
     check.speedup, check.speedup_ci = verdict.speedup, verdict.speedup_ci
     if verdict.baseline_timing and verdict.candidate_timing:
@@ -115,8 +136,8 @@ def _judge(task: Task, work_dir: Path, check: InstanceCheck, timing: bool) -> No
         check.reason = f"fast version not measurably faster: {verdict.headline()}"
         return
     try:
-        slow = profile_task(task, work_dir / "profile-slow")
-        fast = profile_task(task, work_dir / "profile-fast", version=task.reference_path)
+        slow = profile_task(task, dirs["slow"])
+        fast = profile_task(task, dirs["fast"], version=task.reference_path)
     except PerfforgeError as exc:
         check.reason = f"profiling failed: {_first_line(str(exc))}"
         return

@@ -3,6 +3,7 @@ mirrored by the command line and a YAML file (perfforge.config)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,8 @@ class SynthPatternsConfig:
     jobs: int = field(default=1, metadata={
         "help": "instances checked at once; timings of concurrent checks disturb each other, so keep 1 for "
                 "reported figures"})
+    build_jobs: int = field(default_factory=lambda: os.cpu_count() or 1, metadata={
+        "help": "compilers run at once ahead of the checks (builds may overlap; timings may not)"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
 
     def validate(self) -> None:
