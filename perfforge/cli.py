@@ -110,6 +110,26 @@ def _run_synth_list(config: Any) -> int:
     return run_synth_list(config)
 
 
+def _synth_commits_config() -> type:
+    from synth.config import SynthCommitsConfig
+    return SynthCommitsConfig
+
+
+def _run_synth_commits(config: Any) -> int:
+    from synth.commands import run_synth_commits
+    return run_synth_commits(config)
+
+
+def _synth_recipe_config() -> type:
+    from synth.config import SynthRecipeConfig
+    return SynthRecipeConfig
+
+
+def _run_synth_recipe(config: Any) -> int:
+    from synth.commands import run_synth_recipe
+    return run_synth_recipe(config)
+
+
 # A name with a space is a command of a group: "synth patterns" is `perfforge synth patterns`.
 SUBCOMMANDS = {
     command.name: command for command in (
@@ -125,6 +145,10 @@ SUBCOMMANDS = {
         Subcommand("synth patterns", "generate pattern-catalogue tasks, check each through the pipeline, keep the "
                    "ones that pass as profiled records", _synth_patterns_config, _run_synth_patterns),
         Subcommand("synth list", "list the pattern catalogue", _synth_list_config, _run_synth_list),
+        Subcommand("synth commits", "ask a model to turn mined performance pairs into runnable tasks; keep the ones "
+                   "whose fast version is correct and faster", _synth_commits_config, _run_synth_commits),
+        Subcommand("synth recipe", "profile the named kernels of a real repository at a commit's parent and at the "
+                   "commit, from a recipe", _synth_recipe_config, _run_synth_recipe),
     )
 }
 GROUP_HELP = {"synth": "synthesise runnable, profiled tasks: the pattern catalogue, tasks from mined commits"}

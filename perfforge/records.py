@@ -71,6 +71,7 @@ class FoundBy(StrEnum):
     MINED_LLM_JUDGE = "mined:llm-judge"  # the rule score was uncertain and the LLM judge decided
     SYNTHETIC_PATTERN = "synthetic:pattern"  # generated from the pattern catalogue
     SYNTHETIC_COMMIT = "synthetic:commit"  # a runnable task synthesised from a mined commit
+    RECIPE = "recipe"  # a user's build-and-benchmark recipe, profiled at a commit and at its parent
 
 
 def _doc(text: str, **default: Any) -> Any:
@@ -220,7 +221,8 @@ class PairRecord:
     date: str = _doc("author date of the commit, ISO 8601, UTC")
     path: str = _doc("the changed file's path")
     licence: str = _doc("SPDX id of the repository's licence at the mined revision; NOASSERTION when unknown")
-    found_by: str = _doc("FoundBy value: mined:rules, mined:llm-judge, synthetic:pattern, synthetic:commit")
+    found_by: str = _doc("FoundBy value: mined:rules, mined:llm-judge, synthetic:pattern, synthetic:commit, "
+                         "recipe")
     # what the code is
     language: str = _doc("source language: cuda, c, cpp, opencl, python, fortran")
     target: str = _doc("Target value: where it runs (cuda, triton, cpu, hip, opencl, metal)")

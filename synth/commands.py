@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from synth.check import InstanceCheck
-from synth.config import SynthListConfig, SynthPatternsConfig
+from synth.config import SynthCommitsConfig, SynthListConfig, SynthPatternsConfig, SynthRecipeConfig
 
 
 def run_synth_list(config: SynthListConfig) -> int:
@@ -37,4 +37,40 @@ def run_synth_patterns(config: SynthPatternsConfig) -> int:
     print(result.paths["table"].read_text(encoding="utf-8"), end="")
     for name, path in result.paths.items():
         print(f"{name:>8}: {path}")
+    return 0
+
+
+def run_synth_commits(config: SynthCommitsConfig) -> int:
+    from synth.from_commits import PairResult, run_commits
+
+    def report(result: PairResult) -> None:
+        check = result.check
+        speed = f" {check.speedup:.2f}x" if result.kept and check and check.speedup else ""
+        outcome = "kept" if result.kept else f"{result.outcome}: {result.reason}"
+        print(f"{result.id}: {len(result.attempts)} attempt(s){speed} {outcome}", file=sys.stderr)
+
+    result = run_commits(config, on_result=report)
+    if result.interrupted:
+        print(f"interrupted: finished pairs are kept in {config.out}; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    stats = result.stats
+    print(f"{stats['selected']} performance pairs chosen, {stats['judged']} judged, {stats['kept']} kept; "
+          f"outcomes: " + ", ".join(f"{k} {v}" for k, v in stats["outcomes"].items()))
+    for name, path in result.paths.items():
+        print(f"{name:>8}: {path}")
+    return 0
+
+
+def run_synth_recipe(config: SynthRecipeConfig) -> int:
+    from synth.recipe import run_recipe
+
+    result = run_recipe(config)
+    print(result.paths["table"].read_text(encoding="utf-8"), end="")
+    missing = [row["kernel"] for row in result.comparison if not (row["found_before"] and row["found_after"])]
+    if missing:
+        print(f"not found at both sides (raise --top): {', '.join(missing)}", file=sys.stderr)
+    print(f"{len(result.records)} records")
+    for name, path in result.paths.items():
+        print(f"{name:>10}: {path}")
     return 0

@@ -49,3 +49,77 @@ class SynthListConfig:
     def validate(self) -> None:
         if self.target not in SYNTH_TARGETS:
             raise ConfigError(f"--target must be one of {', '.join(SYNTH_TARGETS)}, got {self.target!r}")
+
+
+COMMIT_TARGETS = ("cpu", "cuda", "triton")  # targets a synthesised task can run on (hip: no machine to check it)
+# The score at which mining calls a commit a performance change (mining.classify.PERF_THRESHOLD).
+MINED_PERF_THRESHOLD = 0.5
+
+
+@dataclass
+class SynthCommitsConfig:
+    pairs: Path | None = field(default=None, metadata={
+        "positional": True, "help": "pairs.parquet of mined before/after pairs (perfforge mine's output)"})
+    url: str | None = field(default=None, metadata={
+        "help": "OpenAI-compatible endpoint serving the model, e.g. http://127.0.0.1:8000/v1 (vLLM)"})
+    model: str | None = field(default=None, metadata={"help": "model name the endpoint serves"})
+    api_key_env: str = field(default="PERFFORGE_API_KEY", metadata={
+        "help": "environment variable holding the endpoint's API key (unset: no key, as vLLM expects)"})
+    out: Path = field(default=Path("perfforge-out/synth-commits"), metadata={
+        "help": "output directory: tasks/, judged/, pairs.parquet, stats.json"})
+    limit: int | None = field(default=None, metadata={"help": "synthesise at most this many pairs (first chosen)"})
+    targets: list[str] = field(default_factory=lambda: ["cpu"], metadata={
+        "help": "targets of the pairs to synthesise: cpu, cuda, triton (comma- or space-separated); cuda and triton "
+                "tasks are checked here, so ask for them only on a GPU machine with nvcc and ncu"})
+    attempts: int = field(default=3, metadata={
+        "help": "answers asked per pair; each retry is told why the previous task failed"})
+    min_perf_score: float = field(default=MINED_PERF_THRESHOLD, metadata={
+        "help": "mined pairs with a perf score below this (or category none) are not performance pairs"})
+    max_tokens: int = field(default=4096, metadata={"help": "the longest answer asked of the model, in tokens"})
+    temperature: float = field(default=0.2, metadata={
+        "help": "sampling temperature (a little above 0 lets a retry differ from the failed answer)"})
+    timeout_s: float = field(default=300.0, metadata={"help": "seconds to wait for one answer"})
+    example: Path | None = field(default=None, metadata={
+        "help": "task directory shown to the model as the example (default: the first of examples/tasks/<target>)"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+
+    def validate(self) -> None:
+        if self.pairs is None:
+            raise ConfigError("give the pairs.parquet to synthesise from (perfforge mine writes one)")
+        if not self.url or not self.model:
+            raise ConfigError("--url and --model are required: the OpenAI-compatible endpoint and its model name")
+        self.targets = [t.strip() for item in self.targets for t in item.split(",") if t.strip()]
+        unknown = [t for t in self.targets if t not in COMMIT_TARGETS]
+        if unknown or not self.targets:
+            raise ConfigError(f"--targets must name some of {', '.join(COMMIT_TARGETS)}, got {unknown or 'none'}")
+        if self.attempts < 1:
+            raise ConfigError(f"--attempts must be at least 1, got {self.attempts}")
+        if self.limit is not None and self.limit < 0:
+            raise ConfigError(f"--limit must be non-negative, got {self.limit}")
+        if not 0.0 <= self.min_perf_score <= 1.0:
+            raise ConfigError(f"--min-perf-score must be in [0, 1], got {self.min_perf_score}")
+        if self.max_tokens < 1 or self.timeout_s <= 0 or self.temperature < 0:
+            raise ConfigError("--max-tokens and --timeout-s must be positive, --temperature non-negative")
+
+    def api_key(self) -> str:
+        import os
+
+        return os.environ.get(self.api_key_env) or "EMPTY"
+
+
+@dataclass
+class SynthRecipeConfig:
+    recipe: Path | None = field(default=None, metadata={
+        "positional": True, "help": "recipe TOML: repository, commit, build and benchmark commands, target, "
+                                    "kernels (docs/synth_commits.md)"})
+    out: Path = field(default=Path("perfforge-out/synth-recipe"), metadata={
+        "help": "output directory: before/ and after/ (clones, build logs, profiles), comparison.json, "
+                "comparison.md, pairs.parquet"})
+    top: int | None = field(default=None, metadata={
+        "help": "profile this many of the costliest kernels per side (overrides the recipe's top)"})
+
+    def validate(self) -> None:
+        if self.recipe is None:
+            raise ConfigError("give the recipe TOML file (docs/synth_commits.md lists its fields)")
+        if self.top is not None and self.top < 1:
+            raise ConfigError(f"--top must be at least 1, got {self.top}")
