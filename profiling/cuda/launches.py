@@ -3,7 +3,7 @@
 Input: the raw page of `ncu --metrics gpu__time_duration.sum PROGRAM` (profiling.cuda.ncu.application_command):
 one row per launch. Output: per kernel (base name), the launches, total and mean milliseconds and the share of
 all kernel time, most expensive first, so the top N can be profiled in depth. `launch_stats` turns the same page
-into the per-call figures the launch_overhead diagnosis reads.
+into the per-call figures the launch_overhead and unfused_elementwise_chain diagnoses read.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from profiling.cuda.raw_csv import KernelLaunch, NcuCsvError, read_raw_page
 LAUNCHES_PER_CALL = "perfforge__launches_per_call"  # launch: kernel launches per call of the task's launcher
 MEAN_LAUNCH_DURATION_US = "perfforge__mean_launch_duration_us"  # us: mean GPU duration of those launches
 KERNEL_TIME_PER_CALL_MS = "perfforge__kernel_time_per_call_ms"  # ms: summed GPU durations per call
+DISTINCT_KERNELS_PER_CALL = "perfforge__distinct_kernels_per_call"  # kernel: different kernels (base names) launched
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class KernelTime:
 class LaunchStats:
     launches_per_call: float
     kernel_time_per_call_ms: float
+    distinct_kernels: int = 0  # different kernels (base names) among the launches; 0 when unknown
 
     @property
     def mean_launch_duration_us(self) -> float:
@@ -46,7 +48,8 @@ class LaunchStats:
     def counters(self) -> list[CounterValue]:
         return [CounterValue(LAUNCHES_PER_CALL, self.launches_per_call, "launch"),
                 CounterValue(MEAN_LAUNCH_DURATION_US, self.mean_launch_duration_us, "us"),
-                CounterValue(KERNEL_TIME_PER_CALL_MS, self.kernel_time_per_call_ms, "ms")]
+                CounterValue(KERNEL_TIME_PER_CALL_MS, self.kernel_time_per_call_ms, "ms"),
+                CounterValue(DISTINCT_KERNELS_PER_CALL, float(self.distinct_kernels), "kernel")]
 
 
 def launch_duration_ms(launch: KernelLaunch) -> float:
@@ -75,7 +78,8 @@ def launch_stats(launches: Sequence[KernelLaunch], calls: int) -> LaunchStats:
     if calls < 1:
         raise ValueError("calls must be at least 1")
     total_ms = sum(launch_duration_ms(launch) for launch in launches)
-    return LaunchStats(launches_per_call=len(launches) / calls, kernel_time_per_call_ms=total_ms / calls)
+    return LaunchStats(launches_per_call=len(launches) / calls, kernel_time_per_call_ms=total_ms / calls,
+                       distinct_kernels=len({launch.kernel_base for launch in launches}))
 
 
 def read_application_page(path: Path) -> list[KernelLaunch]:

@@ -3,7 +3,8 @@
 Each rule reads the ncu metrics named in profiling/cuda/metrics.py (their meaning and unit are documented there)
 and the thresholds of thresholds/cuda.toml. Severity is in [0, 1]: roughly the share of the kernel's time the
 problem explains, weighted by how busy the unit it hurts is. Problems that name a cause (bank conflicts, atomics,
-divergence, spills, occupancy, launches, cache re-reads) can reach 1; the three regime diagnoses (dram_bound,
+divergence, spills, occupancy, launches, cache re-reads, unfused element-wise chains, narrow loads, redundant
+stencil loads) can reach 1; the three regime diagnoses (dram_bound,
 compute_bound, latency_bound) describe where a kernel sits, not what to fix, and stay at or below 0.6 so that a
 cause outranks its symptom.
 """
@@ -201,9 +202,9 @@ def latency_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | Non
     if sm is None or memory is None or max(sm, memory) >= limit.value:
         return None
     findings = [finding(m.SM_THROUGHPUT_PCT, sm, limit, "<"), finding(m.MEMORY_THROUGHPUT_PCT, memory, limit, "<")]
-    top_stall = [f"most sampled warp state: {profile.stalls[0].reason} ({profile.stalls[0].share:.0%})"]
-    return make_diagnosis("latency_bound", REGIME_WEIGHT * (1 - max(sm, memory) / limit.value), findings,
-                          top_stall if profile.stalls else [])
+    top_stall = ([f"most sampled warp state: {profile.stalls[0].reason} ({profile.stalls[0].share:.0%})"]
+                 if profile.stalls else [])
+    return make_diagnosis("latency_bound", REGIME_WEIGHT * (1 - max(sm, memory) / limit.value), findings, top_stall)
 
 
 @_rule("poor_cache_locality", (m.L1_THROUGHPUT_PCT, m.DRAM_THROUGHPUT_PCT, m.GLOBAL_LD_SECTORS, m.GLOBAL_ST_SECTORS,
@@ -242,3 +243,84 @@ def launch_overhead(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | N
     extra = [f"{launches:.0f} launches per call of {profile.timing.median_ms:.3f} ms"]
     return make_diagnosis("launch_overhead", (1 - mean_us / short.value) * min(1.0, launches / many.value),
                           findings, extra)
+
+
+@_rule("unfused_elementwise_chain", (ln.LAUNCHES_PER_CALL, ln.DISTINCT_KERNELS_PER_CALL, m.DRAM_THROUGHPUT_PCT),
+       ("fusion_min_launches", "launches_per_call", "dram_bound_pct", "fusion_max_intensity"),
+       "fuse the element-wise kernels into one that reads the inputs once and writes the result once")
+def unfused_elementwise_chain(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    launches, dram = profile.counter(ln.LAUNCHES_PER_CALL), profile.counter(m.DRAM_THROUGHPUT_PCT)
+    few, many = _threshold(th, "fusion_min_launches"), _threshold(th, "launches_per_call")
+    busy, light = _threshold(th, "dram_bound_pct"), _threshold(th, "fusion_max_intensity")
+    if launches is None or dram is None or not few.value <= launches < many.value or dram < busy.value:
+        return None
+    intensity = profile.roofline.arithmetic_intensity_flop_per_byte if profile.roofline else None
+    if intensity is not None and intensity > light.value:
+        return None
+    findings = [finding(ln.LAUNCHES_PER_CALL, launches, few, ">="), finding(m.DRAM_THROUGHPUT_PCT, dram, busy, ">=")]
+    if intensity is not None:
+        findings.append(finding("arithmetic_intensity_flop_per_byte", intensity, light, "<="))
+    kernels = profile.counter(ln.DISTINCT_KERNELS_PER_CALL)
+    extra = [f"{launches:.0f} launches per call" + (f" of {kernels:.0f} different kernels" if kernels else "")
+             + ", each streaming its operands through DRAM"]
+    # A cause, so it outranks the dram_bound regime it produces: half for being a DRAM-bound chain at all, the
+    # other half growing with the share of the traffic fusion removes ((k - 1) / k of k passes).
+    severity = min(1.0, dram / 100 / (busy.value / 100)) * (0.5 + 0.5 * (1 - 1 / launches))
+    return make_diagnosis("unfused_elementwise_chain", min(1.0, severity), findings, extra + _roofline_text(profile))
+
+
+@_rule("scalar_global_loads", (m.GLOBAL_LD_REQUESTS, m.GLOBAL_LD_SECTORS, m.GLOBAL_LD_BYTES_PER_SECTOR,
+                               m.ISSUE_ACTIVE_PCT, m.L1_THROUGHPUT_PCT, m.MEMORY_THROUGHPUT_PCT),
+       ("load_sectors_per_request", "scalar_load_bytes_per_sector", "scalar_load_busy_pct"),
+       "load wider words per thread (uchar4/uint4, half2/float4 or __ldg of a vector type) and unpack in registers")
+def scalar_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    requests, sectors = _value(profile, m.GLOBAL_LD_REQUESTS), _value(profile, m.GLOBAL_LD_SECTORS)
+    narrow, dense = _threshold(th, "load_sectors_per_request"), _threshold(th, "scalar_load_bytes_per_sector")
+    busy_limit = _threshold(th, "scalar_load_busy_pct")
+    if requests <= 0 or sectors <= 0:
+        return None
+    per_request = sectors / requests
+    bytes_per_sector = profile.counter(m.GLOBAL_LD_BYTES_PER_SECTOR)
+    busy = max(_value(profile, m.ISSUE_ACTIVE_PCT), _value(profile, m.L1_THROUGHPUT_PCT),
+               _value(profile, m.MEMORY_THROUGHPUT_PCT))
+    # Few sectors per request with every byte of each sector used: narrow, coalesced loads (a broadcast or a
+    # strided access has few used bytes per sector and is another problem).
+    if per_request > narrow.value or (bytes_per_sector is not None and bytes_per_sector < dense.value):
+        return None
+    if busy < busy_limit.value:
+        return None
+    findings = [finding("global_load_sectors_per_request", per_request, narrow, "<="),
+                finding("busiest_of_issue_l1_memory_pct", busy, busy_limit, ">=")]
+    extra = [f"about {32 * per_request:.0f} bytes per warp-level load (a 16-byte vector load per lane moves 512)"]
+    lines = _lines_where(profile, lambda h: h.dominant_stall in ("lg_throttle", "long_scoreboard"))
+    if lines:
+        findings[0].lines = lines
+    return make_diagnosis("scalar_global_loads", busy / 100 * (1 - per_request / 16), findings, extra)
+
+
+@_rule("redundant_global_loads", (m.GLOBAL_LD_SECTORS, m.DRAM_BYTES_READ, m.L1_THROUGHPUT_PCT, m.SHARED_WAVEFRONTS,
+                                  m.GLOBAL_ST_SECTORS, m.L1_HIT_RATE_PCT),
+       ("redundant_l1_pct", "redundant_load_ratio", "redundant_load_ratio_max", "cache_bound_global_share"),
+       "stage each block's inputs (with the halo) in shared memory once, then read the neighbours from there")
+def redundant_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    l1, loaded = _value(profile, m.L1_THROUGHPUT_PCT), _value(profile, m.GLOBAL_LD_SECTORS)
+    dram_read_sectors = _value(profile, m.DRAM_BYTES_READ) / 32
+    global_sectors = loaded + _value(profile, m.GLOBAL_ST_SECTORS)
+    global_share = _ratio(global_sectors, global_sectors + _value(profile, m.SHARED_WAVEFRONTS))
+    busy, low, high = (_threshold(th, name) for name in ("redundant_l1_pct", "redundant_load_ratio",
+                                                         "redundant_load_ratio_max"))
+    share = _threshold(th, "cache_bound_global_share")
+    if dram_read_sectors <= 0 or l1 < busy.value or global_share < share.value:
+        return None
+    ratio = loaded / dram_read_sectors
+    if not low.value <= ratio < high.value:
+        return None
+    findings = [finding("global_load_sectors_per_dram_sector", ratio, low, ">="),
+                finding(m.L1_THROUGHPUT_PCT, l1, busy, ">="),
+                finding("global_share_of_l1_passes", global_share, share, ">=")]
+    extra = [f"{m.L1_HIT_RATE_PCT} = {_value(profile, m.L1_HIT_RATE_PCT):.1f} %: each DRAM byte is loaded about "
+             f"{ratio:.0f} times through L1"]
+    lines = _lines_where(profile, lambda h: h.dominant_stall in ("lg_throttle", "long_scoreboard"))
+    if lines:
+        findings[0].lines = lines
+    return make_diagnosis("redundant_global_loads", l1 / 100 * global_share * (1 - 1 / ratio), findings, extra)

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from perfforge.records import Profile, Timing
+from perfforge.records import CounterValue, Profile, RooflinePoint, Timing
+from profiling.cuda import launches as ln
+from profiling.cuda import metrics as m
 from profiling.cuda.profile import build_profile, profile_from_files
 from profiling.cuda.raw_csv import read_raw_page
 from profiling.diagnoses import RULES, diagnose, thresholds_for
@@ -24,6 +26,7 @@ TASK_DIRS = sorted(p for p in TASKS.iterdir() if (p / "task.toml").is_file())
 REQUIRED = {"shared_memory_bank_conflicts", "uncoalesced_global_access", "atomic_contention", "low_occupancy",
             "register_spills", "branch_divergence", "dram_bound", "latency_bound", "compute_bound",
             "poor_cache_locality", "launch_overhead"}
+NEW_RULES = {"unfused_elementwise_chain", "scalar_global_loads", "redundant_global_loads"}
 
 
 def timing_of(capture: str) -> Timing:
@@ -53,7 +56,7 @@ def bottleneck_of(task_dir: Path) -> str:
 def test_required_rules_are_registered_for_cuda_and_triton():
     _load_rule_modules()
     cuda_rules = {name for name, rule in RULES.items() if {"cuda", "triton"} <= set(rule.targets)}
-    assert cuda_rules >= REQUIRED
+    assert cuda_rules >= REQUIRED | NEW_RULES
 
 
 def test_thresholds_are_documented_and_used():
@@ -136,3 +139,110 @@ def test_triton_profiles_use_the_cuda_thresholds():
 def test_a_profile_without_counters_gets_no_cuda_diagnosis():
     empty = Profile(machine="", tool_versions="", timing=timing_of("sum_atomic.slow"), target="cuda")
     assert diagnose(empty) == []
+
+
+# The rules without an example task yet, on synthetic profiles: the figures a slow version with the problem
+# should show (initial thresholds, to be calibrated on H100 captures of the catalogue's instances).
+
+def synthetic(counters: dict[str, float], intensity: float | None = None) -> Profile:
+    roofline = None if intensity is None else RooflinePoint(
+        arithmetic_intensity_flop_per_byte=intensity, achieved_gflop_per_s=100.0, achieved_gbyte_per_s=2800.0,
+        peak_gflop_per_s=60000.0, peak_gbyte_per_s=3350.0)
+    return Profile(machine="H100", tool_versions="ncu", target="cuda", roofline=roofline,
+                   timing=Timing(median_ms=0.2, p10_ms=0.19, p90_ms=0.21, trials=30, method="cuda_events"),
+                   counters=[CounterValue(name, value, "") for name, value in counters.items()])
+
+
+def names(profile: Profile) -> list[str]:
+    return [d.name for d in diagnose(profile)]
+
+
+CHAIN = {ln.LAUNCHES_PER_CALL: 3.0, ln.DISTINCT_KERNELS_PER_CALL: 3.0, ln.MEAN_LAUNCH_DURATION_US: 45.0,
+         m.DRAM_THROUGHPUT_PCT: 90.0, m.MEMORY_THROUGHPUT_PCT: 90.0, m.SM_THROUGHPUT_PCT: 20.0,
+         m.L1_THROUGHPUT_PCT: 25.0, m.GLOBAL_LD_REQUESTS: 1e6, m.GLOBAL_LD_SECTORS: 4e6, m.DRAM_BYTES_READ: 1.28e8}
+
+
+def test_unfused_chain_fires_and_outranks_dram_bound():
+    found = names(synthetic(CHAIN, intensity=0.125))
+    assert found[0] == "unfused_elementwise_chain"
+    assert "dram_bound" in found
+    two = {d.name: d.severity for d in diagnose(synthetic({**CHAIN, ln.LAUNCHES_PER_CALL: 2.0}, intensity=0.125))}
+    assert two["unfused_elementwise_chain"] > two["dram_bound"]
+
+
+@pytest.mark.parametrize("change", [{ln.LAUNCHES_PER_CALL: 1.0}, {ln.LAUNCHES_PER_CALL: 512.0},
+                                    {m.DRAM_THROUGHPUT_PCT: 30.0}])
+def test_unfused_chain_needs_a_few_dram_bound_launches(change):
+    assert "unfused_elementwise_chain" not in names(synthetic({**CHAIN, **change}, intensity=0.125))
+
+
+def test_unfused_chain_not_for_arithmetic_heavy_kernels_or_without_launch_figures():
+    assert "unfused_elementwise_chain" not in names(synthetic(CHAIN, intensity=20.0))
+    without = {k: v for k, v in CHAIN.items() if k != ln.LAUNCHES_PER_CALL}
+    assert "unfused_elementwise_chain" not in names(synthetic(without, intensity=0.125))
+
+
+def test_launch_overhead_and_unfused_chain_do_not_overlap():
+    many = {**CHAIN, ln.LAUNCHES_PER_CALL: 1024.0, ln.MEAN_LAUNCH_DURATION_US: 3.0}
+    found = names(synthetic(many, intensity=0.125))
+    assert "launch_overhead" in found and "unfused_elementwise_chain" not in found
+
+
+# One byte per lane: a sector per warp-level load, every byte of it used; the issue slots near their limit.
+NARROW = {m.GLOBAL_LD_REQUESTS: 2e6, m.GLOBAL_LD_SECTORS: 2e6, m.GLOBAL_LD_BYTES_PER_SECTOR: 32.0,
+          m.ISSUE_ACTIVE_PCT: 85.0, m.SM_THROUGHPUT_PCT: 85.0, m.L1_THROUGHPUT_PCT: 55.0,
+          m.MEMORY_THROUGHPUT_PCT: 58.0, m.DRAM_THROUGHPUT_PCT: 58.0, m.DRAM_BYTES_READ: 6.4e7}
+
+
+def test_scalar_loads_fire_and_outrank_the_regimes():
+    found = diagnose(synthetic(NARROW))
+    assert found[0].name == "scalar_global_loads"
+    assert found[0].severity > 0.6
+    assert found[0].hint
+
+
+@pytest.mark.parametrize("change", [
+    {m.GLOBAL_LD_SECTORS: 8e6},  # fp32 scalar loads: 4 sectors per request, as fast as vectors on an H100
+    {m.GLOBAL_LD_BYTES_PER_SECTOR: 4.0},  # a broadcast or strided load, not a narrow one
+    {m.ISSUE_ACTIVE_PCT: 20.0, m.SM_THROUGHPUT_PCT: 20.0, m.L1_THROUGHPUT_PCT: 20.0, m.MEMORY_THROUGHPUT_PCT: 20.0},
+    {m.GLOBAL_LD_REQUESTS: 0.0},
+])
+def test_scalar_loads_do_not_fire(change):
+    assert "scalar_global_loads" not in names(synthetic({**NARROW, **change}))
+
+
+def test_scalar_loads_silent_on_the_example_tasks():
+    for task_dir in TASK_DIRS:
+        for version in ("slow", "fast"):
+            assert "scalar_global_loads" not in names(load_profile(task_dir.name, version)), (task_dir.name, version)
+
+
+# A radius-8 stencil reading its 17 neighbours from global memory: ~5 sectors per warp load, 17 loads per
+# output warp, one DRAM read of each input sector: ~21 sectors through L1 per DRAM sector; L1 saturated.
+STENCIL = {m.GLOBAL_LD_SECTORS: 2.1e7, m.GLOBAL_ST_SECTORS: 1e6, m.DRAM_BYTES_READ: 3.2e7,
+           m.SHARED_WAVEFRONTS: 0.0, m.L1_THROUGHPUT_PCT: 92.0, m.L1_HIT_RATE_PCT: 95.0,
+           m.DRAM_THROUGHPUT_PCT: 55.0, m.MEMORY_THROUGHPUT_PCT: 92.0, m.SM_THROUGHPUT_PCT: 60.0,
+           m.GLOBAL_LD_REQUESTS: 4.2e6, m.GLOBAL_LD_BYTES_PER_SECTOR: 25.6, m.ISSUE_ACTIVE_PCT: 55.0}
+
+
+def test_redundant_loads_fire_and_outrank_the_regimes():
+    found = diagnose(synthetic(STENCIL))
+    assert found[0].name == "redundant_global_loads"
+    by_name = {d.name: d.severity for d in found}
+    assert by_name["redundant_global_loads"] > 0.6 >= by_name.get("dram_bound", 0.0)
+
+
+@pytest.mark.parametrize("change", [
+    {m.GLOBAL_LD_SECTORS: 1e6},  # each byte loaded once: streaming
+    {m.GLOBAL_LD_SECTORS: 1e9},  # re-read for a whole matrix dimension: poor_cache_locality's case
+    {m.L1_THROUGHPUT_PCT: 30.0},  # re-reads that cost nothing
+    {m.SHARED_WAVEFRONTS: 1e8},  # a tiled kernel doing its job through shared memory
+    {m.DRAM_BYTES_READ: 0.0},
+])
+def test_redundant_loads_do_not_fire(change):
+    assert "redundant_global_loads" not in names(synthetic({**STENCIL, **change}))
+
+
+def test_redundant_loads_leave_the_naive_matmul_to_poor_cache_locality():
+    found = names(load_profile("matmul_naive", "slow"))
+    assert found[0] == "poor_cache_locality" and "redundant_global_loads" not in found
