@@ -20,6 +20,7 @@ from profiling.diagnoses.registry import Rule, Threshold, finding, make_diagnosi
 
 TARGETS = ("cuda", "triton")
 REGIME_WEIGHT = 0.6  # the most a regime diagnosis (dram/compute/latency bound) weighs
+SYMPTOM_WEIGHT = 0.5  # a diagnosis that is the symptom of another one's cause weighs at most half
 Check = Callable[[Profile, dict[str, Threshold]], Diagnosis | None]
 
 
@@ -125,9 +126,21 @@ def low_occupancy(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | Non
         return None
     theoretical = _value(profile, m.THEORETICAL_OCCUPANCY_PCT)
     idle_issue = 1 - _value(profile, m.ISSUE_ACTIVE_PCT) / 100
-    return make_diagnosis("low_occupancy", (1 - achieved / limit.value) * idle_issue,
-                          [finding(m.ACHIEVED_OCCUPANCY_PCT, achieved, limit, "<")],
-                          [occupancy_limit_text(profile, theoretical, th)])
+    extra = [occupancy_limit_text(profile, theoretical, th)]
+    severity = (1 - achieved / limit.value) * idle_issue
+    if _many_short_launches(profile, th):
+        severity *= SYMPTOM_WEIGHT
+        extra.append("one of many short launches per call: its occupancy is its size (see launch_overhead)")
+    return make_diagnosis("low_occupancy", severity, [finding(m.ACHIEVED_OCCUPANCY_PCT, achieved, limit, "<")], extra)
+
+
+def _many_short_launches(profile: Profile, th: dict[str, Threshold]) -> bool:
+    """launch_overhead's condition. The launches of such a call are tiny (one row each, measured 6% occupancy
+    on the H100), so their low occupancy is their size, not a resource limit: launch_overhead names the cause,
+    and low occupancy is weighed as its symptom (SYMPTOM_WEIGHT)."""
+    launches, mean_us = profile.counter(ln.LAUNCHES_PER_CALL), profile.counter(ln.MEAN_LAUNCH_DURATION_US)
+    return (launches is not None and mean_us is not None and launches >= _threshold(th, "launches_per_call").value
+            and mean_us < _threshold(th, "short_launch_us").value)
 
 
 @_rule("register_spills", (m.SPILL_REQUESTS, m.LOCAL_LD_SECTORS, m.LOCAL_ST_SECTORS, m.GLOBAL_LD_SECTORS,
@@ -270,57 +283,64 @@ def unfused_elementwise_chain(profile: Profile, th: dict[str, Threshold]) -> Dia
 
 
 @_rule("scalar_global_loads", (m.GLOBAL_LD_REQUESTS, m.GLOBAL_LD_SECTORS, m.GLOBAL_LD_BYTES_PER_SECTOR,
-                               m.ISSUE_ACTIVE_PCT, m.L1_THROUGHPUT_PCT, m.MEMORY_THROUGHPUT_PCT),
-       ("load_sectors_per_request", "scalar_load_bytes_per_sector", "scalar_load_busy_pct"),
+                               m.DRAM_THROUGHPUT_PCT, m.SM_THROUGHPUT_PCT),
+       ("load_sectors_per_request", "scalar_load_bytes_per_sector", "dram_bound_pct", "compute_bound_pct"),
        "load wider words per thread (uchar4/uint4, half2/float4 or __ldg of a vector type) and unpack in registers")
 def scalar_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     requests, sectors = _value(profile, m.GLOBAL_LD_REQUESTS), _value(profile, m.GLOBAL_LD_SECTORS)
     narrow, dense = _threshold(th, "load_sectors_per_request"), _threshold(th, "scalar_load_bytes_per_sector")
-    busy_limit = _threshold(th, "scalar_load_busy_pct")
+    dram_limit, compute_limit = _threshold(th, "dram_bound_pct"), _threshold(th, "compute_bound_pct")
     if requests <= 0 or sectors <= 0:
         return None
     per_request = sectors / requests
     bytes_per_sector = profile.counter(m.GLOBAL_LD_BYTES_PER_SECTOR)
-    busy = max(_value(profile, m.ISSUE_ACTIVE_PCT), _value(profile, m.L1_THROUGHPUT_PCT),
-               _value(profile, m.MEMORY_THROUGHPUT_PCT))
     # Few sectors per request with every byte of each sector used: narrow, coalesced loads (a broadcast or a
     # strided access has few used bytes per sector and is another problem).
     if per_request > narrow.value or (bytes_per_sector is not None and bytes_per_sector < dense.value):
         return None
-    if busy < busy_limit.value:
+    # Narrow loads matter when they keep DRAM from its bandwidth: too few bytes in flight per warp (measured on
+    # the H100: one byte per lane, DRAM at 21%, 83% of warps waiting on loads). At DRAM's bound, or when the SM
+    # is the limit, wider loads gain nothing.
+    dram, sm = _value(profile, m.DRAM_THROUGHPUT_PCT), _value(profile, m.SM_THROUGHPUT_PCT)
+    if dram >= dram_limit.value or sm >= compute_limit.value:
         return None
     findings = [finding("global_load_sectors_per_request", per_request, narrow, "<="),
-                finding("busiest_of_issue_l1_memory_pct", busy, busy_limit, ">=")]
+                finding(m.DRAM_THROUGHPUT_PCT, dram, dram_limit, "<")]
     extra = [f"about {32 * per_request:.0f} bytes per warp-level load (a 16-byte vector load per lane moves 512)"]
     lines = _lines_where(profile, lambda h: h.dominant_stall in ("lg_throttle", "long_scoreboard"))
     if lines:
         findings[0].lines = lines
-    return make_diagnosis("scalar_global_loads", busy / 100 * (1 - per_request / 16), findings, extra)
+    return make_diagnosis("scalar_global_loads", (1 - dram / 100) * (1 - per_request / 16), findings, extra)
 
 
 @_rule("redundant_global_loads", (m.GLOBAL_LD_SECTORS, m.DRAM_BYTES_READ, m.L1_THROUGHPUT_PCT, m.SHARED_WAVEFRONTS,
-                                  m.GLOBAL_ST_SECTORS, m.L1_HIT_RATE_PCT),
-       ("redundant_l1_pct", "redundant_load_ratio", "redundant_load_ratio_max", "cache_bound_global_share"),
+                                  m.GLOBAL_ST_SECTORS, m.L1_HIT_RATE_PCT, m.ISSUE_ACTIVE_PCT),
+       ("redundant_busy_pct", "redundant_load_ratio", "redundant_load_ratio_max", "cache_bound_global_share"),
        "stage each block's inputs (with the halo) in shared memory once, then read the neighbours from there")
 def redundant_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
-    l1, loaded = _value(profile, m.L1_THROUGHPUT_PCT), _value(profile, m.GLOBAL_LD_SECTORS)
+    loaded = _value(profile, m.GLOBAL_LD_SECTORS)
+    # The re-reads cost L1 bandwidth or, as measured on the H100 stencil (L1 59%, issue 81%), the issue slots of
+    # the load instructions themselves: whichever is busier.
+    l1, issue = _value(profile, m.L1_THROUGHPUT_PCT), _value(profile, m.ISSUE_ACTIVE_PCT)
+    busiest_name, busiest = max((m.L1_THROUGHPUT_PCT, l1), (m.ISSUE_ACTIVE_PCT, issue), key=lambda kv: kv[1])
     dram_read_sectors = _value(profile, m.DRAM_BYTES_READ) / 32
     global_sectors = loaded + _value(profile, m.GLOBAL_ST_SECTORS)
     global_share = _ratio(global_sectors, global_sectors + _value(profile, m.SHARED_WAVEFRONTS))
-    busy, low, high = (_threshold(th, name) for name in ("redundant_l1_pct", "redundant_load_ratio",
+    busy, low, high = (_threshold(th, name) for name in ("redundant_busy_pct", "redundant_load_ratio",
                                                          "redundant_load_ratio_max"))
     share = _threshold(th, "cache_bound_global_share")
-    if dram_read_sectors <= 0 or l1 < busy.value or global_share < share.value:
+    if dram_read_sectors <= 0 or busiest < busy.value or global_share < share.value:
         return None
     ratio = loaded / dram_read_sectors
     if not low.value <= ratio < high.value:
         return None
     findings = [finding("global_load_sectors_per_dram_sector", ratio, low, ">="),
-                finding(m.L1_THROUGHPUT_PCT, l1, busy, ">="),
+                finding(busiest_name, busiest, busy, ">="),
                 finding("global_share_of_l1_passes", global_share, share, ">=")]
     extra = [f"{m.L1_HIT_RATE_PCT} = {_value(profile, m.L1_HIT_RATE_PCT):.1f} %: each DRAM byte is loaded about "
              f"{ratio:.0f} times through L1"]
     lines = _lines_where(profile, lambda h: h.dominant_stall in ("lg_throttle", "long_scoreboard"))
     if lines:
         findings[0].lines = lines
-    return make_diagnosis("redundant_global_loads", l1 / 100 * global_share * (1 - 1 / ratio), findings, extra)
+    return make_diagnosis("redundant_global_loads", busiest / 100 * global_share * (1 - 1 / ratio), findings,
+                          extra)
