@@ -1,14 +1,20 @@
 """Build the demo repository that `perfforge mine` mines when it is given no source.
 
-The demo is "minikern", a tiny GPU/HPC project: CUDA kernels, C/OpenMP reference code, a Triton file, tests and
+The demo is "minikern", a tiny GPU/HPC project: CUDA kernels, C/OpenMP reference code, Triton kernels, tests and
 docs. Its history interleaves ordinary commits (features, bug fixes, refactors, docs, debug build flags, a few
-false friends such as "fix optimizer learning-rate warmup") with real optimisations of existing functions, some
-with explicit messages and some with vague ones ("rework reduce", "small tweaks"), plus one merged feature branch.
+false friends such as "fix optimizer learning-rate warmup") with optimisations of existing code, some with
+explicit messages and some with vague ones ("rework reduce", "small tweaks"), plus one merged feature branch.
 
-Whole file versions live in scripts/demo_repo/ as `<path in the demo>.<tag>` (a leading dot of the file name is
-dropped, so nothing there is hidden); the suffix keeps compilers, pytest and ruff away from them. Small changes
-are inline `Edit`s below. Identities and dates are fixed per commit and git runs without user or system config,
-so a rebuild gives the same shas.
+Every optimisation is a catalogue instance (synth/patterns): a `FromPattern(pattern, seed, "slow")` change adds
+the instance's slow source as a file of the demo in an ordinary commit, and a later commit replaces it by the
+`"fast"` side, the instance's slow-to-fast change and nothing else on that file. The truth of such a commit (its
+category) is the instance's; every commit without a fast side is not a performance change. The rest of the
+project (build files, docs, the Python package, a few kernels that are never optimised) is ours: whole file
+versions in scripts/demo_repo/ as `<path in the demo>.<tag>` (a leading dot of the file name is dropped, so
+nothing there is hidden; the suffix keeps compilers, pytest and ruff away from them), and small changes as inline
+`Edit`s below. Nothing fetched from elsewhere is committed. A version file that no step uses, or a step's
+version file that is missing, is an error. Identities and dates are fixed per commit and git runs without user
+or system config, so a rebuild gives the same shas (as long as the catalogue instances are unchanged).
 
 Outputs: a bundle of the repository (`git bundle create --all`) and a CSV with the known truth for every
 non-merge commit, in commit order.
@@ -20,12 +26,17 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import os
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from synth.instance import Instance
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS_DIR = Path(__file__).resolve().parent / "demo_repo"
@@ -53,26 +64,90 @@ class Edit:
     new: str
 
 
-# A change to one path: a version tag (the file scripts/demo_repo/<path>.<tag> replaces it), one or more
-# Edits of its current text, or None to delete it.
-Change = str | Edit | tuple[Edit, ...] | None
+@dataclass(frozen=True)
+class FromPattern:
+    """The source text of catalogue instance `pattern` at `seed`: its slow version or its fast one. A fast side
+    may only replace the same instance's slow side, and it makes its commit a performance change."""
+
+    pattern: str
+    seed: int
+    side: str  # "slow" | "fast"
+
+    def __post_init__(self) -> None:
+        if self.side not in ("slow", "fast"):
+            raise ValueError(f"FromPattern side must be 'slow' or 'fast', not {self.side!r}")
+
+    @property
+    def instance(self) -> Instance:
+        return catalogue_instance(self.pattern, self.seed)
+
+    @property
+    def text(self) -> str:
+        return self.instance.slow if self.side == "slow" else self.instance.fast
+
+
+@dataclass(frozen=True)
+class CopyOf:
+    """The current text of another path of the demo (with that path deleted in the same step: a rename)."""
+
+    path: str
+
+
+# A change to one path: a version tag (the file scripts/demo_repo/<path>.<tag> replaces it), a catalogue
+# instance's source, a copy of another path, one or more Edits of its current text, or None to delete it.
+Change = str | FromPattern | CopyOf | Edit | tuple[Edit, ...] | None
+
+
+@functools.cache
+def catalogue_instance(pattern: str, seed: int) -> Instance:
+    # Imported here: the catalogue lives in the project (synth/), which is not on the path of a script run.
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from synth.patterns import generate
+
+    return generate(pattern, seed)
 
 
 @dataclass(frozen=True)
 class Step:
-    """One commit on `branch` and its known truth (category "none" for a commit that is not a perf change)."""
+    """One commit on `branch`. Its truth: a performance change of the category of the catalogue instance whose
+    fast side it writes, or none; `note` says what the commit is (for a catalogue change, an optional remark
+    in front of the instance's pattern, seed and summary)."""
 
     date: str
     message: str
     changes: dict[str, Change]
-    category: str = "none"
     note: str = ""
     author: Person = DANA
     branch: str = BRANCH
 
     @property
+    def optimisations(self) -> list[FromPattern]:
+        return [c for c in self.changes.values() if isinstance(c, FromPattern) and c.side == "fast"]
+
+    @property
     def is_perf(self) -> bool:
-        return self.category != "none"
+        return bool(self.optimisations)
+
+    @property
+    def category(self) -> str:
+        categories = {fast.instance.category for fast in self.optimisations}
+        if len(categories) > 1:
+            raise ValueError(f"step {self.message.splitlines()[0]!r} mixes categories {sorted(categories)}")
+        return categories.pop() if categories else "none"
+
+    @property
+    def truth_note(self) -> str:
+        if not self.is_perf:
+            return self.note
+        # Imported here for the same reason as in catalogue_instance (which has put ROOT on the path).
+        from synth.patterns import patterns
+
+        parts = [self.note] if self.note else []
+        for fast in self.optimisations:
+            (pattern,) = patterns(ids=[fast.pattern])
+            parts.append(f"catalogue {fast.pattern} seed {fast.seed}: {pattern.summary}")
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -91,9 +166,39 @@ class Merge:
     author: Person = DANA
 
 
+# The catalogue instances of the demo: (pattern, seed) -> the slow and the fast side.
+def slow(pattern: str, seed: int) -> FromPattern:
+    return FromPattern(pattern, seed, "slow")
+
+
+def fast(pattern: str, seed: int) -> FromPattern:
+    return FromPattern(pattern, seed, "fast")
+
+
+TRANSPOSE = ("cuda/uncoalesced_global_access", 6)  # launch_transpose, double
+REDUCE = ("cuda/atomic_contention", 8)  # launch_reduce_sum: segment sums
+LAYOUT = ("cuda/shared_memory_bank_conflicts", 7)  # launch_flip_layout: int transpose through a shared tile
+CPU_MATMUL = ("cpu/loop_order", 2)  # matmul
+MATMUL = ("cuda/poor_cache_locality", 9)  # launch_matmul
+POINTWISE = ("cuda/unfused_elementwise_chain", 5)  # launch_pointwise: square -> leaky -> shift
+IMAGE = ("cuda/scalar_global_loads", 7)  # launch_darken_image
+SMALL_GEMM = ("cuda/register_spills", 6)  # launch_small_gemm8
+ROWNORM = ("cuda/launch_overhead", 6)  # launch_rowstat: row L2 normalisation
+SMOOTH = ("cuda/redundant_global_loads", 9)  # launch_smooth_wide: 21-tap 1-D filter
+SPRINGS = ("cpu/aliasing_update", 8)  # step_springs
+NORMALIZE = ("cpu/row_invariant_call", 8)  # normalise_rows
+SOFTPLUS = ("cpu/serial_elementwise", 8)  # softplus
+
 CU_SRCS_V1 = "CU_SRCS := src/transpose.cu src/reduce.cu"
 CFLAGS_V1 = "CFLAGS    ?= -O3 -std=c11 -Wall -Wextra -fPIC"
 DEBUG_CFLAGS = "CFLAGS    := -O0 -g -std=c11 -Wall -Wextra -fPIC"
+
+
+def add_cu(after: str, new: str, wrap: bool = False) -> Edit:
+    """The Makefile edit that appends src/`new`.cu to CU_SRCS after src/`after`.cu (on a new line if `wrap`)."""
+    sep = " \\\n           " if wrap else " "
+    return Edit(f" src/{after}.cu\n", f" src/{after}.cu{sep}src/{new}.cu\n")
+
 
 MAKEFILE_CPU = (
     Edit(
@@ -130,9 +235,9 @@ MAKEFILE_DEBUG = Edit(
 )
 
 README_BUILD = Edit(
-    "Kernels so far: matrix transpose and sum reduction.\n",
+    "Kernels so far: matrix transpose and segment sums.\n",
     "## Contents\n\n"
-    "- `src/`: CUDA kernels (transpose, sum reduction, softmax), one operation per file\n"
+    "- `src/`: CUDA kernels (transpose, segment sums, softmax), one operation per file\n"
     "- `cpu/`: C reference code (matmul, histogram) to check the GPU results against\n\n"
     "## Building\n\n"
     "Needs CUDA 12 or newer and a C11 compiler.\n\n"
@@ -145,13 +250,13 @@ README_BUILD = Edit(
 
 README_RELEASE = (
     Edit(
-        "- `src/`: CUDA kernels (transpose, sum reduction, softmax), one operation per file\n"
+        "- `src/`: CUDA kernels (transpose, segment sums, softmax), one operation per file\n"
         "- `cpu/`: C reference code (matmul, histogram) to check the GPU results against\n",
-        "- `src/`: CUDA kernels (transpose, sum reduction, softmax, matmul, point-wise ops, 5-point stencil),\n"
-        "  one operation per file\n"
-        "- `cpu/`: C and OpenMP reference code (matmul, histogram, vector ops, row normalisation)\n"
+        "- `src/`: CUDA kernels (transposes, segment sums, softmax, matmul, point-wise ops, image ops,\n"
+        "  batched 8x8 products, row normalisation, a 5-point stencil and a 1-D filter), one operation per file\n"
+        "- `cpu/`: C and OpenMP reference code (matmul, histogram, springs, row normalisation, softplus)\n"
         "- `python/minikern/`: Triton kernels, a small SGD optimizer and a benchmark CLI\n"
-        "- `docs/kernels.md`: what each kernel does and why it looks the way it does\n",
+        "- `docs/kernels.md`: what each kernel does\n",
     ),
     Edit(
         "    make DEBUG=1  # device debug info, into build-debug/\n",
@@ -160,72 +265,22 @@ README_RELEASE = (
     ),
 )
 
-TRANSPOSE_PAD = Edit(
-    "    __shared__ float tile[TILE][TILE];\n",
-    "    // One padding column: a column of the tile then spans all 32 banks instead of one.\n"
-    "    __shared__ float tile[TILE][TILE + 1];\n",
-)
-
-SOFTMAX_LAUNCH_BOUNDS = (
-    Edit(
-        "constexpr int BLOCK = 1024;\n",
-        "// 256 threads per row are plenty for rows of a few thousand columns. The launch bound tells\n"
-        "// nvcc that no block is larger, so it budgets registers for 256 threads, not 1024.\n"
-        "constexpr int BLOCK = 256;\n",
-    ),
-    Edit("__global__ void softmax_kernel(", "__global__ void __launch_bounds__(BLOCK) softmax_kernel("),
-)
-
-# "cleanup": ceil_div replaces the hand-written rounding in the launchers; no launch changes.
-CEIL_DIV = Edit(
-    "            std::exit(EXIT_FAILURE);                                       \\\n"
-    "        }                                                                  \\\n"
-    "    } while (0)\n",
-    "            std::exit(EXIT_FAILURE);                                       \\\n"
-    "        }                                                                  \\\n"
-    "    } while (0)\n\n"
-    "// Number of blocks of `block` threads needed to cover `n` items.\n"
-    "inline int ceil_div(int n, int block) { return (n + block - 1) / block; }\n",
-)
+# "cleanup": a ceil_div helper and a LAUNCH_CHECK macro in common.cuh; softmax uses the macro. No launch changes.
 CLEANUP = {
-    "src/common.cuh": CEIL_DIV,
-    "src/transpose.cu": Edit(
-        "dim3 grid((cols + TILE - 1) / TILE, (rows + TILE - 1) / TILE);",
-        "dim3 grid(ceil_div(cols, TILE), ceil_div(rows, TILE));",
+    "src/common.cuh": Edit(
+        "            std::exit(EXIT_FAILURE);                                       \\\n"
+        "        }                                                                  \\\n"
+        "    } while (0)\n",
+        "            std::exit(EXIT_FAILURE);                                       \\\n"
+        "        }                                                                  \\\n"
+        "    } while (0)\n\n"
+        "// Check the last kernel launch of this thread.\n"
+        "#define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())\n\n"
+        "// Number of blocks of `block` threads needed to cover `n` items.\n"
+        "inline int ceil_div(int n, int block) { return (n + block - 1) / block; }\n",
     ),
-    "src/reduce.cu": Edit(
-        "int grid = std::min((n + BLOCK - 1) / BLOCK, MAX_BLOCKS);",
-        "int grid = std::min(ceil_div(n, BLOCK), MAX_BLOCKS);",
-    ),
-    "src/matmul.cu": Edit(
-        "dim3 grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);", "dim3 grid(ceil_div(N, TILE), ceil_div(M, TILE));"
-    ),
-    "src/elementwise.cu": (
-        Edit(
-            "    int threads = n / 4 + 1;\n    scale_kernel<<<(threads + BLOCK - 1) / BLOCK, BLOCK>>>",
-            "    scale_kernel<<<ceil_div(n / 4 + 1, BLOCK), BLOCK>>>",
-        ),
-        Edit("bias_add_kernel<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>", "bias_add_kernel<<<ceil_div(n, BLOCK), BLOCK>>>"),
-        Edit("relu_kernel<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>", "relu_kernel<<<ceil_div(n, BLOCK), BLOCK>>>"),
-    ),
+    "src/softmax.cu": Edit("    CUDA_CHECK(cudaGetLastError());\n", "    LAUNCH_CHECK();\n"),
 }
-
-VECOPS_RESTRICT = (
-    Edit(
-        "void axpy(size_t n, float a, const float *x, float *y)",
-        "void axpy(size_t n, float a, const float *restrict x, float *restrict y)",
-    ),
-    Edit(
-        "void vmul(size_t n, const float *x, const float *y, float *z)",
-        "void vmul(size_t n, const float *restrict x, const float *restrict y, float *restrict z)",
-    ),
-    Edit(
-        "/* BLAS-1 style helpers for the CPU reference path. */\n",
-        "/* BLAS-1 style helpers for the CPU reference path.\n"
-        " * restrict: the arrays never overlap, so the compiler may vectorise the loops without\n"
-        " * emitting a runtime overlap check or falling back to scalar code. */\n",
-    ),
-)
 
 BENCH_FAST_MATH = (
     Edit(
@@ -243,45 +298,29 @@ BENCH_FAST_MATH = (
 
 DOCS_PADDING = Edit(
     "## CPU reference code\n",
-    "## Why the transpose tile has 33 columns\n\n"
-    "Shared memory has 32 banks of 4 bytes. In a 32x32 `float` tile every element of a column\n"
+    "## Why the flip_layout tile has 33 columns\n\n"
+    "Shared memory has 32 banks of 4 bytes. In a 32x32 `int` tile every element of a column\n"
     "lives in the same bank, so the 32 threads of a warp reading a column would be served one\n"
     "after another. With one padding column, element `[r][c]` sits in bank `(33 r + c) % 32`,\n"
     "which differs for every `r`, and a column read is a single conflict-free access.\n\n"
     "## CPU reference code\n",
 )
 
-STENCIL_COALESCE = (
-    Edit(
-        "// Thread (tx, ty) of block (bx, by) updates row y = bx * BX + tx, column x = by * BY + ty.\n",
-        "// Consecutive threads of a warp update consecutive cells of a row, so loads and stores coalesce.\n",
-    ),
-    Edit(
-        "    int y = blockIdx.x * blockDim.x + threadIdx.x;\n    int x = blockIdx.y * blockDim.y + threadIdx.y;\n",
-        "    int x = blockIdx.x * blockDim.x + threadIdx.x;\n    int y = blockIdx.y * blockDim.y + threadIdx.y;\n",
-    ),
-    Edit("dim3 grid(ceil_div(ny, BX), ceil_div(nx, BY));", "dim3 grid(ceil_div(nx, BX), ceil_div(ny, BY));"),
-)
+RENAME_DOCS = Edit("| `src/elementwise.cu` |", "| `src/pointwise.cu` |")
 
-RENAME_DOCS = (
-    Edit("| Scale | `src/elementwise.cu` |", "| Scale | `src/pointwise.cu` |"),
-    Edit("| Bias + ReLU | `src/elementwise.cu` |", "| Bias + ReLU | `src/pointwise.cu` |"),
-)
-
-# Speed-ups in the notes were measured once on an H200 (CUDA 13; gcc 12 -O3 -march=native, 16 OpenMP threads)
-# by a throwaway harness that also checked every version against a host reference; they are context only.
+# Notes of the catalogue commits end with the pattern, the seed and the pattern's summary (Step.truth_note).
 HISTORY: tuple[Step | StartBranch | Merge, ...] = (
     Step(
         "2024-01-08T10:14:00+01:00",
-        "Initial import: CUDA transpose and sum reduction",
+        "Initial import: CUDA transpose and segment sums",
         {
             "LICENSE": "mit",
             ".gitignore": "v1",
             "README.md": "v1",
             "Makefile": "v1",
             "src/common.cuh": "v1",
-            "src/transpose.cu": "naive",
-            "src/reduce.cu": "atomic",
+            "src/transpose.cu": slow(*TRANSPOSE),
+            "src/reduce.cu": slow(*REDUCE),
         },
     ),
     Step(
@@ -292,32 +331,42 @@ HISTORY: tuple[Step | StartBranch | Merge, ...] = (
     Step(
         "2024-01-11T11:02:00+01:00",
         "Add CPU reference code for matmul and histogram",
-        {"cpu/matmul.c": "ijk", "cpu/histogram.c": "v1", "Makefile": MAKEFILE_CPU},
+        {"cpu/matmul.c": slow(*CPU_MATMUL), "cpu/histogram.c": "v1", "Makefile": MAKEFILE_CPU},
     ),
     Step("2024-01-12T09:30:00+01:00", "README: build and usage instructions", {"README.md": README_BUILD}),
     Step(
         "2024-01-15T14:22:00+01:00",
-        "transpose: fix out-of-bounds read for non-square matrices",
-        {"src/transpose.cu": Edit("if (r < cols && c < cols)", "if (r < rows && c < cols)")},
-        note="bug fix: the row bound compared against cols",
+        "softmax: 64-bit row offsets\n\nblockIdx.x * cols overflowed int for inputs over 2^31 elements.",
+        {
+            "src/softmax.cu": (
+                Edit("in + blockIdx.x * cols;", "in + (size_t)blockIdx.x * cols;"),
+                Edit("out + blockIdx.x * cols;", "out + (size_t)blockIdx.x * cols;"),
+            )
+        },
+        note="bug fix: int overflow of the row offset",
     ),
     Step(
         "2024-01-16T10:05:00+01:00",
-        "reduce: round the grid size up so the tail is summed",
-        {"src/reduce.cu": Edit("int grid = n / BLOCK;", "int grid = (n + BLOCK - 1) / BLOCK;")},
-        note="bug fix in the launch configuration (n % 256 elements were dropped); not a speed change",
+        "histogram: clamp the bin index",
+        {
+            "cpu/histogram.c": Edit(
+                "        bins[b]++;\n",
+                "        /* rounding can put a value just below hi into bin nbins */\n"
+                "        bins[b < nbins ? b : nbins - 1]++;\n",
+            )
+        },
+        note="bug fix: a value just below hi could be counted past the last bin",
     ),
     Step(
         "2024-01-17T17:48:00+01:00",
-        "Use shared memory tile in transpose",
-        {"src/transpose.cu": "tiled"},
-        "shared_memory",
-        "naive transpose -> 32x32 shared-memory tile so reads and writes are both coalesced; 1.4x",
+        catalogue_instance(*TRANSPOSE).message,
+        {"src/transpose.cu": fast(*TRANSPOSE)},
+        note="the instance's own message",
     ),
     Step(
         "2024-01-19T13:15:00+01:00",
-        "Add element-wise kernels: scale, bias add, ReLU",
-        {"src/elementwise.cu": "v1", "Makefile": Edit(" src/softmax.cu\n", " src/softmax.cu src/elementwise.cu\n")},
+        "Add element-wise kernels: square, leaky ReLU, shift",
+        {"src/elementwise.cu": slow(*POINTWISE), "Makefile": add_cu("softmax", "elementwise")},
     ),
     Step(
         "2024-01-22T15:31:00+01:00",
@@ -332,21 +381,15 @@ HISTORY: tuple[Step | StartBranch | Merge, ...] = (
         author=RAVI,
     ),
     Step(
-        "2024-01-26T18:20:00+01:00",
-        "transpose: pad shared tile to avoid bank conflicts, 2.2x\n\n"
-        "Reading a column of a 32x32 float tile hits one bank 32 times. One extra\n"
-        "column spreads it over all 32 banks.\n\n"
-        "4096x4096 on H200: 86 us -> 39 us.",
-        {"src/transpose.cu": TRANSPOSE_PAD},
-        "shared_memory",
-        "shared tile [TILE][TILE] -> [TILE][TILE+1]: no 32-way bank conflicts on the column read; 2.2x",
+        "2024-01-25T10:30:00+01:00",
+        "Add flip_layout: transpose of int label maps",
+        {"src/layout.cu": slow(*LAYOUT), "Makefile": add_cu("elementwise", "layout", wrap=True)},
     ),
     Step(
         "2024-01-29T10:12:00+01:00",
-        "reduce: one atomicAdd per block instead of per element",
-        {"src/reduce.cu": "block"},
-        "atomics",
-        "per-element atomicAdd on one address -> shared-memory tree reduction, one atomic per block; 240x",
+        "rework reduce",
+        {"src/reduce.cu": fast(*REDUCE)},
+        note="vague message",
     ),
     Step(
         "2024-01-31T16:03:00+01:00",
@@ -361,16 +404,14 @@ HISTORY: tuple[Step | StartBranch | Merge, ...] = (
     ),
     Step(
         "2024-02-02T09:55:00+01:00",
-        "cpu matmul: i-k-j loop order\n\nUnit stride in the inner loop; 1024x1024 goes from 4.3 s to 0.14 s at -O3.",
-        {"cpu/matmul.c": "ikj"},
-        "memory_access",
-        "C matmul loop order i-j-k -> i-k-j: unit-stride inner loop over B and C; 30x at n=1024",
+        "cpu matmul: i-k-j loop order\n\nThe inner loop now walks rows of b and c with unit stride.",
+        {"cpu/matmul.c": fast(*CPU_MATMUL)},
         author=RAVI,
     ),
     Step(
         "2024-02-05T14:40:00+01:00",
         "Add naive CUDA matmul",
-        {"src/matmul.cu": "naive", "Makefile": Edit(" src/elementwise.cu\n", " src/elementwise.cu src/matmul.cu\n")},
+        {"src/matmul.cu": slow(*MATMUL), "Makefile": add_cu("layout", "matmul")},
     ),
     Step(
         "2024-02-06T11:20:00+01:00",
@@ -403,34 +444,27 @@ HISTORY: tuple[Step | StartBranch | Merge, ...] = (
     ),
     Step(
         "2024-02-12T13:44:00+01:00",
-        "elementwise: fix wrong bias index (one bias per column, not per row)",
-        {"src/elementwise.cu": Edit("bias[i % rows]", "bias[i % cols]")},
-        note="bug fix: wrong index into bias",
+        catalogue_instance(*LAYOUT).message + "\n\nReading a column of a 32x32 int tile hits one bank 32 times; one\n"
+        "extra column spreads it over all 32 banks.",
+        {"src/layout.cu": fast(*LAYOUT)},
+        note="the instance's own message, with a body",
     ),
     Step(
         "2024-02-14T17:10:00+01:00",
-        "rework reduce",
-        {"src/reduce.cu": "shuffle"},
-        "atomics",
-        "vague message: __shfl_down_sync warp reduction plus a grid-stride loop over at most 1024 blocks;"
-        " the 4.5x comes from 1024 atomics instead of n/256 (the shuffle alone measured no change)",
-    ),
-    Step(
-        "2024-02-16T09:25:00+01:00",
-        "use float4 loads in scale kernel",
-        {"src/elementwise.cu": "float4"},
-        "vectorization",
-        "scale_kernel: scalar loads/stores -> float4 (16-byte) loads/stores, scalar tail; 1.6x",
+        "Add darken_image for 8-bit images",
+        {"src/image.cu": slow(*IMAGE), "Makefile": add_cu("matmul", "image")},
     ),
     Step(
         "2024-02-20T12:00:00+01:00",
-        "Add vector ops and row normalisation to the CPU reference code",
+        "Add springs, row normalisation and softplus to the CPU reference code",
         {
-            "cpu/vecops.c": "v1",
-            "cpu/normalize.c": "v1",
+            "cpu/springs.c": slow(*SPRINGS),
+            "cpu/normalize.c": slow(*NORMALIZE),
+            "cpu/activations.c": slow(*SOFTPLUS),
             "Makefile": Edit(
                 "C_SRCS  := cpu/matmul.c cpu/histogram.c\n",
-                "C_SRCS  := cpu/matmul.c cpu/histogram.c cpu/vecops.c cpu/normalize.c\n",
+                "C_SRCS  := cpu/matmul.c cpu/histogram.c cpu/springs.c cpu/normalize.c \\\n"
+                "           cpu/activations.c\n",
             ),
         },
         author=RAVI,
@@ -439,60 +473,57 @@ HISTORY: tuple[Step | StartBranch | Merge, ...] = (
         "2024-02-22T16:35:00+01:00",
         "cleanup",
         CLEANUP,
-        note="plain refactor: ceil_div helper replaces hand-written rounding; same grids and blocks",
+        note="plain refactor: LAUNCH_CHECK and ceil_div helpers; same launches",
     ),
     Step(
         "2024-02-26T10:50:00+01:00",
         "cleanup matmul",
-        {"src/matmul.cu": "tiled"},
-        "tiling",
-        "vague message: naive matmul -> 16x16 shared-memory tiled matmul; 1.5x at 2048^3",
+        {"src/matmul.cu": fast(*MATMUL)},
+        note="vague message",
     ),
     Step(
         "2024-02-28T14:15:00+01:00",
-        "fuse bias add and relu into one kernel\n\nSaves a full read and write of the activations.",
-        {"src/elementwise.cu": "fused"},
-        "fusion",
-        "bias_add_kernel + relu_kernel -> one bias_relu_kernel, one pass over x instead of two; 1.9x",
+        catalogue_instance(*POINTWISE).message + "\n\nOne pass over the tensor instead of three.",
+        {"src/elementwise.cu": fast(*POINTWISE)},
+        note="the instance's own message, with a body",
+    ),
+    Step(
+        "2024-02-29T09:20:00+01:00",
+        "Add batched 8x8 products (A A^T per matrix)",
+        {"src/small_gemm.cu": slow(*SMALL_GEMM), "Makefile": add_cu("image", "small_gemm")},
     ),
     Step(
         "2024-03-01T11:40:00+01:00",
-        "launch_bounds for softmax",
-        {"src/softmax.cu": SOFTMAX_LAUNCH_BOUNDS},
-        "register_pressure",
-        "__launch_bounds__(256) on softmax_kernel and block size 1024 -> 256; 2.7x on 1000-column rows",
+        catalogue_instance(*SMALL_GEMM).message,
+        {"src/small_gemm.cu": fast(*SMALL_GEMM)},
+        note="the instance's own message",
     ),
     Step("2024-03-04T15:20:00+01:00", "docs: kernel overview", {"docs/kernels.md": "v1"}, author=RAVI),
     Step(
         "2024-03-06T09:45:00+01:00",
-        "histogram: OpenMP\n\nparallel for with an array reduction over the bins; needs -fopenmp.",
+        "softplus: OpenMP\n\nparallel for over the elements; needs -fopenmp.",
         {
-            "cpu/histogram.c": "openmp",
+            "cpu/activations.c": fast(*SOFTPLUS),
             "Makefile": (Edit(CFLAGS_V1, CFLAGS_V1 + " -fopenmp"), Edit(DEBUG_CFLAGS, DEBUG_CFLAGS + " -fopenmp")),
             "docs/kernels.md": Edit(
                 "Build them with\n`make cpu`.\n",
-                "Build them with\n`make cpu`; `histogram` runs in parallel with OpenMP.\n",
+                "Build them with\n`make cpu`; `softplus` runs in parallel with OpenMP.\n",
             ),
         },
-        "parallelism",
-        "serial histogram -> #pragma omp parallel for with reduction(+ : bins[:nbins]); 8.5x on 16 threads",
         author=RAVI,
     ),
     Step(
         "2024-03-08T17:05:00+01:00",
         "small tweaks",
-        {"cpu/normalize.c": "hoisted", "docs/kernels.md": Edit("againts", "against")},
-        "algorithmic",
-        "vague message: loop-invariant row norm hoisted out of the inner loop, O(cols^2) -> O(cols) per row",
+        {"cpu/normalize.c": fast(*NORMALIZE), "docs/kernels.md": Edit("againts", "against")},
+        note="vague message; also a typo fix in the docs",
         author=RAVI,
     ),
     Step(
         "2024-03-11T10:10:00+01:00",
-        "vecops: mark pointer args restrict",
-        {"cpu/vecops.c": VECOPS_RESTRICT},
-        "vectorization",
-        "restrict on axpy/vmul pointers so the loops vectorise without alias checks; no measurable change"
-        " with gcc 12 -O3, which already versions these loops for aliasing (labelled by intent)",
+        catalogue_instance(*SPRINGS).message,
+        {"cpu/springs.c": fast(*SPRINGS)},
+        note="the instance's own message",
         author=RAVI,
     ),
     Step(
@@ -503,21 +534,20 @@ HISTORY: tuple[Step | StartBranch | Merge, ...] = (
         note="false friend: the flag only tags the JSON result; no build or kernel change",
     ),
     Step(
+        "2024-03-14T16:10:00+01:00",
+        "darken_image: vector loads, 8 pixels per thread",
+        {"src/image.cu": fast(*IMAGE)},
+    ),
+    Step(
         "2024-03-15T11:55:00+01:00",
-        "triton: tune BLOCK_SIZE and num_warps",
-        {"python/minikern/triton_kernels.py": "tuned"},
-        "parallelism",
-        "Triton launch config: vadd BLOCK_SIZE 128 -> 1024 with num_warps=4 (1.7x); softmax num_warps by row"
-        " width (1.3x at 16384 columns, unchanged at <= 4096)",
+        "Add row L2 normalisation kernel",
+        {"src/rownorm.cu": slow(*ROWNORM), "Makefile": add_cu("small_gemm", "rownorm", wrap=True)},
     ),
     StartBranch("stencil"),
     Step(
         "2024-03-18T10:20:00+01:00",
         "Add 5-point stencil kernel",
-        {
-            "src/stencil.cu": "v1",
-            "Makefile": Edit(" src/matmul.cu\n", " src/matmul.cu \\\n           src/stencil.cu\n"),
-        },
+        {"src/stencil.cu": "v1", "Makefile": add_cu("rownorm", "stencil")},
         author=RAVI,
         branch="stencil",
     ),
@@ -531,27 +561,39 @@ HISTORY: tuple[Step | StartBranch | Merge, ...] = (
     ),
     Step(
         "2024-03-20T09:40:00+01:00",
-        "docs: why the transpose tile has 33 columns",
+        "docs: why the flip_layout tile has 33 columns",
         {"docs/kernels.md": DOCS_PADDING},
         note="false friend: docs explaining bank conflicts; no code change",
     ),
     Step(
+        "2024-03-20T15:25:00+01:00",
+        "Add wide 1-D smoothing filter",
+        {"src/smooth.cu": slow(*SMOOTH), "Makefile": add_cu("stencil", "smooth")},
+        author=RAVI,
+        branch="stencil",
+    ),
+    Step(
         "2024-03-21T14:05:00+01:00",
-        "stencil: swap thread mapping so warps read along rows",
-        {"src/stencil.cu": STENCIL_COALESCE},
-        "memory_access",
-        "on the feature branch: threadIdx.x ran down a column (stride nx) -> along x, so accesses coalesce; 4.3x",
+        catalogue_instance(*SMOOTH).message,
+        {"src/smooth.cu": fast(*SMOOTH)},
+        note="on the feature branch; the instance's own message",
         author=RAVI,
         branch="stencil",
     ),
     Merge("2024-03-25T11:30:00+01:00", "stencil"),
     Step("2024-03-27T15:50:00+01:00", "tests: warmup and SGD step tests", {"tests/test_optim.py": "v1"}, author=RAVI),
     Step(
+        "2024-03-29T10:40:00+01:00",
+        catalogue_instance(*ROWNORM).message,
+        {"src/rownorm.cu": fast(*ROWNORM)},
+        note="the instance's own message",
+    ),
+    Step(
         "2024-04-02T10:25:00+02:00",
         "Rename elementwise.cu to pointwise.cu",
         {
             "src/elementwise.cu": None,
-            "src/pointwise.cu": "v1",
+            "src/pointwise.cu": CopyOf("src/elementwise.cu"),
             "Makefile": Edit("src/elementwise.cu", "src/pointwise.cu"),
             "docs/kernels.md": RENAME_DOCS,
         },
@@ -565,9 +607,11 @@ HISTORY: tuple[Step | StartBranch | Merge, ...] = (
             "pyproject.toml": Edit('version = "0.1.0"', 'version = "0.2.0"'),
             "python/minikern/__init__.py": Edit('"0.1.0"', '"0.2.0"'),
             "docs/kernels.md": Edit(
-                "| in place |\n",
-                "| in place |\n"
-                "| Heat step | `src/stencil.cu` | `stencil5(in, out, nx, ny, alpha)` | 5-point Laplacian |\n",
+                "| `A A^T` per matrix |\n",
+                "| `A A^T` per matrix |\n"
+                "| Row L2 normalisation | `src/rownorm.cu` | `launch_rowstat` | `float` |\n"
+                "| Heat step | `src/stencil.cu` | `stencil5` | 5-point Laplacian |\n"
+                "| Smoothing | `src/smooth.cu` | `launch_smooth_wide` | 21-tap 1-D filter, zero outside |\n",
             ),
         },
     ),
@@ -615,23 +659,36 @@ def apply_edits(target: Path, edits: tuple[Edit, ...]) -> None:
     target.write_bytes(text.encode("utf-8"))
 
 
-def apply_change(repo: Path, path: str, change: Change) -> None:
+def apply_change(repo: Path, path: str, change: Change, copies: dict[str, bytes]) -> None:
     target = repo / path
     if change is None:
         target.unlink()
-    elif isinstance(change, str):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(version_file(path, change).read_bytes())
-    else:
+    elif isinstance(change, Edit | tuple):
         apply_edits(target, (change,) if isinstance(change, Edit) else change)
+    else:
+        if isinstance(change, str):
+            data = version_file(path, change).read_bytes()
+        elif isinstance(change, CopyOf):
+            data = copies[change.path]
+        else:
+            if change.side == "fast" and (not target.exists() or target.read_bytes() != change.instance.slow.encode()):
+                raise ValueError(
+                    f"{path}: the fast side of {change.pattern} seed {change.seed} must replace its slow"
+                    " side, which is not the file's current text"
+                )
+            data = change.text.encode("utf-8")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
 
 
 def commit_step(repo: Path, step: Step) -> str:
     """Check out the step's branch, write its changes, commit; returns the new sha."""
     if git(repo, "branch", "--show-current") != step.branch:
         git(repo, "checkout", "-q", step.branch)
+    # Copies are read first: a rename deletes its source in the same step.
+    copies = {c.path: (repo / c.path).read_bytes() for c in step.changes.values() if isinstance(c, CopyOf)}
     for path, change in step.changes.items():
-        apply_change(repo, path, change)
+        apply_change(repo, path, change, copies)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "--no-verify", "-F", "-", env=git_env(step.author, step.date), stdin=step.message)
     return git(repo, "rev-parse", "HEAD")
@@ -653,6 +710,22 @@ def merge_branch(repo: Path, merge: Merge) -> None:
     git(repo, "branch", "-q", "-d", merge.branch)
 
 
+def check_version_files() -> None:
+    """Every version file in scripts/demo_repo/ is used by some step, and every one a step names exists."""
+    named = {
+        version_file(path, change)
+        for item in HISTORY
+        if isinstance(item, Step)
+        for path, change in item.changes.items()
+        if isinstance(change, str)
+    }
+    present = {p for p in VERSIONS_DIR.rglob("*") if p.is_file()}
+    problems = [f"missing version file {p.relative_to(ROOT)}" for p in sorted(named - present)]
+    problems += [f"unused version file {p.relative_to(ROOT)}" for p in sorted(present - named)]
+    if problems:
+        raise RuntimeError("; ".join(problems))
+
+
 def build_repo(repo: Path) -> list[tuple[str, Step]]:
     """Create the demo history in the empty directory `repo`; returns (sha, step) per non-merge commit."""
     git(repo, "init", "-q", "-b", BRANCH)
@@ -669,9 +742,7 @@ def build_repo(repo: Path) -> list[tuple[str, Step]]:
 
 def check_history(repo: Path, truth: list[tuple[str, Step]]) -> None:
     """The truth must cover exactly the non-merge commits, with categories from perfforge's Category."""
-    # Imported here: the data model pulls in `datasets`, which the build itself does not need.
-    sys.path.insert(0, str(ROOT))
-    from perfforge.records import Category
+    from perfforge.records import Category  # importable: catalogue_instance has put ROOT on the path
 
     valid = {c.value for c in Category}
     bad = [step.message for _, step in truth if step.category not in valid]
@@ -688,7 +759,7 @@ def write_truth(path: Path, truth: list[tuple[str, Step]]) -> None:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(TRUTH_HEADER)
         for sha, step in truth:
-            writer.writerow((sha, "true" if step.is_perf else "false", step.category, step.note))
+            writer.writerow((sha, "true" if step.is_perf else "false", step.category, step.truth_note))
     partial.replace(path)
 
 
@@ -699,6 +770,7 @@ def write_bundle(repo: Path, path: Path) -> None:
 
 
 def build(out_bundle: Path, out_truth: Path, repo: Path) -> list[tuple[str, Step]]:
+    check_version_files()
     truth = build_repo(repo)
     check_history(repo, truth)
     for out in (out_bundle, out_truth):
