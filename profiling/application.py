@@ -43,6 +43,7 @@ def profile_application(command: str, workdir: Path, *, target: str, top: int, w
         raise PerfforgeError("--command is empty; give the application's command line")
     if not workdir.is_dir():
         raise PerfforgeError(f"--workdir {workdir} does not exist")
+    workdir, work_dir = workdir.resolve(), work_dir.resolve()  # the profilers run in directories of their own
     work_dir.mkdir(parents=True, exist_ok=True)
     if target == "cuda":
         from profiling.cuda.application import profile_cuda_application

@@ -46,7 +46,7 @@ def build(task: Task, version: Path, work_dir: Path, *, extra_flags: tuple[str, 
     """Build the task's harness with `version` as its editable source; cached under work_dir."""
     if not version.is_file():
         raise FileNotFoundError(f"{version} does not exist")
-    directory = work_dir / f"build-{_build_key(task, version, extra_flags)}"
+    directory = work_dir.resolve() / f"build-{_build_key(task, version, extra_flags)}"
     marker = directory / ".built"
     if marker.is_file():
         return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log=marker.read_text(),

@@ -75,6 +75,7 @@ def run_harness(task: Task, built: Build, mode: str, config: TaskConfig, out_dir
                 timeout_s: float | None = None, malloc_perturb: int | None = None) -> HarnessRun:
     """Run the built harness once; out_dir is emptied first. (Profilers wrap the harness themselves:
     profiling.cpu.callgrind, profiling.cuda.ncu.)"""
+    out_dir = out_dir.resolve()  # the harness runs in its own directory
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)

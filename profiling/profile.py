@@ -60,7 +60,7 @@ NCU_TIMEOUT_S = 600.0
 
 def profile_built_cuda(task: Task, built: Build, config: TaskConfig, timing: Timing, work_dir: Path) -> Profile:
     """ncu over the harness in profile mode (only the call inside the pf_profile range), then an application-mode
-    pass over one timed call for launches per call (the launch-overhead diagnosis reads it)."""
+    pass over the same call for launches per call (the launch-overhead and fusion diagnoses read it)."""
     from profiling.cuda import ncu
     from profiling.cuda.profile import profile_from_files
 
@@ -70,10 +70,13 @@ def profile_built_cuda(task: Task, built: Build, config: TaskConfig, timing: Tim
     (ncu_dir / "profile-out").mkdir(parents=True, exist_ok=True)
     exports = ncu.profile_and_export(program, ncu_dir, launch_count=NCU_LAUNCH_COUNT, timeout_s=NCU_TIMEOUT_S,
                                      env=env)
-    one_call = [*built.argv, "time", "--seed", "0", "--out", str(ncu_dir / "app-out"), "--warmup", "0", "--trials",
-                "1", "--no-flush", *config.args()]
+    # Launches per call: every launch of the one call inside the pf_profile range. Not a time-mode run: a Python
+    # harness draws its inputs with torch kernels, which the H100 run counted as 7 launches per call of a
+    # one-kernel Triton task.
+    one_call = [*built.argv, "profile", "--seed", "0", "--out", str(ncu_dir / "app-out"), *config.args()]
     (ncu_dir / "app-out").mkdir(parents=True, exist_ok=True)
-    application = ncu.export_application_page(one_call, ncu_dir / "application", timeout_s=NCU_TIMEOUT_S, env=env)
+    application = ncu.export_application_page(one_call, ncu_dir / "application", timeout_s=NCU_TIMEOUT_S, env=env,
+                                              nvtx_range=ncu.PROFILE_RANGE)
     return profile_from_files(exports.raw_csv, exports.source_csv, timing=timing, source_file=task.source,
                               machine=describe_machine(), tool_versions=f"ncu: {tool_version('ncu')}",
                               kernel=_profiled_kernel(exports.raw_csv, task.kernel), target=task.target,
@@ -114,6 +117,7 @@ def measure(task: Task, built: Build, config: TaskConfig, work_dir: Path) -> tup
 def profile_task(task: Task, work_dir: Path, *, version: Path | None = None,
                  config_name: str | None = None) -> Profile:
     """Timing, then the profiler's pass, then the diagnoses."""
+    work_dir = work_dir.resolve()  # profilers run in directories of their own
     config = task.config(config_name)
     built = build(task, version or task.source_path, work_dir, extra_flags=profile_build_flags(task))
     if not built.ok:

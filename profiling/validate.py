@@ -55,6 +55,7 @@ class _Session:
 def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True) -> Verdict:
     """Judge `candidate` (a file standing in for the task's editable source) against the task's original."""
     started = time.monotonic()
+    work_dir = work_dir.resolve()  # builds and runs happen in directories of their own
     verdict = Verdict(task=task.name, candidate=str(candidate), target=task.target, status=Status.NO_CHANGE,
                       reason="", machine=describe_machine(), tools=describe_tools(task.build.compiler))
     try:

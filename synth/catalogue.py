@@ -85,6 +85,8 @@ def run_catalogue(config: SynthPatternsConfig, *, on_check: Callable[[InstanceCh
     if not chosen:
         raise PerfforgeError(f"no patterns for target {config.target!r} and ids {config.patterns or 'any'}")
     todo, done = _materialise(config, chosen)
+    if not config.check:
+        todo = []
     interrupted = False
     try:
         for check in _run_checks(config, todo):
@@ -201,10 +203,12 @@ def catalogue_stats(checks: list[InstanceCheck], chosen: list[Pattern]) -> dict[
     by_pattern: dict[str, dict[str, Any]] = {}
     for chosen_pattern in chosen:
         mine = [c for c in checks if c.pattern == chosen_pattern.id]
+        if not mine:  # --no-check, and none of its instances was checked elsewhere
+            continue
         by_pattern[chosen_pattern.id] = {"target": chosen_pattern.target, "bottleneck": chosen_pattern.bottleneck,
                                          **_summary(mine)}
     by_target = {target: _summary([c for c in checks if c.target == target])
-                 for target in sorted({p.target for p in chosen})}
+                 for target in sorted({c.target for c in checks})}
     return {"patterns": by_pattern, "targets": by_target, "total": _summary(checks)}
 
 

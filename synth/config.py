@@ -24,6 +24,9 @@ class SynthPatternsConfig:
     seed: int = field(default=0, metadata={"help": "first seed; instance k of a pattern uses seed + k"})
     timing: bool = field(default=True, metadata={
         "help": "require the fast version to be measurably faster (--no-timing: correctness and diagnosis only)"})
+    check: bool = field(default=True, metadata={
+        "help": "check instances not yet checked (--no-check: report and record only those already checked, "
+                "e.g. on a GPU machine and brought back with scripts/synth_gpu.py --import)"})
     jobs: int = field(default=1, metadata={
         "help": "instances checked at once; timings of concurrent checks disturb each other, so keep 1 for "
                 "reported figures"})

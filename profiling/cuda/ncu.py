@@ -81,10 +81,13 @@ def source_page_command(report: Path, views: Sequence[str] = ("cuda", "sass"), n
     return [ncu, "--import", str(report), "--csv", "--page", "source", "--print-source", ",".join(views)]
 
 
-def application_command(program: Sequence[str], report: Path, ncu: str = NCU) -> list[str]:
-    """ncu over a whole program collecting only each launch's duration (application mode)."""
-    return [ncu, "--metrics", DURATION_METRIC, "--clock-control", "none", "--force-overwrite",
-            "--export", str(report), *program]
+def application_command(program: Sequence[str], report: Path, ncu: str = NCU,
+                        nvtx_range: str | None = None) -> list[str]:
+    """ncu over a whole program collecting only each launch's duration (application mode); with `nvtx_range`,
+    only the launches inside that NVTX range."""
+    command = [ncu, "--metrics", DURATION_METRIC, "--clock-control", "none", "--force-overwrite",
+               "--export", str(report), *program]
+    return [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", *command[1:]] if nvtx_range else command
 
 
 def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None = None, *, cwd: Path | None = None,
@@ -121,11 +124,14 @@ def profile_and_export(program: Sequence[str], workdir: Path, *, kernel_regex: s
 
 
 def export_application_page(program: Sequence[str], workdir: Path, *, timeout_s: float = 600.0, ncu: str = NCU,
-                            env: dict[str, str] | None = None, cwd: Path | None = None) -> Path:
-    """Application mode: every launch's duration, exported as workdir/application.csv (a raw page)."""
+                            env: dict[str, str] | None = None, cwd: Path | None = None,
+                            nvtx_range: str | None = None) -> Path:
+    """Application mode: every launch's duration (inside `nvtx_range` when given), exported as
+    workdir/application.csv (a raw page)."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "application"
-    run_ncu(application_command(program, report, ncu=ncu), timeout_s, cwd=cwd or workdir, env=env)
+    run_ncu(application_command(program, report, ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir,
+            env=env)
     page = workdir / "application.csv"
     run_ncu(raw_page_command(report.with_suffix(".ncu-rep"), [DURATION_METRIC], ncu=ncu), timeout_s, page, cwd=workdir)
     return page

@@ -23,6 +23,15 @@ def test_validate_writes_the_verdict_and_exits_by_correctness(cpu_task_dir: Path
     assert read_json(tmp_path / "w" / "verdict.json")["status"] == "incorrect"
 
 
+def test_relative_output_directories_work(cpu_task_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """Builds and runs happen in directories of their own: a relative --out (the default) must still work."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", str(cpu_task_dir), "--no-timing", "--out", "v"]) == 0
+    assert main(["profile", str(cpu_task_dir), "--out", "p"]) == 0
+    assert read_json(tmp_path / "v" / "verdict.json")["status"] == "correct"
+    assert Profile.from_dict(read_json(tmp_path / "p" / "profile.json")).counters
+
+
 def test_validate_names_a_missing_candidate(cpu_task_dir: Path, capsys) -> None:
     assert main(["validate", str(cpu_task_dir), "--candidate", "/no/such.c"]) == 2
     assert "--candidate /no/such.c does not exist" in capsys.readouterr().err

@@ -70,6 +70,8 @@ def test_export_commands_ask_for_csv_in_base_units(tmp_path):
     assert source[source.index("--print-source") + 1] == "cuda,sass"
     app = application_command(["./app"], report)
     assert app[app.index("--metrics") + 1] == "gpu__time_duration.sum" and "--nvtx" not in app
+    one_call = application_command(["./harness", "profile"], report, nvtx_range="pf_profile")
+    assert one_call[one_call.index("--nvtx-include") + 1] == "pf_profile/" and one_call[-2:] == ["./harness", "profile"]
 
 
 def test_capture_script_builds_its_commands_from_the_module():
