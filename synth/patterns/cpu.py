@@ -25,68 +25,77 @@ SAME_ORDER_RTOL = {"float32": 1e-5, "float64": 1e-12}
 @pattern("cpu/loop_order", bottleneck="cache_miss_bound", category=Category.MEMORY_ACCESS,
          summary="matrix product in i-j-k order walks B by columns (a cache line per element); i-k-j walks rows")
 def loop_order(g: Generation) -> Instance:
+    """C (m x p) = A (m x n) * B (n x p) with a long inner dimension: the column of B that the i-j-k loop walks
+    spans n >= 1024 cache lines, more than any L1 holds, so every element of it misses L1 (a square product small
+    enough to profile under callgrind can keep its column in L1 for some sizes and cache geometries)."""
     dtype = g.choice(["float32", "float64"])
     ctype = {"float32": "float", "float64": "double"}[dtype]
     fn = g.choice(["matmul", "gemm_nn", "mat_mul", "multiply", "dense_product"])
     a, b, c = g.choice([("a", "b", "c"), ("lhs", "rhs", "out"), ("x", "w", "y"), ("A", "B", "C")])
     scaled = g.rng.random() < 0.5  # C = alpha * A * B
     alpha = literal(g.choice([0.5, 2.0, 0.25, 1.5]), dtype)
-    n = g.choice([192, 224, 256, 288]) if dtype == "float32" else g.choice([160, 192, 224])
+    m, n, p = g.choice([48, 64, 80, 96]), g.choice([1024, 1536, 2048]), g.choice([48, 64, 96, 128])
     index = g.choice(["row_major", "inline"])
 
-    def at(matrix: str, row: str, col: str) -> str:
-        return f"{matrix}[idx({row}, {col}, n)]" if index == "row_major" else f"{matrix}[{row} * n + {col}]"
+    def at(matrix: str, row: str, col: str, cols: str) -> str:
+        return f"{matrix}[idx({row}, {col}, {cols})]" if index == "row_major" else f"{matrix}[{row} * {cols} + {col}]"
 
-    helper = ("static inline long idx(int row, int col, int n) { return (long)row * n + col; }\n\n"
+    helper = ("static inline long idx(int row, int col, int cols) { return (long)row * cols + col; }\n\n"
               if index == "row_major" else "")
-    signature = f"void {fn}(const {ctype} *{a}, const {ctype} *{b}, {ctype} *{c}, int n)"
+    signature = f"void {fn}(const {ctype} *{a}, const {ctype} *{b}, {ctype} *{c}, int m, int n, int p)"
     store = f"{alpha} * sum" if scaled else "sum"
-    slow = (header_comment(f"{c} = {'alpha * ' if scaled else ''}{a} * {b} for n x n row-major matrices.") + helper
+    shapes = f"{c} (m x p) = {'alpha * ' if scaled else ''}{a} (m x n) * {b} (n x p), row-major"
+    slow = (header_comment(f"{shapes}.") + helper
             + f"{signature} {{\n"
-            f"    for (int i = 0; i < n; i++) {{\n"
-            f"        for (int j = 0; j < n; j++) {{\n"
+            f"    for (int i = 0; i < m; i++) {{\n"
+            f"        for (int j = 0; j < p; j++) {{\n"
             f"            {ctype} sum = 0;\n"
             f"            for (int k = 0; k < n; k++) {{\n"
-            f"                sum += {at(a, 'i', 'k')} * {at(b, 'k', 'j')};\n"
+            f"                sum += {at(a, 'i', 'k', 'n')} * {at(b, 'k', 'j', 'p')};\n"
             f"            }}\n"
-            f"            {at(c, 'i', 'j')} = {store};\n"
+            f"            {at(c, 'i', 'j', 'p')} = {store};\n"
             f"        }}\n"
             f"    }}\n"
             f"}}\n")
-    finish = (f"        for (int j = 0; j < n; j++) {{\n            crow[j] *= {alpha};\n        }}\n"
+    finish = (f"        for (int j = 0; j < p; j++) {{\n            crow[j] *= {alpha};\n        }}\n"
               if scaled else "")
-    fast = (header_comment(f"{c} = {'alpha * ' if scaled else ''}{a} * {b} in i-k-j order: the inner loop walks rows "
-                           f"of {b} and {c}\ncontiguously, and each {c}[i][j] still sums over k in order.") + helper
+    fast = (header_comment(f"{shapes}, in i-k-j order: the inner loop walks rows of {b} and {c}\ncontiguously, "
+                           f"and each {c}[i][j] still sums over k in order.") + helper
             + f"{signature} {{\n"
-            f"    for (int i = 0; i < n; i++) {{\n"
-            f"        {ctype} *crow = {c} + (long)i * n;\n"
-            f"        for (int j = 0; j < n; j++) {{\n"
+            f"    for (int i = 0; i < m; i++) {{\n"
+            f"        {ctype} *crow = {c} + (long)i * p;\n"
+            f"        for (int j = 0; j < p; j++) {{\n"
             f"            crow[j] = 0;\n"
             f"        }}\n"
             f"        for (int k = 0; k < n; k++) {{\n"
-            f"            {ctype} aik = {at(a, 'i', 'k')};\n"
-            f"            const {ctype} *brow = {b} + (long)k * n;\n"
-            f"            for (int j = 0; j < n; j++) {{\n"
+            f"            {ctype} aik = {at(a, 'i', 'k', 'n')};\n"
+            f"            const {ctype} *brow = {b} + (long)k * p;\n"
+            f"            for (int j = 0; j < p; j++) {{\n"
             f"                crow[j] += aik * brow[j];\n"
             f"            }}\n"
             f"        }}\n"
             f"{finish}"
             f"    }}\n"
             f"}}\n")
-    buffers = [Buffer(a, dtype, "n * n"), Buffer(b, dtype, "n * n"), Buffer(c, dtype, "n * n", output=True)]
+    buffers = [Buffer(a, dtype, "m * n"), Buffer(b, dtype, "n * p"), Buffer(c, dtype, "m * p", output=True)]
     rtol = SAME_ORDER_RTOL[dtype]
     size = 8 if dtype == "float64" else 4
     return g.instance(
         language="c", kernel=fn,
-        description=f"{n}x{n} {dtype} matrix product in i-j-k order: the inner loop strides {b} by n elements",
-        slow=slow, fast=fast, harness=c_harness({"n": n}, buffers, fn, args=("n",)),
+        description=f"{m}x{n} by {n}x{p} {dtype} matrix product in i-j-k order: the inner loop strides {b} by p "
+                    f"elements down a column of {n} cache lines",
+        slow=slow, fast=fast, harness=c_harness({"m": m, "n": n, "p": p}, buffers, fn, args=("m", "n", "p")),
         outputs=[{"name": c, "dtype": dtype, "rtol": rtol, "atol": rtol}],
-        configs=[{"name": "small", "params": {"n": n // 4}}, {"name": "default", "params": {"n": n}, "default": True}],
-        build=CPU_BUILD, work={"flops": "2 * n * n * n", "bytes": f"3 * {size} * n * n"},
+        configs=[{"name": "small", "params": {"m": m // 4, "n": n // 4, "p": p // 2}},
+                 {"name": "default", "params": {"m": m, "n": n, "p": p}, "default": True}],
+        # -ffp-contract=off: gcc fuses the multiply-add into an FMA in one loop order and not always in the other;
+        # with neither fused, both versions round the same n terms in the same order.
+        build={**CPU_BUILD, "flags": [*CPU_BUILD["flags"], "-ffp-contract=off"]},
+        work={"flops": "2 * m * n * p", "bytes": f"{size} * (m * n + n * p + m * p)"},
         message=g.choice([f"{fn}: swap the j and k loops so the inner loop is unit-stride",
                           f"Reorder loops in {fn} for cache friendliness", f"speed up {fn}", "loop interchange",
                           f"{fn}: i-k-j ordering"]),
-        params={"n": n, "dtype": dtype, "scaled": scaled, "index": index})
+        params={"m": m, "n": n, "p": p, "dtype": dtype, "scaled": scaled, "index": index})
 
 
 # ---- what the patterns below share ----------------------------------------------------------------------------------
