@@ -23,12 +23,13 @@ def literal(value: float, dtype: str) -> str:
 
 @dataclass(frozen=True)
 class Buffer:
-    """One harness buffer: an input drawn uniformly in [low, high) or an output the kernel writes."""
+    """One harness buffer: `role` in (input), out (output, poisoned before each checked call) or inout (drawn,
+    then updated in place by the kernel)."""
 
     name: str
     dtype: str
     count: str  # C expression of the element count over the int params
-    output: bool = False
+    role: str = "in"
     low: float = -1.0
     high: float = 1.0
 
@@ -37,33 +38,47 @@ class Buffer:
         return C_TYPE[self.dtype]
 
 
-def c_harness(params: dict[str, int], buffers: list[Buffer], launcher: str, args: tuple[str, ...] = (),
-              includes: tuple[str, ...] = ()) -> str:
-    """A C/C++/CUDA harness: reads the int params (with their defaults), draws the inputs, calls `launcher` with
-    the buffers in order (inputs as const pointers), then the int params named in `args`, in that order."""
-    lines = ['#include "perfforge_harness.h"', *(f"#include {header}" for header in includes)]
-    prototype = [("const " if not b.output else "") + f"{b.c_type} *{b.name}" for b in buffers]
-    prototype += [f"int {name}" for name in args]
-    lines.append(f"void {launcher}({', '.join(prototype)});")
-    lines += ["", "int main(int argc, char **argv) {", "    pf_run r;", "    pf_init(&r, argc, argv);"]
-    lines += [f'    int {name} = (int)pf_param_int(&r, "{name}", {default});' for name, default in params.items()]
+def c_harness(scalars: list[tuple[str, str, int | float]], buffers: list[Buffer], launcher: str,
+              args: tuple[str, ...]) -> str:
+    """A C, C++ or CUDA harness: scalars are (name, C type, default), read with pf_param_int or
+    pf_param_double; the launcher gets the buffers in order (inputs as const pointers), then the scalars named in
+    `args`."""
+    prototype = [("const " if b.role == "in" else "") + f"{b.c_type} *{b.name}" for b in buffers]
+    types = {name: ctype for name, ctype, _ in scalars}
+    prototype += [f"{types[name]} {name}" for name in args]
+    lines = ['#include "perfforge_harness.h"', "", f"void {launcher}({', '.join(prototype)});", "",
+             "int main(int argc, char **argv) {", "    pf_run r;", "    pf_init(&r, argc, argv);"]
+    for name, ctype, default in scalars:
+        reader = "pf_param_int" if ctype == "int" else "pf_param_double"
+        lines.append(f'    {ctype} {name} = ({ctype}){reader}(&r, "{name}", {default!r});')
     for b in buffers:
-        head = f'    pf_buf *{b.name}_buf = pf_{"output" if b.output else "input"}(&r, "{b.name}", {PF_DTYPE[b.dtype]}'
-        lines.append(f"{head}, (size_t)({b.count}));" if b.output else
-                     f"{head}, (size_t)({b.count}), {b.low!r}, {b.high!r});")
-    call_args = [("(const " if not b.output else "(") + f"{b.c_type} *)pf_ptr({b.name}_buf)" for b in buffers]
-    lines += ["    while (pf_begin(&r)) {", f"        {launcher}({', '.join(call_args + list(args))});",
-              "        pf_end(&r);", "    }", "    return pf_finish(&r);", "}", ""]
+        count = f"(size_t)({b.count})"
+        if b.role == "out":
+            lines.append(f'    pf_buf *{b.name}_buf = pf_output(&r, "{b.name}", {PF_DTYPE[b.dtype]}, {count});')
+        else:
+            call = "pf_input" if b.role == "in" else "pf_inout"
+            lines.append(f'    pf_buf *{b.name}_buf = {call}(&r, "{b.name}", {PF_DTYPE[b.dtype]}, {count}, {b.low!r}, '
+                         f"{b.high!r});")
+    call_args = [("(const " if b.role == "in" else "(") + f"{b.c_type} *)pf_ptr({b.name}_buf)" for b in buffers]
+    call, width = f"{launcher}(", len(launcher) + 9
+    for k, arg in enumerate(call_args + list(args)):  # wrapped at 110 columns, continuation under the first
+        piece = arg + (", " if k < len(call_args) + len(args) - 1 else ");")
+        if len(call.rsplit("\n", 1)[-1]) + len(piece) + 8 > 110:
+            call = call.rstrip() + "\n" + " " * width
+        call += piece
+    lines += ["    while (pf_begin(&r)) {", f"        {call}", "        pf_end(&r);", "    }",
+              "    return pf_finish(&r);", "}", ""]
     return "\n".join(lines)
 
 
-def python_harness(params: dict[str, int], buffers: list[tuple[str, str, str, float, float, bool]], call: str,
-                   doc: str) -> str:
-    """A Triton/torch harness: buffers are (name, dtype, shape expression, low, high, is_output); `call` is the
-    Python expression that runs the kernel module's launcher (the module is imported as `kernel`)."""
+def python_harness(ints: dict[str, int], floats: dict[str, float],
+                   buffers: list[tuple[str, str, str, float, float, bool]], call: str, doc: str) -> str:
+    """A Python harness (profiling/runtime/perfforge_harness.py): int and float parameters, then the buffers
+    (name, dtype, shape expression, low, high, is_output), then `call` (the kernel module is `kernel`) per run."""
     lines = [f'"""{doc}"""', "", "import kernel", "from perfforge_harness import Run", "", "", "def main() -> int:",
              "    r = Run()"]
-    lines += [f'    {name} = r.param_int("{name}", {default})' for name, default in params.items()]
+    lines += [f'    {name} = r.param_int("{name}", {default})' for name, default in ints.items()]
+    lines += [f'    {name} = r.param_float("{name}", {default!r})' for name, default in floats.items()]
     for name, dtype, shape, low, high, is_output in buffers:
         if is_output:
             lines.append(f'    {name} = r.output("{name}", "{dtype}", {shape})')

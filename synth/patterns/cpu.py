@@ -8,7 +8,6 @@ instructions that -march=native emits on AVX-512 machines; -g for callgrind's pe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from perfforge.records import Category
@@ -77,14 +76,15 @@ def loop_order(g: Generation) -> Instance:
             f"{finish}"
             f"    }}\n"
             f"}}\n")
-    buffers = [Buffer(a, dtype, "m * n"), Buffer(b, dtype, "n * p"), Buffer(c, dtype, "m * p", output=True)]
+    buffers = [Buffer(a, dtype, "m * n"), Buffer(b, dtype, "n * p"), Buffer(c, dtype, "m * p", role="out")]
     rtol = SAME_ORDER_RTOL[dtype]
     size = 8 if dtype == "float64" else 4
     return g.instance(
         language="c", kernel=fn,
         description=f"{m}x{n} by {n}x{p} {dtype} matrix product in i-j-k order: the inner loop strides {b} by p "
                     f"elements down a column of {n} cache lines",
-        slow=slow, fast=fast, harness=c_harness({"m": m, "n": n, "p": p}, buffers, fn, args=("m", "n", "p")),
+        slow=slow, fast=fast,
+        harness=c_harness([("m", "int", m), ("n", "int", n), ("p", "int", p)], buffers, fn, ("m", "n", "p")),
         outputs=[{"name": c, "dtype": dtype, "rtol": rtol, "atol": rtol}],
         configs=[{"name": "small", "params": {"m": m // 4, "n": n // 4, "p": p // 2}},
                  {"name": "default", "params": {"m": m, "n": n, "p": p}, "default": True}],
@@ -104,57 +104,6 @@ C_TYPE = {"float32": "float", "float64": "double"}
 ELEMENT_BYTES = {"float32": 4, "float64": 8}
 # libm names per element type: expf for float, exp for double.
 MATH_SUFFIX = {"float32": "f", "float64": ""}
-
-
-@dataclass(frozen=True)
-class Arg:
-    """One harness buffer: `role` in (input), out (output, poisoned before each checked call) or inout (drawn,
-    then updated in place by the kernel)."""
-
-    name: str
-    dtype: str
-    count: str  # C expression of the element count over the int params
-    role: str = "in"
-    low: float = -1.0
-    high: float = 1.0
-
-    @property
-    def c_type(self) -> str:
-        return {**C_TYPE, "int32": "int"}[self.dtype]
-
-
-def harness(scalars: list[tuple[str, str, int | float]], buffers: list[Arg], launcher: str,
-            args: tuple[str, ...]) -> str:
-    """A C harness like synth.variation.c_harness, with floating parameters and in-place buffers as well:
-    scalars are (name, C type, default), read with pf_param_int or pf_param_double; the launcher gets the
-    buffers in order (inputs as const pointers), then the scalars named in `args`."""
-    pf = {"float32": "PF_F32", "float64": "PF_F64", "int32": "PF_I32"}
-    prototype = [("const " if b.role == "in" else "") + f"{b.c_type} *{b.name}" for b in buffers]
-    types = {name: ctype for name, ctype, _ in scalars}
-    prototype += [f"{types[name]} {name}" for name in args]
-    lines = ['#include "perfforge_harness.h"', "", f"void {launcher}({', '.join(prototype)});", "",
-             "int main(int argc, char **argv) {", "    pf_run r;", "    pf_init(&r, argc, argv);"]
-    for name, ctype, default in scalars:
-        reader = "pf_param_int" if ctype == "int" else "pf_param_double"
-        lines.append(f'    {ctype} {name} = ({ctype}){reader}(&r, "{name}", {default!r});')
-    for b in buffers:
-        count = f"(size_t)({b.count})"
-        if b.role == "out":
-            lines.append(f'    pf_buf *{b.name}_buf = pf_output(&r, "{b.name}", {pf[b.dtype]}, {count});')
-        else:
-            call = "pf_input" if b.role == "in" else "pf_inout"
-            lines.append(f'    pf_buf *{b.name}_buf = {call}(&r, "{b.name}", {pf[b.dtype]}, {count}, {b.low!r}, '
-                         f"{b.high!r});")
-    call_args = [("(const " if b.role == "in" else "(") + f"{b.c_type} *)pf_ptr({b.name}_buf)" for b in buffers]
-    call, width = f"{launcher}(", len(launcher) + 9
-    for k, arg in enumerate(call_args + list(args)):  # wrapped at 110 columns, continuation under the first
-        piece = arg + (", " if k < len(call_args) + len(args) - 1 else ");")
-        if len(call.rsplit("\n", 1)[-1]) + len(piece) + 8 > 110:
-            call = call.rstrip() + "\n" + " " * width
-        call += piece
-    lines += ["    while (pf_begin(&r)) {", f"        {call}", "        pf_end(&r);", "    }",
-              "    return pf_finish(&r);", "}", ""]
-    return "\n".join(lines)
 
 
 def tolerance(name: str, dtype: str) -> dict[str, Any]:
@@ -205,7 +154,7 @@ def row_invariant_call(g: Generation) -> Instance:
         x, key, out = g.choice([("x", "t", "out"), ("signal", "stamp", "damped"), ("src", "age", "dst")])
         rate = g.choice([0.5, 0.75, 1.25])
         scalars.append(("rate", ct, rate))
-        inputs = [Arg(x, dtype, "n * m"), Arg(key, dtype, "n", low=0.0, high=4.0)]
+        inputs = [Buffer(x, dtype, "n * m"), Buffer(key, dtype, "n", low=0.0, high=4.0)]
         factors = [("factor", f"exp{f}(-rate * {key}[i])")]
         element = "{x} * {0}"
         doc = f"{out}[i][j] = {x}[i][j] * e^(-rate {key}[i]): every row decays by the factor of its own time stamp"
@@ -214,8 +163,8 @@ def row_invariant_call(g: Generation) -> Instance:
         fn = g.choice(["normalise_rows", "scale_by_norm", "unit_rows", "row_norm"])
         x, key, out = g.choice([("x", "gx", "out"), ("frames", "px", "normed"), ("a", "sx", "y")])
         key2 = key[:-1] + "y"
-        inputs = [Arg(x, dtype, "n * m"), Arg(key, dtype, "n", low=0.5, high=2.0),
-                  Arg(key2, dtype, "n", low=0.5, high=2.0)]
+        inputs = [Buffer(x, dtype, "n * m"), Buffer(key, dtype, "n", low=0.5, high=2.0),
+                  Buffer(key2, dtype, "n", low=0.5, high=2.0)]
         factors = [("norm", f"hypot{f}({key}[i], {key2}[i])")]
         element = "{x} / {0}"
         doc = (f"{out}[i][j] = {x}[i][j] / |({key}[i], {key2}[i])|: every row divided by the length of its "
@@ -225,7 +174,7 @@ def row_invariant_call(g: Generation) -> Instance:
         fn = g.choice(["apply_gain", "gamma_scale", "boost_rows", "tone_map"])
         x, key, out = g.choice([("x", "gain", "out"), ("pixels", "level", "mapped"), ("v", "g", "w")])
         scalars.append(("gamma", ct, g.choice([1.8, 2.2, 2.4, 0.45])))
-        inputs = [Arg(x, dtype, "n * m"), Arg(key, dtype, "n", low=0.5, high=2.0)]
+        inputs = [Buffer(x, dtype, "n * m"), Buffer(key, dtype, "n", low=0.5, high=2.0)]
         factors = [("scale", f"pow{f}({key}[i], gamma)")]
         element = "{x} * {0}"
         doc = f"{out}[i][j] = {x}[i][j] * {key}[i]^gamma: every row scaled by its gain raised to gamma"
@@ -234,7 +183,8 @@ def row_invariant_call(g: Generation) -> Instance:
         fn = g.choice(["rotate_rows", "phase_shift", "rotate_pairs", "apply_phase"])
         x, key, out = g.choice([("re", "theta", "out"), ("u", "angle", "rot"), ("x", "phase", "y")])
         other = {"re": "im", "u": "v", "x": "z"}[x]
-        inputs = [Arg(x, dtype, "n * m"), Arg(other, dtype, "n * m"), Arg(key, dtype, "n", low=-3.14159, high=3.14159)]
+        inputs = [Buffer(x, dtype, "n * m"), Buffer(other, dtype, "n * m"),
+                  Buffer(key, dtype, "n", low=-3.14159, high=3.14159)]
         factors = [("c", f"cos{f}({key}[i])"), ("s", f"sin{f}({key}[i])")]
         element = "{x} * {0} - {o} * {1}"
         doc = (f"{out}[i][j] = {x}[i][j] cos({key}[i]) - {other}[i][j] sin({key}[i]): the real part of each row's "
@@ -243,7 +193,7 @@ def row_invariant_call(g: Generation) -> Instance:
     else:
         fn = g.choice(["log_weight", "weight_rows", "apply_log_weight", "soft_weight"])
         x, key, out = g.choice([("x", "w", "out"), ("counts", "weight", "scored"), ("p", "q", "r")])
-        inputs = [Arg(x, dtype, "n * m"), Arg(key, dtype, "n", low=0.0, high=3.0)]
+        inputs = [Buffer(x, dtype, "n * m"), Buffer(key, dtype, "n", low=0.0, high=3.0)]
         factors = [("lw", f"log1p{f}({key}[i])")]
         element = "{x} * {0}"
         doc = f"{out}[i][j] = {x}[i][j] * log(1 + {key}[i]): every row weighted by the log of its weight"
@@ -252,12 +202,12 @@ def row_invariant_call(g: Generation) -> Instance:
     bias = g.rng.random() < 0.4
     if bias:
         bias_name = g.choice(["bias", "offset", "shift"])
-        inputs.append(Arg(bias_name, dtype, "m"))
+        inputs.append(Buffer(bias_name, dtype, "m"))
         element += f" + {bias_name}[j]"
         doc += f", plus a per-column {bias_name}"
     alpha = literal(g.choice([0.5, 2.0, 1.5, 0.25]), dtype) if g.rng.random() < 0.4 else ""
     rowptr = g.rng.random() < 0.5
-    buffers = [*inputs, Arg(out, dtype, "n * m", role="out")]
+    buffers = [*inputs, Buffer(out, dtype, "n * m", role="out")]
     floats = [name for name, ctype, _ in scalars if ctype != "int"]
     params = [f"{ct} {name}" for name in floats]
     signature = (f"void {fn}({', '.join([f'const {ct} *{b.name}' for b in inputs] + [f'{ct} *{out}'])}, "
@@ -302,7 +252,7 @@ def row_invariant_call(g: Generation) -> Instance:
     return g.instance(
         language="c", kernel=fn,
         description=f"{n}x{m} {dtype} rows scaled by {invariant}, called once per element instead of once per row",
-        slow=slow, fast=fast, harness=harness(scalars, buffers, fn, tuple(name for name, _, _ in scalars)),
+        slow=slow, fast=fast, harness=c_harness(scalars, buffers, fn, tuple(name for name, _, _ in scalars)),
         outputs=[tolerance(out, dtype)],
         configs=[{"name": "small", "params": small}, {"name": "default", "params": default, "default": True}],
         build=CPU_BUILD, work={"flops": "3 * n * m", "bytes": f"{size} * ({reads + 1} * n * m + n)"},
@@ -331,8 +281,8 @@ def serial_elementwise(g: Generation) -> Instance:
         a, d, w, p, out = g.choice([("a", "d", "w", "p", "out"), ("amp", "damp", "freq", "phase", "y"),
                                     ("ampl", "decay", "omega", "phi", "disp")])
         scalars.append(("t", ct, g.choice([1.5, 2.5, 0.75])))
-        inputs = [Arg(a, dtype, "n", low=0.5, high=2.0), Arg(d, dtype, "n", low=0.0, high=1.0),
-                  Arg(w, dtype, "n", low=1.0, high=50.0), Arg(p, dtype, "n", low=-3.14159, high=3.14159)]
+        inputs = [Buffer(a, dtype, "n", low=0.5, high=2.0), Buffer(d, dtype, "n", low=0.0, high=1.0),
+                  Buffer(w, dtype, "n", low=1.0, high=50.0), Buffer(p, dtype, "n", low=-3.14159, high=3.14159)]
         outputs = [out]
         body = [f"{out}[i] = {a}[i] * exp{f}(-{d}[i] * t) * cos{f}({w}[i] * t + {p}[i]);"]
         doc = (f"displacement of n independent damped modes at time t: "
@@ -341,8 +291,9 @@ def serial_elementwise(g: Generation) -> Instance:
         fn = g.choice(["gaussian_pdf", "normal_density", "likelihood", "gauss_weights"])
         x, mu, s, w, out = g.choice([("x", "mu", "sigma", "w", "out"), ("obs", "mean", "sd", "weight", "pdf"),
                                      ("v", "c", "s", "k", "dens")])
-        inputs = [Arg(x, dtype, "n", low=-3.0, high=3.0), Arg(mu, dtype, "n"), Arg(s, dtype, "n", low=0.5, high=2.0),
-                  Arg(w, dtype, "n", low=0.0, high=1.0)]
+        inputs = [Buffer(x, dtype, "n", low=-3.0, high=3.0), Buffer(mu, dtype, "n"),
+                  Buffer(s, dtype, "n", low=0.5, high=2.0),
+                  Buffer(w, dtype, "n", low=0.0, high=1.0)]
         outputs = [out]
         body = [f"{ct} z = ({x}[i] - {mu}[i]) / {s}[i];",
                 f"{out}[i] = {w}[i] * exp{f}({lit(-0.5)} * z * z) / ({lit(2.5066282746310002)} * {s}[i]);"]
@@ -350,14 +301,14 @@ def serial_elementwise(g: Generation) -> Instance:
     elif shape == "softplus":
         fn = g.choice(["softplus", "smooth_relu", "log_sum_exp_zero", "softplus_scaled"])
         x, k, out = g.choice([("x", "beta", "out"), ("z", "k", "y"), ("act", "sharp", "res")])
-        inputs = [Arg(x, dtype, "n", low=-4.0, high=4.0), Arg(k, dtype, "n", low=0.5, high=2.0)]
+        inputs = [Buffer(x, dtype, "n", low=-4.0, high=4.0), Buffer(k, dtype, "n", low=0.5, high=2.0)]
         outputs = [out]
         body = [f"{out}[i] = log1p{f}(exp{f}({k}[i] * {x}[i])) / {k}[i];"]
         doc = f"softplus with a per-element sharpness: {out}[i] = log(1 + e^({k}[i] {x}[i])) / {k}[i]"
     elif shape == "polar":
         fn = g.choice(["to_polar", "cart2pol", "polar_form", "magnitude_phase"])
         x, y, mag, ang = g.choice([("x", "y", "r", "theta"), ("re", "im", "mag", "arg"), ("u", "v", "len", "dir")])
-        inputs = [Arg(x, dtype, "n"), Arg(y, dtype, "n")]
+        inputs = [Buffer(x, dtype, "n"), Buffer(y, dtype, "n")]
         outputs = [mag, ang]
         body = [f"{mag}[i] = hypot{f}({x}[i], {y}[i]);", f"{ang}[i] = atan2{f}({y}[i], {x}[i]);"]
         doc = f"polar form of n points: {mag}[i] = |({x}[i], {y}[i])|, {ang}[i] = atan2({y}[i], {x}[i])"
@@ -367,13 +318,13 @@ def serial_elementwise(g: Generation) -> Instance:
         n = n // 256 * 2
         m = g.choice([128, 192, 256]) if dtype == "float32" else g.choice([128, 160, 192])
         scalars = [("n", "int", n), ("m", "int", m)]
-        inputs = [Arg(xs, dtype, "n", low=-2.0, high=2.0), Arg(ys, dtype, "n", low=-2.0, high=2.0),
-                  Arg(kx, dtype, "m", low=0.5, high=8.0)]
+        inputs = [Buffer(xs, dtype, "n", low=-2.0, high=2.0), Buffer(ys, dtype, "n", low=-2.0, high=2.0),
+                  Buffer(kx, dtype, "m", low=0.5, high=8.0)]
         outputs = [out]
         body = [f"{out}[i * m + j] = sin{f}({kx}[j] * {xs}[i]) * cos{f}({kx}[j] * {ys}[i]);"]
         doc = f"an n x m field of standing waves: {out}[i][j] = sin({kx}[j] {xs}[i]) cos({kx}[j] {ys}[i])"
     count = "n * m" if two_d else "n"
-    buffers = [*inputs, *(Arg(o, dtype, count, role="out") for o in outputs)]
+    buffers = [*inputs, *(Buffer(o, dtype, count, role="out") for o in outputs)]
     ints = [name for name, ctype, _ in scalars if ctype == "int"]
     floats = [name for name, ctype, _ in scalars if ctype != "int"]
     signature = (f"void {fn}({', '.join([f'const {ct} *{b.name}' for b in inputs] + [f'{ct} *{o}' for o in outputs])}"
@@ -405,7 +356,7 @@ def serial_elementwise(g: Generation) -> Instance:
         language="c", kernel=fn,
         description=f"{count.replace(' * ', ' x ')} independent {dtype} evaluations with libm calls on one core "
                     "of a multi-core machine",
-        slow=slow, fast=fast, harness=harness(scalars, buffers, fn, tuple(ints + floats)),
+        slow=slow, fast=fast, harness=c_harness(scalars, buffers, fn, tuple(ints + floats)),
         outputs=[tolerance(o, dtype) for o in outputs],
         configs=[{"name": "small", "params": small}, {"name": "default", "params": default, "default": True}],
         build=openmp_build(),
@@ -477,7 +428,7 @@ def aliasing_update(g: Generation) -> Instance:
                  "ez": literal(g.choice([0.1, 0.25]), dtype), "drag": literal(g.choice([0.05, 0.1]), dtype)}
     index = g.choice(["i", "p", "k"]) if shape != "oscillators" else g.choice(["i", "p"])
     lines = [line.format(T=ct, **names, **constants).replace("[i]", f"[{index}]") for line in body]
-    buffers = [Arg(names[role], dtype, "n", role="inout" if role in state else "in", low=lo, high=hi)
+    buffers = [Buffer(names[role], dtype, "n", role="inout" if role in state else "in", low=lo, high=hi)
                for role, (lo, hi) in zip((*state, *coefs), ranges, strict=True)]
     scalars: list[tuple[str, str, int | float]] = [("n", "int", n), ("steps", "int", steps), ("dt", ct, dt)]
 
@@ -500,7 +451,7 @@ def aliasing_update(g: Generation) -> Instance:
         language="c", kernel=fn,
         description=f"{what}: an in-place update over {len(buffers)} {dtype} arrays that may alias, which gcc "
                     "leaves scalar",
-        slow=slow, fast=fast, harness=harness(scalars, buffers, fn, ("n", "steps", "dt")),
+        slow=slow, fast=fast, harness=c_harness(scalars, buffers, fn, ("n", "steps", "dt")),
         outputs=[tolerance(names[role], dtype) for role in state],
         configs=[{"name": "small", "params": {"n": n // 4 + 5, "steps": 3, "dt": dt}},
                  {"name": "default", "params": {"n": n, "steps": steps, "dt": dt}, "default": True}],
@@ -615,12 +566,12 @@ def aos_fields(g: Generation) -> Instance:
             f"        step({', '.join(used)}, n, dt, k);\n    }}\n"
             f"    for (int i = 0; i < n; i++) {{\n        {ct} *r = {records} + (size_t)i * {width};\n{copies_out}"
             f"    }}\n    free(soa);\n}}\n")
-    buffers = [Arg(records, dtype, f"n * {width}", role="inout", low=0.5, high=2.0)]
+    buffers = [Buffer(records, dtype, f"n * {width}", role="inout", low=0.5, high=2.0)]
     return g.instance(
         language="c", kernel=fn,
         description=f"{plural} stepped in place as an array of {struct_bytes}-byte structures although each step "
                     f"reads and writes {len(used)} of their {width} fields",
-        slow=slow, fast=fast, harness=harness(scalars, buffers, fn, ("n", "steps", "dt", "k")),
+        slow=slow, fast=fast, harness=c_harness(scalars, buffers, fn, ("n", "steps", "dt", "k")),
         outputs=[tolerance(records, dtype)],
         configs=[{"name": "small", "params": {"n": 1000, "steps": 2, "dt": 0.01, "k": k_value}},
                  {"name": "default", "params": {"n": n, "steps": steps, "dt": 0.01, "k": k_value}, "default": True}],
@@ -763,8 +714,9 @@ def branchy_select(g: Generation) -> Instance:
                 "is overwritten\nby a later element or by the fill.")
     slow = header_comment(doc) + includes + f"{signature} {{\n" + slow_passes + tail + "}\n"
     fast = header_comment(doc + "\n" + note) + includes + f"{signature} {{\n" + fast_passes + tail + "}\n"
-    buffers = [*(Arg(name, dtype, "n") for name in inputs), *(Arg(o, out_dtype, "n", role="out") for o, _, _ in outs),
-               Arg("counts", "int32", "2", role="out")]
+    buffers = [*(Buffer(name, dtype, "n") for name in inputs),
+               *(Buffer(o, out_dtype, "n", role="out") for o, _, _ in outs),
+               Buffer("counts", "int32", "2", role="out")]
     size = ELEMENT_BYTES[dtype]
     small = {"n": 1000, **{name: value for name, _, value in scalars[1:]}}
     default = {"n": n, **{name: value for name, _, value in scalars[1:]}}
@@ -773,7 +725,7 @@ def branchy_select(g: Generation) -> Instance:
         language="c", kernel=fn,
         description=f"two compaction passes over {n} random {dtype} values with an if per element: the branch goes "
                     "either way unpredictably",
-        slow=slow, fast=fast, harness=harness(scalars, buffers, fn, tuple(name for name, _, _ in scalars)),
+        slow=slow, fast=fast, harness=c_harness(scalars, buffers, fn, tuple(name for name, _, _ in scalars)),
         outputs=[{"name": o, "dtype": out_dtype, **(exact if out_dtype != "int32" else {})} for o, _, _ in outs]
         + [{"name": "counts", "dtype": "int32"}],
         configs=[{"name": "small", "params": small}, {"name": "default", "params": default, "default": True}],
@@ -833,13 +785,13 @@ def column_reduce(g: Generation) -> Instance:
             f"            {combine(f'{out}[j]', 'row[j]')}\n"
             f"        }}\n    }}\n{fin}}}\n")
     size = ELEMENT_BYTES[dtype]
-    buffers = [Arg(a, dtype, f"{r} * {c}"), Arg(out, dtype, c, role="out")]
+    buffers = [Buffer(a, dtype, f"{r} * {c}"), Buffer(out, dtype, c, role="out")]
     return g.instance(
         language="c", kernel=fn,
         description=f"per-column {op} of a {rows}x{cols} {dtype} row-major matrix, one column at a time: the inner "
                     f"loop strides by {c} elements",
         slow=slow, fast=fast,
-        harness=harness([(r, "int", rows), (c, "int", cols)], buffers, fn, (r, c)),
+        harness=c_harness([(r, "int", rows), (c, "int", cols)], buffers, fn, (r, c)),
         outputs=[tolerance(out, dtype)],
         configs=[{"name": "small", "params": {r: 100, c: 37}},
                  {"name": "default", "params": {r: rows, c: cols}, "default": True}],

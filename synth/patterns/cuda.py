@@ -77,10 +77,10 @@ def _transpose_names(g: Generation) -> tuple[str, str, str]:
 def _transpose_task(g: Generation, *, fn: str, src: str, dst: str, dtype: str, n: int, slow: str, fast: str,
                     description: str, message: str, params: dict[str, object]) -> Instance:
     low, high = input_range(dtype)
-    buffers = [Buffer(src, dtype, "n * n", low=low, high=high), Buffer(dst, dtype, "n * n", output=True)]
+    buffers = [Buffer(src, dtype, "n * n", low=low, high=high), Buffer(dst, dtype, "n * n", role="out")]
     return g.instance(
         language="cuda", kernel=fn, description=description, slow=slow, fast=fast,
-        harness=c_harness({"n": n}, buffers, f"launch_{fn}", args=("n",)),
+        harness=c_harness([("n", "int", n)], buffers, f"launch_{fn}", ("n",)),
         outputs=[{"name": dst, "dtype": dtype, **EXACT}],
         configs=[{"name": "small", "params": {"n": 1024}}, {"name": "default", "params": {"n": n}, "default": True}],
         build=CUDA_BUILD, work={"flops": "0", "bytes": f"2 * {SIZE[dtype]} * n * n"}, message=message,
@@ -230,13 +230,14 @@ void launch_$fn(const $t *$x, double *$out, int segments, int len) {
 }
 """, fn=fn, t=t, x=x, out=out, threads=threads))
     buffers = [Buffer(x, dtype, "(size_t)segments * len", low=0.0, high=1.0),
-               Buffer(out, "float64", "segments", output=True)]
+               Buffer(out, "float64", "segments", role="out")]
     return g.instance(
         language="cuda", kernel=fn,
         description=f"{segments} segment sum(s) of {length} {dtype} values into doubles, one global atomicAdd per "
                     "element (a warp's 32 lanes on one address)",
         slow=slow, fast=fast,
-        harness=c_harness({"segments": segments, "len": length}, buffers, f"launch_{fn}", args=("segments", "len")),
+        harness=c_harness([("segments", "int", segments), ("len", "int", length)],
+                          buffers, f"launch_{fn}", ("segments", "len")),
         # Double accumulation of values in [0, 1): any summation order agrees to ~1e-12 relative.
         outputs=[{"name": out, "dtype": "float64", "rtol": 1e-9, "atol": 1e-9}],
         configs=[{"name": "small", "params": {"segments": segments, "len": length // 8}},
@@ -319,12 +320,12 @@ void launch_$fn(const $t *$x, $t *$y, int n) {
     $fn<<<(n + 255) / 256, 256>>>($x, $y, n);
 }
 """, fn=fn, t=t, x=x, y=y, first=first, second=second))
-    buffers = [Buffer(x, dtype, "n", low=0.05, high=0.95), Buffer(y, dtype, "n", output=True)]
+    buffers = [Buffer(x, dtype, "n", low=0.05, high=0.95), Buffer(y, dtype, "n", role="out")]
     return g.instance(
         language="cuda", kernel=fn,
         description=f"two {steps}-step iterative {dtype} maps picked by index parity: every warp diverges and runs "
                     "both loops",
-        slow=slow, fast=fast, harness=c_harness({"n": n}, buffers, f"launch_{fn}", args=("n",)),
+        slow=slow, fast=fast, harness=c_harness([("n", "int", n)], buffers, f"launch_{fn}", ("n",)),
         outputs=[{"name": y, "dtype": dtype, **EXACT}],  # the same explicit fma chain per element in both
         configs=[{"name": "small", "params": {"n": 1 << 20}}, {"name": "default", "params": {"n": n}, "default": True}],
         build=CUDA_BUILD, work={"flops": f"n * {steps} * 3.5", "bytes": f"2 * {SIZE[dtype]} * n"},
@@ -394,12 +395,12 @@ void launch_$fn(const $t *$x, $t *$y, int n) {
     $fn<<<(n + THREADS - 1) / THREADS, THREADS>>>($x, $y, n);
 }
 """, fn=fn, t=t, x=x, y=y, z=z, fma=fma, c0=c0, c1=c1, c2=c2))
-    buffers = [Buffer(x, dtype, "n"), Buffer(y, dtype, "n", output=True)]
+    buffers = [Buffer(x, dtype, "n"), Buffer(y, dtype, "n", role="out")]
     return g.instance(
         language="cuda", kernel=fn,
         description=f"3-point {dtype} stencil staging a {tile * SIZE[dtype] // 1024} KiB shared tile per "
                     f"{threads}-thread block: one block ({threads // 32} warps) per SM",
-        slow=slow, fast=fast, harness=c_harness({"n": n}, buffers, f"launch_{fn}", args=("n",)),
+        slow=slow, fast=fast, harness=c_harness([("n", "int", n)], buffers, f"launch_{fn}", ("n",)),
         outputs=[{"name": y, "dtype": dtype, **EXACT}],  # the same fma chain on the same three values
         configs=[{"name": "small", "params": {"n": 1 << 22}}, {"name": "default", "params": {"n": n}, "default": True}],
         build=CUDA_BUILD, work={"flops": "5 * n", "bytes": f"2 * {SIZE[dtype]} * n"},
@@ -456,12 +457,12 @@ void launch_$fn(const float *$a, float *$c, int n) {
                            "registers the 64 live elements need: no spills, at a lower but sufficient occupancy.")
             + f"#include <cuda_runtime.h>\n\n#define THREADS {threads}\n\n"
             + body.replace("$bounds", "__launch_bounds__(THREADS)"))
-    buffers = [Buffer(a, "float32", "(size_t)64 * n"), Buffer(c, "float32", "(size_t)64 * n", output=True)]
+    buffers = [Buffer(a, "float32", "(size_t)64 * n"), Buffer(c, "float32", "(size_t)64 * n", role="out")]
     return g.instance(
         language="cuda", kernel=fn,
         description=f"n independent 8x8 products {what}, one per thread; __launch_bounds__({threads}, {min_blocks}) "
                     "caps registers at 32 and spills",
-        slow=slow, fast=fast, harness=c_harness({"n": n}, buffers, f"launch_{fn}", args=("n",)),
+        slow=slow, fast=fast, harness=c_harness([("n", "int", n)], buffers, f"launch_{fn}", ("n",)),
         outputs=[{"name": c, "dtype": "float32", **EXACT}],  # the same fmaf chain: only register allocation differs
         configs=[{"name": "small", "params": {"n": 1 << 16}}, {"name": "default", "params": {"n": n}, "default": True}],
         build=CUDA_BUILD, work={"flops": "2 * 512 * n", "bytes": "2 * 4 * 64 * n"},
@@ -562,12 +563,12 @@ void launch_$fn(const float *$a, const float *$b, float *$c, int n) {
             + "#include <cuda_runtime.h>\n\n"
             + code(TILED_MATMUL, fn=fn, a=a, b=b, c=c,
                    **{f"s{j}": scale(f"acc[i][{j}]") for j in range(4)}))
-    buffers = [Buffer(a, "float32", "n * n"), Buffer(b, "float32", "n * n"), Buffer(c, "float32", "n * n", output=True)]
+    buffers = [Buffer(a, "float32", "n * n"), Buffer(b, "float32", "n * n"), Buffer(c, "float32", "n * n", role="out")]
     return g.instance(
         language="cuda", kernel=fn,
         description=f"naive fp32 {n}x{n} matrix product, one output per thread, every operand re-fetched from "
                     "L1/L2 for each use (no tiling)",
-        slow=slow, fast=fast, harness=c_harness({"n": n}, buffers, f"launch_{fn}", args=("n",)),
+        slow=slow, fast=fast, harness=c_harness([("n", "int", n)], buffers, f"launch_{fn}", ("n",)),
         outputs=[{"name": c, "dtype": "float32", **EXACT}],  # both: one fmaf chain over k = 0..n-1 per element
         configs=[{"name": "small", "params": {"n": 512}}, {"name": "default", "params": {"n": n}, "default": True}],
         build=CUDA_BUILD, work={"flops": "2 * n ** 3", "bytes": "3 * 4 * n * n"},
@@ -661,8 +662,8 @@ void launch_$prefix(const float *$x, float *$y, float *$stat, int rows, int cols
     $prefix<<<rows, THREADS>>>($x, $y, $stat, cols);
 }
 """, prefix=prefix, x=x, y=y, stat=stat, term=term, apply=transform("xr[j]", "s")))
-    buffers = [Buffer(x, "float32", "(size_t)rows * cols"), Buffer(y, "float32", "(size_t)rows * cols", output=True),
-               Buffer(stat, "float32", "rows", output=True)]
+    buffers = [Buffer(x, "float32", "(size_t)rows * cols"), Buffer(y, "float32", "(size_t)rows * cols", role="out"),
+               Buffer(stat, "float32", "rows", role="out")]
     # Row sums of up to 32768 terms in two summation orders (block partials added atomically vs one block per
     # row): ~1e-6 relative for sums of squares; sums of signed values near 0 need an absolute margin (~1e-4).
     outputs = [{"name": y, "dtype": "float32", "rtol": 1e-4, "atol": 1e-5},
@@ -672,7 +673,8 @@ void launch_$prefix(const float *$x, float *$y, float *$stat, int rows, int cols
         description=f"row {what} of a {rows}x{cols} fp32 matrix as two tiny kernels launched per row "
                     f"({2 * rows} launches of one row each)",
         slow=slow, fast=fast,
-        harness=c_harness({"rows": rows, "cols": cols}, buffers, f"launch_{prefix}", args=("rows", "cols")),
+        harness=c_harness([("rows", "int", rows), ("cols", "int", cols)],
+                          buffers, f"launch_{prefix}", ("rows", "cols")),
         outputs=outputs,
         configs=[{"name": "small", "params": {"rows": 64, "cols": 8192}},
                  {"name": "default", "params": {"rows": rows, "cols": cols}, "default": True}],
@@ -753,12 +755,12 @@ void launch_$fn(const unsigned char *$src, unsigned char *$dst, int n) {
     $fn<<<(vectors + THREADS - 1) / THREADS, THREADS>>>($src, $dst, n);
 }
 """, fn=fn, src=src, dst=dst, vec=vec, vtype=vtype, word_ops=word_ops))
-    buffers = [Buffer(src, "uint8", "n", low=0.0, high=256.0), Buffer(dst, "uint8", "n", output=True)]
+    buffers = [Buffer(src, "uint8", "n", low=0.0, high=256.0), Buffer(dst, "uint8", "n", role="out")]
     return g.instance(
         language="cuda", kernel=fn,
         description=f"per-pixel {doc} of {n // MIB} Mi 8-bit pixels, one byte loaded per thread (a sector per warp "
                     "request)",
-        slow=slow, fast=fast, harness=c_harness({"n": n}, buffers, f"launch_{fn}", args=("n",)),
+        slow=slow, fast=fast, harness=c_harness([("n", "int", n)], buffers, f"launch_{fn}", ("n",)),
         outputs=[{"name": dst, "dtype": "uint8", **EXACT}],
         configs=[{"name": "small", "params": {"n": 4 * MIB + 7}}, {"name": "default", "params": {"n": n},
                                                                      "default": True}],
@@ -842,13 +844,13 @@ void launch_$prefix($inputs, $t *$y, int n) {
 }
 """, prefix=prefix, inputs=inputs, t=t, x=x, y=y, body=body, call_inputs=call_inputs))
     buffers = [Buffer(x, dtype, "n")] + ([Buffer(r, dtype, "n")] if uses_residual else []) + [
-        Buffer(y, dtype, "n", output=True)]
+        Buffer(y, dtype, "n", role="out")]
     passes = 2 * k + sum(CHAIN_OPS[op][2] for op in ops)
     return g.instance(
         language="cuda", kernel=prefix,
         description=f"element-wise {dtype} chain {chain} over {n // MIB} Mi elements as {k} separate kernels, each "
                     "streaming the tensor through DRAM",
-        slow=slow, fast=fast, harness=c_harness({"n": n}, buffers, f"launch_{prefix}", args=("n",)),
+        slow=slow, fast=fast, harness=c_harness([("n", "int", n)], buffers, f"launch_{prefix}", ("n",)),
         outputs=[{"name": y, "dtype": dtype, **EXACT}],
         configs=[{"name": "small", "params": {"n": 1 << 20}}, {"name": "default", "params": {"n": n}, "default": True}],
         build=CUDA_BUILD, work={"flops": f"{k} * n", "bytes": f"{SIZE[dtype]} * n * {2 + uses_residual}"},
@@ -922,12 +924,12 @@ void launch_$fn(const $t *$x, $t *$y, int n) {
     $fn<<<(n + THREADS - 1) / THREADS, THREADS>>>($x, $y, n);
 }
 """, fn=fn, t=t, x=x, y=y, w=w, z=z, fma=fma))
-    buffers = [Buffer(x, dtype, "n"), Buffer(y, dtype, "n", output=True)]
+    buffers = [Buffer(x, dtype, "n"), Buffer(y, dtype, "n", role="out")]
     return g.instance(
         language="cuda", kernel=fn,
         description=f"radius-{radius} 1-D {dtype} stencil over {n // MIB} Mi elements loading all {2 * radius + 1} "
                     "neighbours from global memory per output",
-        slow=slow, fast=fast, harness=c_harness({"n": n}, buffers, f"launch_{fn}", args=("n",)),
+        slow=slow, fast=fast, harness=c_harness([("n", "int", n)], buffers, f"launch_{fn}", ("n",)),
         outputs=[{"name": y, "dtype": dtype, **EXACT}],  # the same taps, fma chain k = 0..2R in both
         configs=[{"name": "small", "params": {"n": 1 << 20}}, {"name": "default", "params": {"n": n}, "default": True}],
         build=CUDA_BUILD, work={"flops": f"2 * {2 * radius + 1} * n", "bytes": f"2 * {SIZE[dtype]} * n"},

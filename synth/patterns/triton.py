@@ -14,6 +14,7 @@ from typing import Any
 from perfforge.records import Category
 from synth.instance import Instance
 from synth.patterns import Generation, pattern
+from synth.variation import python_harness
 
 TORCH_DTYPE = {"float32": "torch.float32", "float16": "torch.float16"}
 ELEMENT_BYTES = {"float32": 4, "float16": 2}
@@ -21,24 +22,6 @@ ELEMENT_BYTES = {"float32": 4, "float16": 2}
 # into one FMA, which both versions get alike (the expressions are the same); a float16 output carries one
 # rounding of the float32 result, the same on both sides too.
 SAME_ELEMENT_TOLERANCE = {"float32": (1e-6, 1e-6), "float16": (1e-3, 1e-3)}
-
-
-def harness(ints: dict[str, int], floats: dict[str, float], buffers: list[tuple[str, str, str, float, float, bool]],
-            call: str, doc: str) -> str:
-    """A Python harness (profiling/runtime/perfforge_harness.py): int and float parameters, then the buffers
-    (name, dtype, shape expression, low, high, is_output), then `call` (the kernel module is `kernel`) per run."""
-    lines = [f'"""{doc}"""', "", "import kernel", "from perfforge_harness import Run", "", "", "def main() -> int:",
-             "    r = Run()"]
-    lines += [f'    {name} = r.param_int("{name}", {default})' for name, default in ints.items()]
-    lines += [f'    {name} = r.param_float("{name}", {default!r})' for name, default in floats.items()]
-    for name, dtype, shape, low, high, is_output in buffers:
-        if is_output:
-            lines.append(f'    {name} = r.output("{name}", "{dtype}", {shape})')
-        else:
-            lines.append(f'    {name} = r.input("{name}", "{dtype}", {shape}, {low!r}, {high!r})')
-    lines += ["    while r.begin():", f"        {call}", "        r.end()", "    return r.finish()", "", "",
-              'if __name__ == "__main__":', "    raise SystemExit(main())", ""]
-    return "\n".join(lines)
 
 
 def output(name: str, dtype: str, rtol: float | None = None, atol: float | None = None) -> dict[str, Any]:
@@ -127,7 +110,7 @@ def column_major_index(g: Generation) -> Instance:
         description=f"element-wise {op} of an m x n {dtype} matrix whose programs take BLOCK elements in column "
                     "order: a warp's lanes read and write n elements apart",
         slow=kernel(True), fast=kernel(False),
-        harness=harness({"m": m, "n": n}, {}, buffers, call, f"Harness of {fn}: x is m x n, the column "
+        harness=python_harness({"m": m, "n": n}, {}, buffers, call, f"Harness of {fn}: x is m x n, the column "
                                                              f"parameters have n entries."),
         outputs=[output(out, dtype)],
         configs=[{"name": "small", "params": {"m": 37, "n": 45}},
@@ -224,7 +207,7 @@ def unfused_chain(g: Generation) -> Instance:
         description=f"{length} element-wise steps ({', '.join(steps)}) as {length} kernels with {length - 1} "
                     "temporaries in global memory; one kernel suffices",
         slow=slow, fast=fast,
-        harness=harness({"n": n}, scalars, buffers, call, f"Harness of {fn}: every array has n float32 values."),
+        harness=python_harness({"n": n}, scalars, buffers, call, f"Harness of {fn}: every array has n float32 values."),
         outputs=[output(out, dtype, rtol, atol)],
         configs=[{"name": "small", "params": {"n": 5000, **scalars}},
                  {"name": "default", "params": {"n": n, **scalars}, "default": True}],
