@@ -15,8 +15,6 @@ stopped; a crash inside one instance's check is recorded as that instance's reas
 from __future__ import annotations
 
 import hashlib
-import shutil
-import statistics
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -27,7 +25,7 @@ from typing import Any
 
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, write_json, write_text
-from synth.check import InstanceCheck, check_task, prebuild
+from synth.check import InstanceCheck, check_task, prebuild, speedup_range
 from synth.config import SynthPatternsConfig
 from synth.instance import Instance, write_task
 from synth.patterns import Pattern, generate, patterns
@@ -73,8 +71,6 @@ def check_instance_dir(directory: Path, work_dir: Path, timing: bool) -> dict[st
                                reason=f"check crashed: {type(exc).__name__}: {exc}")
         failed.verdict_reason = traceback.format_exc(limit=5)
         return failed.to_dict()
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)  # builds and outputs can be large (GPU tasks: 100s of MB)
 
 
 def run_catalogue(config: SynthPatternsConfig, *, on_check: Callable[[InstanceCheck], None] | None = None,
@@ -217,7 +213,6 @@ def _summary(checks: list[InstanceCheck]) -> dict[str, Any]:
     generated = [c for c in checks if c not in duplicates]
     profiled = [c for c in generated if c.diagnoses or c.profile_slow]
     kept = [c for c in generated if c.kept]
-    speedups = [c.speedup for c in kept if c.speedup]
     top = Counter(c.top_diagnosis or "none" for c in profiled)
     return {
         "generated": len(generated), "duplicates": len(duplicates), "kept": len(kept),
@@ -225,9 +220,7 @@ def _summary(checks: list[InstanceCheck]) -> dict[str, Any]:
         "profiled": len(profiled), "top_diagnosis_correct": sum(c.top_correct for c in profiled),
         "diagnosis_accuracy": round(sum(c.top_correct for c in profiled) / len(profiled), 4) if profiled else None,
         "top_diagnoses": dict(top.most_common()),
-        "speedup_min": round(min(speedups), 3) if speedups else None,
-        "speedup_median": round(statistics.median(speedups), 3) if speedups else None,
-        "speedup_max": round(max(speedups), 3) if speedups else None,
+        **speedup_range([c.speedup for c in kept if c.speedup]),
         "dropped": dict(Counter(_reason_kind(c.reason) for c in generated if not c.kept).most_common()),
     }
 

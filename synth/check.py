@@ -9,6 +9,8 @@ machine's peak never does.
 
 from __future__ import annotations
 
+import shutil
+import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -109,7 +111,8 @@ def prebuild(task: Task, work_dir: Path) -> str:
 
 def check_task(task: Task, work_dir: Path, *, timing: bool = True) -> InstanceCheck:
     """Validate the task's reference against its source, then profile both; `timing=False` checks correctness
-    and the diagnosis only (for machines too noisy to time on)."""
+    and the diagnosis only (for machines too noisy to time on). work_dir is removed afterwards: its builds and
+    outputs can be large (GPU tasks: hundreds of MB) and the check keeps what it needs."""
     if task.reference_path is None or task.bottleneck is None:
         raise PerfforgeError(f"task {task.name} needs a reference and a bottleneck to be checked as a pattern")
     started = time.monotonic()
@@ -119,6 +122,7 @@ def check_task(task: Task, work_dir: Path, *, timing: bool = True) -> InstanceCh
         _judge(task, work_dir, check, timing)
     finally:
         check.duration_s = round(time.monotonic() - started, 3)
+        shutil.rmtree(work_dir, ignore_errors=True)
     return check
 
 
@@ -130,7 +134,7 @@ def _judge(task: Task, work_dir: Path, check: InstanceCheck, timing: bool) -> No
     if verdict.baseline_timing and verdict.candidate_timing:
         check.slow_ms, check.fast_ms = verdict.baseline_timing.median_ms, verdict.candidate_timing.median_ms
     if not verdict.correct:
-        check.reason = f"fast version not correct: {verdict.status.value}: {_first_line(verdict.reason)}"
+        check.reason = f"fast version not correct: {verdict.status.value}: {first_line(verdict.reason)}"
         return
     if timing and not faster(verdict):
         check.reason = f"fast version not measurably faster: {verdict.headline()}"
@@ -139,7 +143,7 @@ def _judge(task: Task, work_dir: Path, check: InstanceCheck, timing: bool) -> No
         slow = profile_task(task, dirs["slow"])
         fast = profile_task(task, dirs["fast"], version=task.reference_path)
     except PerfforgeError as exc:
-        check.reason = f"profiling failed: {_first_line(str(exc))}"
+        check.reason = f"profiling failed: {first_line(str(exc))}"
         return
     check.profile_slow, check.profile_fast = slow.to_dict(), fast.to_dict()
     check.diagnoses = [(d.name, d.severity) for d in slow.diagnoses]
@@ -151,6 +155,12 @@ def _judge(task: Task, work_dir: Path, check: InstanceCheck, timing: bool) -> No
     check.kept = True
 
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
     stripped = text.strip()
     return stripped.splitlines()[0] if stripped else ""
+
+
+def speedup_range(speedups: list[float]) -> dict[str, float | None]:
+    """speedup_min, speedup_median and speedup_max of a run's kept tasks (None when there are none)."""
+    figures = {"speedup_min": min, "speedup_median": statistics.median, "speedup_max": max}
+    return {name: round(figure(speedups), 3) if speedups else None for name, figure in figures.items()}

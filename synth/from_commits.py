@@ -27,9 +27,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-import statistics
 import time
-import tomllib
 import traceback
 from collections import Counter
 from collections.abc import Callable
@@ -41,7 +39,7 @@ from typing import Any
 from perfforge.errors import BackendError, PerfforgeError
 from perfforge.io import read_json, write_json
 from perfforge.llm_client import ChatClient
-from synth.check import InstanceCheck, check_task
+from synth.check import InstanceCheck, check_task, first_line, speedup_range
 from synth.config import SynthCommitsConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -362,10 +360,9 @@ def load_generated_task(directory: Path, files: dict[str, str], target: str) -> 
     from profiling.task import TaskError, load_task
 
     try:
-        tomllib.loads(files["task.toml"])
         task = load_task(directory)
-    except (TaskError, tomllib.TOMLDecodeError) as exc:
-        raise AttemptFailed(Outcome.INVALID_TASK, f"invalid task: {_first_line(str(exc))}", str(exc)) from None
+    except TaskError as exc:
+        raise AttemptFailed(Outcome.INVALID_TASK, f"invalid task: {first_line(str(exc))}", str(exc)) from None
     if task.target != target:
         raise AttemptFailed(Outcome.INVALID_TASK, f"invalid task: target is {task.target!r}, the commit's is "
                             f"{target!r}")
@@ -409,7 +406,7 @@ def judge_check(check: InstanceCheck) -> tuple[Outcome, str, str]:
         return Outcome.BUILD_FAILED, f"the slow version does not build: {_build_error(check)}", detail
     if status in _STATUS_OUTCOME:
         outcome = _STATUS_OUTCOME[status]
-        first = _build_error(check) if outcome == Outcome.BUILD_FAILED else _first_line(check.verdict_reason)
+        first = _build_error(check) if outcome == Outcome.BUILD_FAILED else first_line(check.verdict_reason)
         return outcome, f"{outcome.value}: {first}", detail
     if check.reason.startswith("profiling failed"):
         return Outcome.PROFILING_FAILED, check.reason, detail
@@ -420,12 +417,7 @@ def _build_error(check: InstanceCheck) -> str:
     """The compiler's first error line, from a verdict reason holding the build log."""
     lines = [line.strip() for line in check.verdict_reason.splitlines() if line.strip()]
     return next((line for line in lines if "error" in line.lower() and not line.startswith("build failed")),
-                _first_line(check.verdict_reason))
-
-
-def _first_line(text: str) -> str:
-    stripped = text.strip()
-    return stripped.splitlines()[0] if stripped else ""
+                first_line(check.verdict_reason))
 
 
 # ---- one pair -----------------------------------------------------------------------------------------------------
@@ -494,8 +486,6 @@ def _check(task: Any, work_dir: Path) -> InstanceCheck:
     except Exception as exc:  # noqa: BLE001 (a crash while checking one task ends its attempt, not the run)
         raise AttemptFailed(Outcome.CHECK_CRASHED, f"check crashed: {type(exc).__name__}: {exc}",
                             traceback.format_exc(limit=5)) from None
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)  # builds and outputs are not worth keeping
 
 
 # ---- the run ------------------------------------------------------------------------------------------------------
@@ -570,7 +560,6 @@ def _finish(config: SynthCommitsConfig, result: CommitsResult, skipped: Counter,
 def commits_stats(results: list[PairResult], skipped: Counter, selected: int) -> dict[str, Any]:
     """Counts by outcome (of pairs and of attempts), per target, and the kept speedups."""
     kept = [r for r in results if r.kept]
-    speedups = [c.speedup for c in (r.check for r in kept) if c and c.speedup]
     by_target: dict[str, Counter] = {}
     for r in results:
         by_target.setdefault(str(r.provenance.get("target")), Counter())[r.outcome] += 1
@@ -582,19 +571,16 @@ def commits_stats(results: list[PairResult], skipped: Counter, selected: int) ->
         "attempts": sum(len(r.attempts) for r in results),
         "attempt_outcomes": dict(Counter(a.outcome for r in results for a in r.attempts).most_common()),
         "by_target": {t: dict(c) for t, c in sorted(by_target.items())},
-        "speedup_min": round(min(speedups), 3) if speedups else None,
-        "speedup_median": round(statistics.median(speedups), 3) if speedups else None,
-        "speedup_max": round(max(speedups), 3) if speedups else None,
+        **speedup_range([c.speedup for c in (r.check for r in kept) if c and c.speedup]),
     }
 
 
 def write_commit_records(out: Path, kept: list[PairResult]) -> Path:
-    """pairs.parquet of the kept tasks: PairRecords with the mined pair's provenance (exact duplicates dropped)."""
-    from perfforge.io import write_parquet
-    from perfforge.records import PAIR_FEATURES, FoundBy, as_row
-    from synth.records import task_pair_records
+    """pairs.parquet of the kept tasks: PairRecords with the mined pair's provenance."""
+    from perfforge.records import FoundBy
+    from synth.records import task_pair_records, write_records
 
-    rows, seen = [], set()
+    records = []
     for judged in sorted(kept, key=lambda r: r.id):
         check = judged.check
         if check is None:
@@ -608,17 +594,12 @@ def write_commit_records(out: Path, kept: list[PairResult]) -> Path:
                                                          or "none"),
                     *([REVIEW_NOTE] if check.verdict_status == "needs_review" else []),
                     *(source.get("evidence") or [])]
-        for record in task_pair_records(
+        records += task_pair_records(
                 out / "tasks" / judged.id, check, repo=str(source.get("repo") or ""),
                 repo_url=str(source.get("repo_url") or ""), commit=str(source.get("commit") or ""),
                 parent=str(source.get("parent") or ""), date=str(source.get("date") or ""),
                 licence=str(source.get("licence") or "NOASSERTION"), found_by=FoundBy.SYNTHETIC_COMMIT,
                 category=str(source.get("category") or "other"), message=str(source.get("message") or ""),
-                evidence=evidence):
-            if record.code_hash not in seen:
-                seen.add(record.code_hash)
-                rows.append(as_row(record))
-    path = out / "pairs.parquet"
-    write_parquet(path, rows, PAIR_FEATURES)
-    return path
+                evidence=evidence)
+    return write_records(out / "pairs.parquet", records)
 

@@ -277,13 +277,16 @@ def _read_at(clone: Path, path: str) -> str:
 
 
 def _commit_info(recipe: Recipe, parent: str, sha: str) -> _Commit:
+    from mining.gitlog import StreamFailure, iter_commit_meta
     from mining.licence import licence_of
 
-    shown = _git(recipe.repo, "show", "-s", "--format=%aI%n%B", sha).stdout
-    date, _, message = shown.partition("\n")
     git_dir = Path(_git(recipe.repo, "rev-parse", "--absolute-git-dir").stdout.strip())
-    return _Commit(parent=parent, sha=sha, date=date.strip(), message=message.strip(),
-                   licence=licence_of(git_dir, sha))
+    failures: list[StreamFailure] = []
+    meta = next(iter_commit_meta(git_dir, [sha], failures), None)
+    if meta is None:
+        reasons = "; ".join(f.reason for f in failures) or "no output from git"
+        raise PerfforgeError(f"cannot read commit {sha} in {recipe.repo}: {reasons}")
+    return _Commit(parent=parent, sha=sha, date=meta.date, message=meta.message, licence=licence_of(git_dir, sha))
 
 
 # ---- the command ----------------------------------------------------------------------------------------------------
@@ -298,8 +301,7 @@ class RecipeResult:
 
 def run_recipe(config: SynthRecipeConfig) -> RecipeResult:
     """Clone, build and profile both sides, then compare the named kernels and write their records."""
-    from perfforge.io import write_parquet
-    from perfforge.records import PAIR_FEATURES, as_row
+    from synth.records import write_records
 
     config.validate()
     recipe = load_recipe(config.recipe)
@@ -323,6 +325,6 @@ def run_recipe(config: SynthRecipeConfig) -> RecipeResult:
                                      "benchmark": recipe.benchmark, "target": recipe.target, "top": top,
                                      "kernels": comparison})
     write_text(paths["table"], comparison_table(comparison))
-    write_parquet(paths["pairs"], [as_row(r) for r in records], PAIR_FEATURES)
+    write_records(paths["pairs"], records)
     return RecipeResult(comparison=comparison, records=records, paths=paths)
 

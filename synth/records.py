@@ -11,7 +11,7 @@ import difflib
 from pathlib import Path
 
 from perfforge.io import write_parquet
-from perfforge.records import FoundBy, KernelKind, PairRecord, Profile, as_row, code_hash
+from perfforge.records import FoundBy, KernelKind, PairRecord, as_row, code_hash
 from synth.check import InstanceCheck
 
 MINING_LANGUAGE = {"c": "c", "cpp": "cpp", "cuda": "cuda", "python": "python"}  # task language -> mining's
@@ -33,7 +33,7 @@ def task_pair_records(task_root: Path, check: InstanceCheck, *, repo: str, repo_
     changes = [(c.name, c.kind, c.before.code, c.after.code) for c in changed_functions(before, after, language)]
     if not changes:
         changes = [(task.kernel, KernelKind.HOST_FUNCTION, before, after)]
-    profiles = {"profile_before": _profile(check.profile_slow), "profile_after": _profile(check.profile_fast)}
+    profiles = {"profile_before": check.slow_profile(), "profile_after": check.fast_profile()}
     return [PairRecord(repo=repo, repo_url=repo_url, commit=commit, parent=parent, date=date, path=task.source,
                        licence=licence, found_by=found_by.value, language=language,
                        target=task.target,
@@ -46,31 +46,33 @@ def task_pair_records(task_root: Path, check: InstanceCheck, *, repo: str, repo_
 
 
 def write_pair_records(out: Path, kept: list[InstanceCheck]) -> Path:
-    """pairs.parquet of the kept catalogue instances (exact duplicates by code hash dropped)."""
-    from perfforge.records import PAIR_FEATURES
+    """pairs.parquet of the kept catalogue instances."""
     from synth.catalogue import SYNTH_LICENCE, SYNTH_REPO, task_dir
-    from synth.patterns import PATTERNS, patterns
+    from synth.patterns import patterns
 
-    patterns()  # loads the registry
-    rows, seen = [], set()
+    records = []
     for check in sorted(kept, key=lambda c: (c.pattern, c.seed)):
-        chosen = PATTERNS[check.pattern]
+        (chosen,) = patterns(ids=[check.pattern])
         root = task_dir(out, check.pattern, check.seed)
         evidence = [f"planted bottleneck {check.bottleneck}; diagnoses of the slow version: "
                     + ", ".join(f"{n} ({s:.2f})" for n, s in check.diagnoses),
                     f"verified speedup {check.speedup:.3f}x" if check.speedup else "correctness verified, not timed"]
-        for record in task_pair_records(root, check, repo=SYNTH_REPO, repo_url=str(root.resolve()),
-                                        commit=f"{check.pattern}@{check.seed}", licence=SYNTH_LICENCE,
-                                        found_by=FoundBy.SYNTHETIC_PATTERN, category=chosen.category,
-                                        message=chosen.summary, evidence=evidence):
-            if record.code_hash not in seen:
-                seen.add(record.code_hash)
-                rows.append(as_row(record))
-    path = out / "pairs.parquet"
+        records += task_pair_records(root, check, repo=SYNTH_REPO, repo_url=str(root.resolve()),
+                                     commit=f"{check.pattern}@{check.seed}", licence=SYNTH_LICENCE,
+                                     found_by=FoundBy.SYNTHETIC_PATTERN, category=chosen.category,
+                                     message=chosen.summary, evidence=evidence)
+    return write_records(out / "pairs.parquet", records)
+
+
+def write_records(path: Path, records: list[PairRecord]) -> Path:
+    """pairs.parquet of `records`, the first of each code hash only (two tasks can reproduce the same change)."""
+    from perfforge.records import PAIR_FEATURES
+
+    rows, seen = [], set()
+    for record in records:
+        if record.code_hash not in seen:
+            seen.add(record.code_hash)
+            rows.append(as_row(record))
     write_parquet(path, rows, PAIR_FEATURES)
     return path
-
-
-def _profile(data: dict | None) -> Profile | None:
-    return Profile.from_dict(data) if data else None
 

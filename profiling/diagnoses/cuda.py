@@ -47,6 +47,11 @@ def _lines_where(profile: Profile, keep: Callable[[HotLine], bool], top: int = 3
     return [h.line for h in profile.hot_lines if keep(h)][:top]
 
 
+def _memory_stall_lines(profile: Profile) -> list[int]:
+    """Hot lines whose warps mostly wait on global memory (a load's result, or the load/store queue)."""
+    return _lines_where(profile, lambda h: h.dominant_stall in ("long_scoreboard", "lg_throttle"))
+
+
 def _rule(name: str, counters: tuple[str, ...], thresholds: tuple[str, ...], hint: str) -> Callable[[Check], Check]:
     def wrap(check: Check) -> Check:
         register(Rule(name=name, targets=TARGETS, counters=counters, thresholds=thresholds, hint=hint, check=check))
@@ -238,19 +243,17 @@ def poor_cache_locality(profile: Profile, th: dict[str, Threshold]) -> Diagnosis
     extra = [f"{m.L1_HIT_RATE_PCT} = {_value(profile, m.L1_HIT_RATE_PCT):.1f} %"]
     if dram_bytes > 0:
         extra.append(f"about {32 * global_sectors / dram_bytes:.0f} bytes requested from L1 per DRAM byte")
-    lines = _lines_where(profile, lambda h: h.dominant_stall in ("long_scoreboard", "lg_throttle"))
-    if lines:
-        findings[0].lines = lines
+    findings[0].lines = _memory_stall_lines(profile)
     return make_diagnosis("poor_cache_locality", l1 / 100 * global_share * (1 - dram / 100), findings, extra)
 
 
 @_rule("launch_overhead", (ln.LAUNCHES_PER_CALL, ln.MEAN_LAUNCH_DURATION_US), ("launches_per_call", "short_launch_us"),
        "fuse the small kernels into one launch (a block per row or a grid-stride loop), or capture a CUDA graph")
 def launch_overhead(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
-    launches, mean_us = profile.counter(ln.LAUNCHES_PER_CALL), profile.counter(ln.MEAN_LAUNCH_DURATION_US)
-    many, short = _threshold(th, "launches_per_call"), _threshold(th, "short_launch_us")
-    if launches is None or mean_us is None or launches < many.value or mean_us >= short.value:
+    if not _many_short_launches(profile, th):
         return None
+    launches, mean_us = _value(profile, ln.LAUNCHES_PER_CALL), _value(profile, ln.MEAN_LAUNCH_DURATION_US)
+    many, short = _threshold(th, "launches_per_call"), _threshold(th, "short_launch_us")
     findings: list[Finding] = [finding(ln.LAUNCHES_PER_CALL, launches, many, ">="),
                                finding(ln.MEAN_LAUNCH_DURATION_US, mean_us, short, "<")]
     extra = [f"{launches:.0f} launches per call of {profile.timing.median_ms:.3f} ms"]
@@ -278,8 +281,8 @@ def unfused_elementwise_chain(profile: Profile, th: dict[str, Threshold]) -> Dia
              + ", each streaming its operands through DRAM"]
     # A cause, so it outranks the dram_bound regime it produces: half for being a DRAM-bound chain at all, the
     # other half growing with the share of the traffic fusion removes ((k - 1) / k of k passes).
-    severity = min(1.0, dram / 100 / (busy.value / 100)) * (0.5 + 0.5 * (1 - 1 / launches))
-    return make_diagnosis("unfused_elementwise_chain", min(1.0, severity), findings, extra + _roofline_text(profile))
+    severity = min(1.0, dram / busy.value) * (0.5 + 0.5 * (1 - 1 / launches))
+    return make_diagnosis("unfused_elementwise_chain", severity, findings, extra + _roofline_text(profile))
 
 
 @_rule("scalar_global_loads", (m.GLOBAL_LD_REQUESTS, m.GLOBAL_LD_SECTORS, m.GLOBAL_LD_BYTES_PER_SECTOR,
@@ -307,9 +310,7 @@ def scalar_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis
     findings = [finding("global_load_sectors_per_request", per_request, narrow, "<="),
                 finding(m.DRAM_THROUGHPUT_PCT, dram, dram_limit, "<")]
     extra = [f"about {32 * per_request:.0f} bytes per warp-level load (a 16-byte vector load per lane moves 512)"]
-    lines = _lines_where(profile, lambda h: h.dominant_stall in ("lg_throttle", "long_scoreboard"))
-    if lines:
-        findings[0].lines = lines
+    findings[0].lines = _memory_stall_lines(profile)
     return make_diagnosis("scalar_global_loads", (1 - dram / 100) * (1 - per_request / 16), findings, extra)
 
 
@@ -339,8 +340,6 @@ def redundant_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagno
                 finding("global_share_of_l1_passes", global_share, share, ">=")]
     extra = [f"{m.L1_HIT_RATE_PCT} = {_value(profile, m.L1_HIT_RATE_PCT):.1f} %: each DRAM byte is loaded about "
              f"{ratio:.0f} times through L1"]
-    lines = _lines_where(profile, lambda h: h.dominant_stall in ("lg_throttle", "long_scoreboard"))
-    if lines:
-        findings[0].lines = lines
+    findings[0].lines = _memory_stall_lines(profile)
     return make_diagnosis("redundant_global_loads", busiest / 100 * global_share * (1 - 1 / ratio), findings,
                           extra)

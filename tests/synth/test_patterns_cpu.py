@@ -10,7 +10,6 @@ is. Speedups are measured by `perfforge synth patterns` on a quiet machine, wher
 from __future__ import annotations
 
 import dataclasses
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -28,8 +27,8 @@ CPU_PATTERNS = [p.id for p in patterns(target="cpu")]
 TRITON_PATTERNS = [p.id for p in patterns(target="triton")]
 # The CPU instance each pattern is checked with: seed 0 unless its default config is slow to profile.
 CPU_CHECK_SEED = {"cpu/loop_order": 1}
-# Patterns of this module (cpu and triton) draw many choices: at least this many distinct instances of 8 seeds.
-MIN_DISTINCT_OWN = 6
+# Every pattern draws many choices: at least this many distinct instances of 8 seeds.
+MIN_DISTINCT = 6
 
 
 def test_the_catalogue_has_the_cpu_and_triton_patterns() -> None:
@@ -51,9 +50,7 @@ def test_instances_are_valid_distinct_tasks(pattern_id: str, tmp_path: Path) -> 
         assert task.config().params  # a default config with parameters
     assert generate(pattern_id, 3) == instances[3]  # deterministic
     distinct = {instance_digest(i) for i in instances}
-    assert len(distinct) > 1, f"{pattern_id}: every seed gives the same task"
-    if pattern_id.split("/")[0] in ("cpu", "triton"):
-        assert len(distinct) >= MIN_DISTINCT_OWN, f"{pattern_id}: only {len(distinct)} distinct tasks of 8 seeds"
+    assert len(distinct) >= MIN_DISTINCT, f"{pattern_id}: only {len(distinct)} distinct tasks of 8 seeds"
 
 
 @pytest.mark.parametrize("pattern_id", CPU_PATTERNS)
@@ -87,7 +84,6 @@ def test_triton_instances_are_correct_under_the_interpreter(tmp_path: Path, monk
         verdict = validate(task, task.reference_path, directory / "work", timing=False)
         return pattern_id, verdict.correct, verdict.reason
 
-    assert os.environ["TRITON_INTERPRET"] == "1"
     with ThreadPoolExecutor(max_workers=2) as pool:  # each validation waits on its harness processes
         results = list(pool.map(judge, TRITON_PATTERNS))
     wrong = [(pattern_id, reason) for pattern_id, correct, reason in results if not correct]

@@ -1,5 +1,6 @@
-"""The CUDA patterns of the catalogue: each seed gives a distinct, loadable task whose slow and fast versions define
-the profiled kernel and differ (compiling and timing them needs nvcc and a GPU: the catalogue run does that)."""
+"""The CUDA patterns of the catalogue: the slow and fast versions of every seed define the profiled kernel and its
+launcher, and the outputs stay modest (that every instance is a distinct, loadable task is tested for all patterns
+in test_patterns_cpu.py; compiling and timing them needs nvcc and a GPU: the catalogue run does that)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ import re
 
 import pytest
 
-from profiling.task import load_task
-from synth.instance import write_task
 from synth.patterns import generate, patterns
 
 CUDA_PATTERNS = [p.id for p in patterns(target="cuda")]
@@ -40,15 +39,10 @@ def defines_kernel(source: str, kernel: str) -> bool:
 
 
 @pytest.mark.parametrize("pattern_id", CUDA_PATTERNS)
-def test_seeds_give_distinct_loadable_tasks(pattern_id, tmp_path):
-    seen = set()
+def test_instances_define_the_kernel_and_its_launcher(pattern_id):
     for seed in SEEDS:
         instance = generate(pattern_id, seed)
-        assert instance == generate(pattern_id, seed)  # deterministic
         assert instance.target == "cuda" and instance.language == "cuda"
-        seen.add((instance.slow, instance.fast, instance.harness, repr(instance.configs)))
-        task = load_task(write_task(instance, tmp_path / f"s{seed}"))
-        assert task.bottleneck == instance.bottleneck and task.pattern == pattern_id and task.pattern_seed == seed
         assert defines_kernel(instance.slow, instance.kernel) and defines_kernel(instance.fast, instance.kernel)
         assert instance.slow != instance.fast
         launcher = re.search(r"void (launch_\w+)\(", instance.harness).group(1)
@@ -58,7 +52,6 @@ def test_seeds_give_distinct_loadable_tasks(pattern_id, tmp_path):
         for output in instance.outputs:
             if output["dtype"] == "float32" and "rtol" in output:
                 assert output["rtol"] <= 1e-3
-    assert len(seen) >= 6, f"{pattern_id}: only {len(seen)} distinct instances in {len(SEEDS)} seeds"
 
 
 def _product(expression: str, params: dict[str, int]) -> int:
