@@ -51,24 +51,9 @@ void matmul(const float *a, const float *b, float *c, int n) {
 # The fast version of a wrong answer: its k loop stops one short.
 WRONG_AFTER = AFTER.replace("k < n; k++) {", "k < n - 1; k++) {")
 
-HARNESS = """\
-#include "perfforge_harness.h"
-void matmul(const float *a, const float *b, float *c, int n);
-
-int main(int argc, char **argv) {
-    pf_run r;
-    pf_init(&r, argc, argv);
-    int n = (int)pf_param_int(&r, "n", 160);
-    pf_buf *a = pf_input(&r, "a", PF_F32, (size_t)n * n, -1.0, 1.0);
-    pf_buf *b = pf_input(&r, "b", PF_F32, (size_t)n * n, -1.0, 1.0);
-    pf_buf *c = pf_output(&r, "c", PF_F32, (size_t)n * n);
-    while (pf_begin(&r)) {
-        matmul((const float *)pf_ptr(a), (const float *)pf_ptr(b), (float *)pf_ptr(c), n);
-        pf_end(&r);
-    }
-    return pf_finish(&r);
-}
-"""
+# The model's harness: the example task's, which follows the protocol (the configs set n).
+HARNESS = (Path(__file__).resolve().parents[2] / "examples" / "tasks" / "cpu" / "matmul_loop_order"
+           / "harness.c").read_text(encoding="utf-8")
 # Small sizes keep the check to seconds; at n=192 the i-j-k order is still several times slower (it cannot
 # vectorise and strides through b).
 TASK_TOML = """\
