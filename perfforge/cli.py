@@ -130,6 +130,26 @@ def _run_synth_recipe(config: Any) -> int:
     return run_synth_recipe(config)
 
 
+def _optimize_config() -> type:
+    from inference.config import OptimizeConfig
+    return OptimizeConfig
+
+
+def _run_optimize(config: Any) -> int:
+    from inference.commands import run_optimize
+    return run_optimize(config)
+
+
+def _serve_config() -> type:
+    from inference.config import ServeConfig
+    return ServeConfig
+
+
+def _run_serve(config: Any) -> int:
+    from inference.commands import run_serve
+    return run_serve(config)
+
+
 # A name with a space is a command of a group: "synth patterns" is `perfforge synth patterns`.
 SUBCOMMANDS = {
     command.name: command for command in (
@@ -142,6 +162,10 @@ SUBCOMMANDS = {
                    "prompt summary", _diagnose_config, _run_diagnose),
         Subcommand("validate", "judge a candidate against a task's original: correct or not, faster or not, with "
                    "reasons", _validate_config, _run_validate),
+        Subcommand("optimize", "optimise a task with a local model: profile, diagnose, prompt, validate every "
+                   "candidate, feed back, keep the best proven one", _optimize_config, _run_optimize),
+        Subcommand("serve", "serve a model (and LoRA adapters) with vLLM's OpenAI-compatible server",
+                   _serve_config, _run_serve),
         Subcommand("synth patterns", "generate pattern-catalogue tasks, check each through the pipeline, keep the "
                    "ones that pass as profiled records", _synth_patterns_config, _run_synth_patterns),
         Subcommand("synth list", "list the pattern catalogue", _synth_list_config, _run_synth_list),

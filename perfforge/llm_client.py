@@ -21,6 +21,16 @@ from perfforge.errors import BackendError
 RETRY_DELAYS_S = (1.0, 3.0)
 
 
+@dataclass(frozen=True)
+class Completion:
+    """One choice of a chat completion, with what it cost."""
+
+    text: str
+    finish_reason: str  # "stop", or "length" when max_tokens cut it
+    completion_tokens: int  # this choice's tokens (the usage total split evenly when the server gives only that)
+    prompt_tokens: int
+
+
 @dataclass
 class ChatClient:
     base_url: str  # e.g. http://127.0.0.1:8000/v1
@@ -31,12 +41,24 @@ class ChatClient:
     def chat(self, messages: list[dict[str, str]], *, max_tokens: int = 512, temperature: float = 0.0,
              n: int = 1) -> list[str]:
         """The n completions' texts for one chat request."""
-        body = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
-                "temperature": temperature, "n": n}
+        return [c.text for c in self.complete(messages, max_tokens=max_tokens, temperature=temperature, n=n)]
+
+    def complete(self, messages: list[dict[str, str]], *, max_tokens: int = 512, temperature: float = 0.0,
+                 n: int = 1, seed: int | None = None) -> list[Completion]:
+        """The n completions of one chat request (n samples in one request: the server batches them)."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
+                                "temperature": temperature, "n": n}
+        if seed is not None:
+            body["seed"] = seed
         response = self._post("/chat/completions", body)
         try:
-            return [choice["message"]["content"] or "" for choice in response["choices"]]
-        except (KeyError, TypeError) as exc:
+            choices = response["choices"]
+            usage = response.get("usage") or {}
+            prompt_tokens = int(usage.get("prompt_tokens", 0))
+            per_choice = int(usage.get("completion_tokens", 0)) // max(1, len(choices))
+            return [Completion(choice["message"]["content"] or "", str(choice.get("finish_reason") or ""),
+                               per_choice, prompt_tokens) for choice in choices]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BackendError(f"{self.base_url} answered without choices ({exc}); is it OpenAI-compatible?") from None
 
     def _post(self, route: str, body: dict[str, Any]) -> dict[str, Any]:

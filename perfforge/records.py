@@ -19,7 +19,8 @@ from typing import Any
 # Bump the minor version for added nullable fields, the major version for renamed or removed ones.
 # 1.1: profiles carry target, kernel and per-line metrics; diagnoses carry structured findings and a hint.
 # 1.2: pairs carry the synthetic pattern they instantiate and the pipeline's verified speedup.
-SCHEMA_VERSION = "1.2"
+# 1.3: attempt records (one per candidate the optimisation loop judged).
+SCHEMA_VERSION = "1.3"
 
 
 class Category(StrEnum):
@@ -72,6 +73,16 @@ class FoundBy(StrEnum):
     SYNTHETIC_PATTERN = "synthetic:pattern"  # generated from the pattern catalogue
     SYNTHETIC_COMMIT = "synthetic:commit"  # a runnable task synthesised from a mined commit
     RECIPE = "recipe"  # a user's build-and-benchmark recipe, profiled at a commit and at its parent
+
+
+class Belief(StrEnum):
+    """Whether a candidate's measurement confirmed the model's stated hypothesis (the belief trace)."""
+
+    CONFIRMED = "confirmed"  # correct, faster, and the targeted bottleneck shrank (or no profile was taken)
+    PARTLY = "partly"  # correct and faster, but the targeted bottleneck did not shrink: the gain came from elsewhere
+    REFUTED = "refuted"  # correct, but not faster: the edit did not remove a bottleneck that costs time
+    UNTESTED = "untested"  # no correct candidate to measure (unparsable, build failure, wrong output, crash, ...)
+    UNVERIFIED = "unverified"  # faster beyond plausibility (held for review): not a confirmation until reviewed
 
 
 def _doc(text: str, **default: Any) -> Any:
@@ -251,6 +262,69 @@ class PairRecord:
     schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
 
 
+@dataclass
+class CounterDelta:
+    """One counter before (the original) and after (a candidate)."""
+
+    name: str = _doc("the tool's metric name")
+    unit: str = _doc("unit as the tool reports it")
+    before: float = _doc("the original's value")
+    after: float = _doc("the candidate's value")
+
+
+@dataclass
+class AttemptRecord:
+    """One candidate the optimisation loop judged (attempts.parquet): the prompt, the model's answer, the verdict.
+    Training reads these: correct faster candidates are targets, and pairs of a better over a worse candidate for
+    the same prompt are preference data."""
+
+    # --- the task
+    task: str = _doc("the task's name")
+    target: str = _doc("Target value: cuda, triton, cpu, hip")
+    language: str = _doc("the edited file's language: c, cpp, cuda, python, hip")
+    kernel: str = _doc("the kernel or function being optimised")
+    pattern: str = _doc("the synth catalogue pattern of a pattern task; empty otherwise")
+    bottleneck: str = _doc("the bottleneck the prompt targeted (a diagnosis name); empty when none")
+    # --- the prompt and the answer
+    model: str = _doc("the backend and model that answered, e.g. openai:SmolLM2-135M-Instruct@http://...")
+    prompt_version: str = _doc("perfforge.prompt.PROMPT_VERSION of the prompt's text")
+    sources: str = _doc("insight sources of the prompt's profile summary, comma-separated")
+    system: str = _doc("the system message")
+    prompt: str = _doc("the user message: task, diagnosis, feedback of earlier attempts, code")
+    completion: str = _doc("the model's whole answer")
+    code: str = _doc("the candidate file read from the answer; empty when none could be read")
+    round: int = _doc("the loop's round, from 1")
+    candidate: int = _doc("the candidate's number within its round, from 1")
+    prompt_tokens: int = _doc("tokens of the prompt as the backend counted them")
+    completion_tokens: int = _doc("tokens of this answer")
+    finish_reason: str = _doc("stop, or length when max_tokens cut the answer")
+    # --- the verdict
+    status: str = _doc("profiling.verdict.Status value, or unparsable when no code could be read")
+    reason: str = _doc("the verdict's reason: compiler errors, first mismatch, timing with its spread")
+    speedup: float | None = _doc("original median time / candidate median time; None when not timed",
+                                 default=None)
+    speedup_ci_low: float | None = _doc("95% confidence interval of the speedup, low end", default=None)
+    speedup_ci_high: float | None = _doc("95% confidence interval of the speedup, high end", default=None)
+    baseline_ms: float | None = _doc("the original's median time in the same interleaved run", default=None)
+    candidate_ms: float | None = _doc("the candidate's median time", default=None)
+    # --- the belief trace
+    hypothesis: str = _doc("the model's stated hypothesis for its edit", default="")
+    evidence: str = _doc("the diagnostic evidence the model said it relied on", default="")
+    cited: list[str] = _doc("diagnoses, counters and hot lines of the prompt that the answer names", factory=list)
+    belief: str = _doc("Belief value: whether the measurement confirmed the hypothesis", default="")
+    belief_detail: str = _doc("why that belief value: speedup, and the targeted diagnosis before and after",
+                              default="")
+    counter_deltas: list[CounterDelta] = _doc("key counters of the original and of the candidate (improved "
+                                              "candidates that were profiled)", factory=list)
+    diagnoses_after: list[str] = _doc("the candidate's diagnoses with severities, when profiled", factory=list)
+    machine: str = _doc("where the verdict was measured", default="")
+    schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AttemptRecord:
+        return _from_dict(cls, data)
+
+
 def _from_dict(cls: type, data: dict[str, Any]) -> Any:
     """A record dataclass from its asdict() form; unknown keys are an error, missing ones take defaults."""
     hints = {f.name: str(f.type).replace(" | None", "") for f in fields(cls)}
@@ -274,7 +348,7 @@ def _features_of(cls: type) -> dict[str, Any]:
 
 _SCALARS = {"str": "string", "float": "float64", "int": "int64", "bool": "bool"}
 _NESTED = {cls.__name__: cls for cls in (Timing, CounterValue, Stall, RooflinePoint, HotLine, Finding, Diagnosis,
-                                         Profile)}
+                                         Profile, CounterDelta)}
 
 
 def _feature_for(annotation: str) -> Any:
@@ -294,12 +368,14 @@ def _feature_for(annotation: str) -> Any:
 def __getattr__(name: str) -> Any:
     """COMMIT_FEATURES and PAIR_FEATURES, built on first use: `datasets` is a heavy import, and profiling/ reads
     these records on GPU machines that do not have it."""
-    if name not in ("COMMIT_FEATURES", "PAIR_FEATURES"):
+    if name not in ("COMMIT_FEATURES", "PAIR_FEATURES", "ATTEMPT_FEATURES"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import datasets
 
     if name == "COMMIT_FEATURES":
         return datasets.Features(_features_of(CommitRecord))
+    if name == "ATTEMPT_FEATURES":
+        return datasets.Features(_features_of(AttemptRecord))
     return datasets.Features(_features_of(PairRecord))
 
 
@@ -310,10 +386,10 @@ def field_docs(cls: type) -> list[tuple[str, str, str]]:
 
 # Every record class, in the order the documentation presents them.
 RECORD_CLASSES = (CommitRecord, PairRecord, Profile, Timing, CounterValue, Stall, RooflinePoint, HotLine, Diagnosis,
-                  Finding)
+                  Finding, AttemptRecord, CounterDelta)
 
 
-def as_row(record: CommitRecord | PairRecord) -> dict[str, Any]:
+def as_row(record: CommitRecord | PairRecord | AttemptRecord) -> dict[str, Any]:
     """Plain dict for datasets (nested dataclasses become dicts, None stays None)."""
     return asdict(record)
 

@@ -1,0 +1,181 @@
+"""Model backends: where candidates come from.
+
+Three backends behind one interface, `Backend.generate(messages, n=...)` -> n Completions:
+  openai        any OpenAI-compatible endpoint (`perfforge serve`, vLLM, llama.cpp's server, a commercial API);
+                the n samples go in one request, which the server batches
+  vllm          vLLM's offline engine in the process (one batched call for the n samples)
+  transformers  transformers' generate in the process: the fallback when neither of the others is there
+`make_backend` picks one by name; "auto" takes openai when a URL is given, else vllm when it is installed, else
+transformers. The model stacks are imported only by the backend that needs them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+from inference.models import resolve_model
+from perfforge.errors import ConfigError, PerfforgeError
+from perfforge.llm_client import ChatClient, Completion
+
+AUTO = "auto"
+
+
+class Backend(ABC):
+    """A model that answers chat messages with n sampled completions."""
+
+    name: str = ""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    @abstractmethod
+    def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
+                 seed: int | None = None) -> list[Completion]:
+        """n completions of one chat."""
+
+    def count_tokens(self) -> Callable[[str], int] | None:
+        """The model tokenizer's count, where the backend has one in the process (for exact prompt budgets)."""
+        return None
+
+    def describe(self) -> str:
+        return f"{self.name}:{self.model}"
+
+    def close(self) -> None:  # noqa: B027 (backends that hold no engine have nothing to release)
+        """Release the model (engines hold GBs)."""
+
+
+BACKENDS: dict[str, type[Backend]] = {}
+
+
+def backend(cls: type[Backend]) -> type[Backend]:
+    """Register a backend class under its name (a duplicate name is an error)."""
+    if not issubclass(cls, Backend) or not cls.name:
+        raise TypeError(f"{cls!r} is not a named Backend")
+    if cls.name in BACKENDS:
+        raise ValueError(f"backend {cls.name!r} is registered twice")
+    BACKENDS[cls.name] = cls
+    return cls
+
+
+@backend
+class OpenAIBackend(Backend):
+    name = "openai"
+
+    def __init__(self, model: str, *, url: str, api_key: str = "EMPTY", timeout_s: float = 300.0) -> None:
+        super().__init__(model)
+        self.client = ChatClient(url, model, api_key=api_key, timeout_s=timeout_s)
+
+    def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
+                 seed: int | None = None) -> list[Completion]:
+        return self.client.complete(messages, max_tokens=max_tokens, temperature=temperature, n=n, seed=seed)
+
+    def describe(self) -> str:
+        return f"openai:{self.model}@{self.client.base_url}"
+
+
+@backend
+class VLLMBackend(Backend):
+    """vLLM's offline engine. On the CPU it needs VLLM_CPU_KVCACHE_SPACE (GiB; 1 is plenty for small models), and
+    the calling script needs an `if __name__ == "__main__":` guard (vLLM spawns its workers)."""
+
+    name = "vllm"
+
+    def __init__(self, model: str, *, max_model_len: int = 4096, dtype: str = "auto") -> None:
+        super().__init__(model)
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from vllm import LLM
+
+        self.llm = LLM(model=str(resolve_model(model)), max_model_len=max_model_len, dtype=dtype,
+                       enforce_eager=True)
+        self.tokenizer = self.llm.get_tokenizer()
+
+    def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
+                 seed: int | None = None) -> list[Completion]:
+        from vllm import SamplingParams
+
+        params = SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed)
+        (output,) = self.llm.chat(messages, sampling_params=params, use_tqdm=False)
+        prompt_tokens = len(output.prompt_token_ids or [])
+        return [Completion(o.text, str(o.finish_reason or ""), len(o.token_ids), prompt_tokens)
+                for o in output.outputs]
+
+    def count_tokens(self) -> Callable[[str], int] | None:
+        return lambda text: len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def close(self) -> None:
+        del self.llm
+
+
+@backend
+class TransformersBackend(Backend):
+    """transformers' generate, in fp32 on the CPU (or the GPU when torch sees one)."""
+
+    name = "transformers"
+
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = resolve_model(model)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        if not self.tokenizer.chat_template:
+            raise PerfforgeError(f"model {model} has no chat template; give a chat (instruct) model")
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.model_obj = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(self.device).eval()
+
+    def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
+                 seed: int | None = None) -> list[Completion]:
+        import torch
+
+        inputs = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+                                                    return_dict=True).to(self.device)
+        prompt_tokens = int(inputs["input_ids"].shape[1])
+        if seed is not None:
+            torch.manual_seed(seed)
+        sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        with torch.no_grad():
+            out = self.model_obj.generate(**inputs, max_new_tokens=max_tokens, num_return_sequences=n,
+                                          pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                                          **sampling)
+        completions = []
+        for row in out[:, prompt_tokens:]:
+            ids = row.tolist()
+            eos = self.tokenizer.eos_token_id
+            stopped = eos in ids
+            ids = ids[:ids.index(eos)] if stopped else ids
+            completions.append(Completion(self.tokenizer.decode(ids, skip_special_tokens=True),
+                                          "stop" if stopped else "length", len(ids), prompt_tokens))
+        return completions
+
+    def count_tokens(self) -> Callable[[str], int] | None:
+        return lambda text: len(self.tokenizer.encode(text, add_special_tokens=False))
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def make_backend(kind: str, model: str, *, url: str | None = None, api_key: str = "EMPTY",
+                 timeout_s: float = 300.0, max_model_len: int = 4096) -> Backend:
+    """The backend `kind` names (or the one "auto" picks) for `model`."""
+    if kind == AUTO:
+        kind = "openai" if url else "vllm" if installed("vllm") else "transformers"
+    if kind not in BACKENDS:
+        raise ConfigError(f"unknown backend {kind!r}; choose one of {AUTO}, {', '.join(BACKENDS)}")
+    if kind == "openai":
+        if not url:
+            raise ConfigError("the openai backend needs --url (e.g. http://127.0.0.1:8000/v1 from perfforge serve)")
+        return OpenAIBackend(model, url=url, api_key=api_key, timeout_s=timeout_s)
+    needed = "vllm" if kind == "vllm" else "transformers"
+    if not installed(needed):
+        raise ConfigError(f"the {kind} backend needs {needed}, which is not installed; install it or give "
+                          "--url of a served model")
+    if kind == "vllm":
+        return VLLMBackend(model, max_model_len=max_model_len)
+    return TransformersBackend(model)

@@ -1,0 +1,80 @@
+"""Judging candidates: profiling.validate's verdict for each, and a profile of each improved one.
+
+The one place candidates are run, here and on a GPU machine that runs a bundle (inference.bundle): it imports
+only profiling/ and the core, never the model stack. Candidates run only inside validate's and profile's
+sandboxed subprocesses. Verdicts and profiles are returned as dicts, the form they travel in.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfforge.errors import PerfforgeError
+from perfforge.records import Profile
+from profiling.task import Task
+
+
+@dataclass
+class Judgement:
+    """What judging one candidate produced: the verdict (as its dict) and, for an improved one, its profile."""
+
+    verdict: dict[str, Any]
+    profile: dict[str, Any] | None = None
+
+
+class LocalJudge:
+    """The loop's judge when candidates run on this machine."""
+
+    def __init__(self, work_dir: Path, *, profile_improved: bool, log: Callable[[str], None] = print) -> None:
+        self.work_dir, self.profile_improved, self.log = work_dir, profile_improved, log
+
+    def __call__(self, task: Task, candidates: list[tuple[str, Path]], directory: Path, profile_first: bool,
+                 ) -> tuple[dict[str, Judgement], Profile | None]:
+        profile = profile_original(task, self.work_dir) if profile_first else None
+        results = judge_candidates(task, candidates, self.work_dir, profile_improved=self.profile_improved,
+                                   log=self.log)
+        shutil.rmtree(self.work_dir / "validate", ignore_errors=True)
+        return {name: Judgement(r["verdict"], r["profile"]) for name, r in results.items()}, profile
+
+
+def profile_original(task: Task, work_dir: Path) -> Profile:
+    from profiling.profile import profile_task
+
+    try:
+        return profile_task(task, work_dir / "profile-original")
+    finally:
+        shutil.rmtree(work_dir / "profile-original", ignore_errors=True)
+
+
+def judge_candidates(task: Task, candidates: list[tuple[str, Path]], work_dir: Path, *, profile_improved: bool,
+                     log: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
+    """{name: {"verdict": verdict dict, "profile": profile dict or None}} for each (name, candidate file).
+    Validation runs one candidate at a time: timings must not overlap."""
+    from profiling.validate import validate
+
+    results: dict[str, dict[str, Any]] = {}
+    for name, path in candidates:
+        verdict = validate(task, path, work_dir / "validate")
+        log(f"{name}: {verdict.headline()}")
+        profile = None
+        if profile_improved and verdict.status.value == "improved":
+            profile = _profile_candidate(task, path, work_dir / f"profile-{name}", log)
+        results[name] = {"verdict": verdict.to_dict(), "profile": profile}
+    return results
+
+
+def _profile_candidate(task: Task, path: Path, work_dir: Path, log: Callable[[str], None]) -> dict[str, Any] | None:
+    """The candidate's profile, or None when profiling fails (the verdict stands; the belief check goes without)."""
+    from profiling.profile import profile_task
+
+    try:
+        return profile_task(task, work_dir, version=path).to_dict()
+    except PerfforgeError as exc:
+        log(f"profiling the candidate failed (the verdict stands): {str(exc).splitlines()[0]}")
+        return None
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)

@@ -1,0 +1,277 @@
+"""`perfforge optimize TASK`: profile, diagnose, prompt a model, validate what it writes, feed back, keep the best.
+
+One round: the prompt (perfforge.prompt: code, token-budgeted diagnosis, the bottleneck to target, what earlier
+attempts measured) goes to the backend once for K candidates; each candidate is judged by profiling.validate in
+its sandboxed subprocesses (generated code never runs any other way), and every improved one is profiled for
+counter deltas and the belief check. Up to N rounds; the loop stops after the first round that proves an
+improvement unless told to keep going. The best improved candidate (highest speedup; a result held for review
+is never a win) becomes the patch.
+
+Everything is kept on disk as it happens, so an interrupted run resumes where it stopped without asking the
+model again for a round it already answered:
+
+    original/profile.json            the original's profile (the prompt's diagnosis)
+    rounds/NN/request.json           the messages and sampling settings of round NN
+    rounds/NN/completions.json       the backend's answers
+    rounds/NN/cK/<file>              candidate K as a file; rounds/NN/cK/attempt.json its AttemptRecord
+    bundles/NN/                      with --bundle: the work a GPU machine runs (inference.bundle)
+    attempts.parquet, report.json, report.md, patch.diff, optimized/<file>
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from inference.backends import Backend
+from inference.belief import cited_evidence, counter_deltas, deltas_text, judge_belief
+from inference.config import OptimizeConfig
+from inference.judge import Judgement
+from perfforge import prompt
+from perfforge.errors import PerfforgeError
+from perfforge.io import read_json, write_json, write_text
+from perfforge.llm_client import Completion
+from perfforge.records import AttemptRecord, Profile
+from profiling.task import Task
+
+UNPARSABLE = "unparsable"  # the status of an answer with no readable code
+
+
+@dataclass
+class LoopState:
+    """Everything the loop knows: the original's profile, the focus, and every attempt so far."""
+
+    task: Task
+    config: OptimizeConfig
+    profile: Profile | None = None
+    focus: str = ""
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    pending_bundle: Path | None = None  # with --bundle: the bundle waiting to be run elsewhere
+    model: str = ""
+
+    @property
+    def best(self) -> AttemptRecord | None:
+        wins = [a for a in self.attempts if a.status == "improved" and a.speedup is not None]
+        return max(wins, key=lambda a: a.speedup or 0.0) if wins else None
+
+
+# Judges a round's candidates: (task, [(name, candidate file)], work dir, whether to profile the original) ->
+# ({name: Judgement}, the original's profile if asked for). None when the work was handed elsewhere (--bundle).
+Judge = Callable[[Task, list[tuple[str, Path]], Path, bool], tuple[dict[str, Judgement], Profile | None] | None]
+
+
+def round_dir(out: Path, number: int) -> Path:
+    return out / "rounds" / f"{number:02d}"
+
+
+def optimize(task: Task, config: OptimizeConfig, make_backend: Callable[[], Backend], judge: Judge,
+             log: Callable[[str], None] = print) -> LoopState:
+    """Run (or resume) the loop on `task`; the state says what was found, or which bundle is pending."""
+    state = LoopState(task, config)
+    started: list[Backend] = []  # made on first need: a resumed run whose rounds are all answered needs none
+
+    def backend() -> Backend:
+        if not started:
+            started.append(make_backend())
+        return started[0]
+
+    if not _load_profile(state, judge, log):
+        return state
+    state.focus = choose_focus(state.profile, config.formula, log)
+    state.attempts = load_attempts(config.out)
+    try:
+        for number in range(1, config.rounds + 1):
+            directory = round_dir(config.out, number)
+            completions, messages = _round_answers(state, number, directory, backend)
+            if not _judge_round(state, number, directory, completions, messages, judge, log):
+                return state
+            if state.best is not None and not config.keep_going:
+                break
+    finally:
+        for model in started:
+            model.close()
+    return state
+
+
+def _load_profile(state: LoopState, judge: Judge, log: Callable[[str], None]) -> bool:
+    """The original's profile, made (or imported from a bundle) on first use. False while a bundle is pending."""
+    path = state.config.out / "original" / "profile.json"
+    if path.is_file():
+        state.profile = Profile.from_dict(read_json(path))
+        return True
+    log(f"profiling the original {state.task.source} ...")
+    result = judge(state.task, [], state.config.out / "bundles" / "00", True)
+    if result is None:
+        state.pending_bundle = state.config.out / "bundles" / "00"
+        return False
+    _, profile = result
+    if profile is None:
+        raise PerfforgeError(f"profiling the original of task {state.task.name} gave no profile")
+    write_json(path, profile.to_dict())
+    state.profile = profile
+    return True
+
+
+def choose_focus(profile: Profile | None, formula: str | None, log: Callable[[str], None]) -> str:
+    """The bottleneck to target: --formula when given, else the most severe diagnosis (empty when none)."""
+    names = [d.name for d in profile.diagnoses] if profile else []
+    if formula:
+        if formula not in names:
+            log(f"note: {formula} is not among the original's diagnoses ({', '.join(names) or 'none'}); "
+                "targeting it as asked")
+        return formula
+    return names[0] if names else ""
+
+
+def _round_answers(state: LoopState, number: int, directory: Path,
+                   backend: Callable[[], Backend]) -> tuple[list[Completion], list[dict[str, str]]]:
+    """The round's completions and prompt: read back when already asked for, else asked now."""
+    answers_path = directory / "completions.json"
+    if answers_path.is_file():
+        request = read_json(directory / "request.json")
+        return [Completion(**c) for c in read_json(answers_path)], request["messages"]
+    model = backend()
+    config = state.config
+    messages = round_messages(state, model.count_tokens())
+    seed = config.seed + number - 1
+    write_json(directory / "request.json", {"messages": messages, "n": config.candidates, "seed": seed,
+                                            "temperature": config.temperature, "max_tokens": config.max_tokens,
+                                            "model": model.describe()})
+    completions = model.generate(messages, n=config.candidates, max_tokens=config.max_tokens,
+                                 temperature=config.temperature, seed=seed)
+    write_json(answers_path, [asdict(c) for c in completions])
+    return completions, messages
+
+
+def round_messages(state: LoopState, count_tokens: Callable[[str], int] | None = None) -> list[dict[str, str]]:
+    """The round's prompt: the best proven version so far (or the original) with the feedback of every attempt."""
+    task, best = state.task, state.best
+    code = best.code if best is not None else task.source_path.read_text(encoding="utf-8")
+    shown = prompt.CodeUnderTest(target=task.target, language=task.language, file_name=task.source,
+                                 kernel=task.kernel, code=code)
+    earlier = [prompt.EarlierAttempt(label=f"round {a.round}, candidate {a.candidate}", status=a.status,
+                                     reason=a.reason, hypothesis=a.hypothesis,
+                                     counter_deltas=deltas_text(a.counter_deltas)) for a in state.attempts]
+    note = (f"The file below is the best proven version so far ({best.speedup:.2f}x faster than the original); "
+            "improve it further." if best is not None else "")
+    return prompt.build_messages(shown, state.profile, sources=state.config.sources,
+                                 token_budget=state.config.token_budget, focus=state.focus, earlier=earlier,
+                                 note=note, count_tokens=count_tokens)
+
+
+def _judge_round(state: LoopState, number: int, directory: Path, completions: list[Completion],
+                 messages: list[dict[str, str]], judge: Judge, log: Callable[[str], None]) -> bool:
+    """Judge every candidate of the round that has no attempt yet. False while a bundle is pending."""
+    task = state.task
+    waiting: list[tuple[str, Path]] = []
+    answers = {}
+    for index, completion in enumerate(completions, start=1):
+        name = f"c{index}"
+        answer = prompt.parse_answer(completion.text, language=task.language)
+        answers[name] = (index, completion, answer)
+        if (directory / name / "attempt.json").is_file():
+            continue
+        if not answer.ok:
+            _record(state, directory / name, number, index, completion, answer, messages,
+                    Judgement({"status": UNPARSABLE, "reason": f"{answer.problem}; answer with the whole file in "
+                                                              "one fenced code block"}), log)
+            continue
+        path = directory / name / task.source_path.name
+        write_text(path, answer.code)
+        waiting.append((name, path))
+    if waiting:
+        result = judge(task, waiting, state.config.out / "bundles" / f"{number:02d}", False)
+        if result is None:
+            state.pending_bundle = state.config.out / "bundles" / f"{number:02d}"
+            return False
+        judgements, _ = result
+        for name, _path in waiting:
+            index, completion, answer = answers[name]
+            _record(state, directory / name, number, index, completion, answer, messages, judgements[name], log)
+    state.attempts = load_attempts(state.config.out)
+    return True
+
+
+def _record(state: LoopState, directory: Path, number: int, index: int, completion: Completion,
+            answer: prompt.Answer, messages: list[dict[str, str]], judgement: Judgement,
+            log: Callable[[str], None]) -> None:
+    attempt = make_attempt(state, number, index, completion, answer, messages, judgement)
+    write_json(directory / "attempt.json", asdict(attempt))
+    speed = f" {attempt.speedup:.3f}x" if attempt.speedup is not None else ""
+    log(f"round {number} candidate {index}: {attempt.status}{speed}: {_first_line(attempt.reason)}")
+
+
+def make_attempt(state: LoopState, number: int, index: int, completion: Completion, answer: prompt.Answer,
+                 messages: list[dict[str, str]], judgement: Judgement) -> AttemptRecord:
+    """The attempt record of one judged candidate, with its belief trace."""
+    task, verdict = state.task, judgement.verdict
+    candidate_profile = Profile.from_dict(judgement.profile) if judgement.profile else None
+    status = verdict["status"]
+    belief, belief_detail = judge_belief(status, focus=state.focus, original=state.profile,
+                                         candidate=candidate_profile)
+    ci = verdict.get("speedup_ci") or (None, None)
+    timing = {side: (verdict.get(f"{side}_timing") or {}).get("median_ms") for side in ("baseline", "candidate")}
+    return AttemptRecord(
+        task=task.name, target=task.target, language=task.language, kernel=task.kernel, pattern=task.pattern or "",
+        bottleneck=state.focus, model=state.model or _model_of(state, number), prompt_version=prompt.PROMPT_VERSION,
+        sources=",".join(state.config.sources), system=messages[0]["content"] if messages else "",
+        prompt=messages[-1]["content"] if messages else "", completion=completion.text, code=answer.code,
+        round=number, candidate=index, prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens, finish_reason=completion.finish_reason, status=status,
+        reason=verdict.get("reason", ""), speedup=verdict.get("speedup"), speedup_ci_low=ci[0],
+        speedup_ci_high=ci[1], baseline_ms=timing["baseline"], candidate_ms=timing["candidate"],
+        hypothesis=answer.hypothesis, evidence=answer.evidence,
+        cited=cited_evidence(f"{answer.hypothesis}\n{answer.evidence}", state.profile), belief=belief.value,
+        belief_detail=belief_detail,
+        counter_deltas=counter_deltas(state.profile, candidate_profile) if state.profile and candidate_profile
+        else [],
+        diagnoses_after=[f"{d.name} ({d.severity:.2f})" for d in candidate_profile.diagnoses]
+        if candidate_profile else [],
+        machine=verdict.get("machine", ""))
+
+
+def _model_of(state: LoopState, number: int) -> str:
+    request = round_dir(state.config.out, number) / "request.json"
+    return read_json(request).get("model", "") if request.is_file() else ""
+
+
+def load_attempts(out: Path) -> list[AttemptRecord]:
+    """Every attempt recorded under out/rounds, in round and candidate order."""
+    paths = sorted((out / "rounds").glob("*/c*/attempt.json"),
+                   key=lambda p: (p.parent.parent.name, int(p.parent.name[1:])))
+    return [AttemptRecord.from_dict(read_json(p)) for p in paths]
+
+
+def unified_patch(task: Task, code: str) -> str:
+    """The candidate as a unified diff against the task's original file (paths relative to the task)."""
+    original = task.source_path.read_text(encoding="utf-8")
+    return "".join(difflib.unified_diff(original.splitlines(keepends=True), code.splitlines(keepends=True),
+                                        fromfile=f"a/{task.source}", tofile=f"b/{task.source}"))
+
+
+def write_outcome(state: LoopState) -> dict[str, Path]:
+    """The best candidate's patch and file (when there is one) and the attempts as a dataset."""
+    from perfforge.io import write_parquet
+    from perfforge.records import ATTEMPT_FEATURES, as_row
+
+    out = state.config.out
+    paths = {"attempts": out / "attempts.parquet"}
+    write_parquet(paths["attempts"], [as_row(a) for a in state.attempts], ATTEMPT_FEATURES)
+    stale = [out / "patch.diff", out / "optimized"]
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+    best = state.best
+    if best is not None:
+        paths["patch"] = out / "patch.diff"
+        write_text(paths["patch"], unified_patch(state.task, best.code))
+        paths["optimized"] = out / "optimized" / state.task.source_path.name
+        write_text(paths["optimized"], best.code)
+    return paths
+
+
+def _first_line(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0] if stripped else ""

