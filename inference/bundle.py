@@ -50,7 +50,7 @@ def write_bundle(directory: Path, task: Task, candidates: list[tuple[str, Path]]
         shutil.copyfile(path, directory / names[name])
     write_text(directory / "README.txt",
                f"Run on the machine that has the task's hardware, from a perfforge checkout or installation:\n\n"
-               f"    {RUN_COMMAND} {directory.name}\n\nthen copy this directory back to where it was written and "
+               f"    {RUN_COMMAND} PATH/TO/{directory.name}\n\nthen copy this directory back to where it was written and "
                "run the same perfforge optimize command again.\n")
     write_json(directory / MANIFEST, {"format": BUNDLE_FORMAT, "task": "task", "candidates": names,
                                       "profile_original": profile_original, "profile_improved": profile_improved})

@@ -41,9 +41,9 @@ def run_optimize(config: OptimizeConfig) -> int:
         log(f"interrupted: finished attempts are kept in {config.out}; run the same command again to resume")
         return 130
     if state.pending_bundle is not None:
-        print(f"bundle written: {state.pending_bundle}\nrun it where the hardware is:  {RUN_COMMAND} "
-              f"{state.pending_bundle.name}   (from the bundle's parent directory)\nthen copy it back and run this "
-              "command again to go on")
+        print(f"bundle written: {state.pending_bundle}\nrun it where the hardware is, with perfforge installed or "
+              f"from a perfforge checkout:\n    {RUN_COMMAND} {state.pending_bundle}\nthen copy the directory back and "
+              "run this command again to go on")
         return 0
     paths = write_outcome(state)
     paths.update(write_report(state, paths))

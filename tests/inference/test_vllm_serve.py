@@ -1,0 +1,193 @@
+"""`perfforge serve` for real: vLLM's OpenAI server on a tiny random chat model built here (tiny_model.py), with a
+LoRA adapter served beside it and one loaded at run time, and `perfforge optimize` driven against it end to end.
+
+One server serves every test of the module (a start costs ~30 s and ~4 GB on the CPU). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inference.config import ServeConfig
+from inference.serve import Server, load_adapter
+from perfforge.cli import main
+from perfforge.io import read_json
+from perfforge.llm_client import ChatClient
+from tests.inference.tiny_model import build_tiny_chat_model
+from tests.profiling.conftest import write_task
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
+                                reason="vllm is not installed: the OpenAI server under test is vLLM's")
+
+NAME = "tiny"  # the base model's served name
+ADAPTER = "tiny-lora"  # the adapter served from the start
+LATE = "late"  # the same adapter, loaded while the server runs
+GREEDY_TOKENS = 16
+MESSAGES = [{"role": "system", "content": "You are a performance engineer."},
+            {"role": "user", "content": "Make this loop faster:\n```c\nfor (int j = 0; j < n; j++) s += a[j];\n```"}]
+# Every status an attempt may carry: the verdict's (profiling.verdict.Status) or the loop's "unparsable".
+STATUSES = {"improved", "no_change", "slower", "needs_review", "correct", "incorrect", "crashed", "timeout",
+            "build_failed", "rejected", "task_invalid", "unparsable"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny-model") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def tiny_lora(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A peft LoRA adapter (r=8 on q_proj and v_proj) whose B matrices are random, so it changes the outputs."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    directory = tmp_path_factory.mktemp("tiny-lora") / "adapter"
+    base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+    model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"],
+                                            task_type="CAUSAL_LM"))
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:  # peft starts B at zero: the adapter would be the identity
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.5)
+    model.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model: Path, tiny_lora: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The module's one server: the tiny model, the adapter served beside it, and run-time loading allowed."""
+    config = ServeConfig(model=str(tiny_model), served_model_name=NAME, port=free_port(),
+                         lora=[f"{ADAPTER}={tiny_lora}"], runtime_lora=True, max_lora_rank=8, max_model_len=1024,
+                         dtype="float32", kv_cache_gib=1, startup_timeout_s=300)
+    config.validate()
+    with Server(config, tmp_path_factory.mktemp("serve") / "vllm.log") as running:
+        yield running
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        return json.loads(reply.read().decode())
+
+
+def served_models(url: str) -> set[str]:
+    return {entry["id"] for entry in get_json(url + "/models")["data"]}
+
+
+def served_greedy_ids(url: str, model: str, messages: list[dict[str, str]], tokens: int = GREEDY_TOKENS) -> list[int]:
+    """The token ids of the server's greedy answer, exactly `tokens` of them (EOS does not stop it)."""
+    body = {"model": model, "messages": messages, "max_tokens": tokens, "temperature": 0.0, "ignore_eos": True,
+            "logprobs": True, "return_tokens_as_token_ids": True}
+    request = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        choice = json.loads(reply.read().decode())["choices"][0]
+    return [int(entry["token"].removeprefix("token_id:")) for entry in choice["logprobs"]["content"]]
+
+
+def hf_greedy_ids(model: Any, tokenizer: Any, messages: list[dict[str, str]], tokens: int = GREEDY_TOKENS) -> list[int]:
+    """transformers' greedy continuation of the chat-templated prompt: argmax, token by token, no stop."""
+    import torch
+
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+                                        return_dict=True)["input_ids"]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # beside the server's engine on 2 cores (STACK.md)
+    try:
+        with torch.no_grad():
+            for _ in range(tokens):
+                following = model(ids).logits[0, -1].argmax().reshape(1, 1)
+                ids = torch.cat([ids, following], dim=1)
+    finally:
+        torch.set_num_threads(threads)
+    return ids[0, -tokens:].tolist()
+
+
+def test_models_lists_the_model_and_the_adapter(server: Server) -> None:
+    models = served_models(server.url)
+    assert NAME in models and ADAPTER in models
+    assert server.name == NAME
+
+
+def test_one_request_gives_n_completions_with_usage(server: Server) -> None:
+    completions = ChatClient(server.url, NAME, timeout_s=120).complete(MESSAGES, max_tokens=12, temperature=0.8,
+                                                                       n=3, seed=1)
+    assert len(completions) == 3
+    for completion in completions:
+        assert 0 < completion.completion_tokens <= 12
+        assert completion.prompt_tokens > 0
+        assert completion.finish_reason in ("stop", "length")
+    # The prompt is the chat template's rendering: more tokens than the messages' text alone.
+    assert completions[0].prompt_tokens > 10
+
+
+def test_optimize_against_the_server(server: Server, tmp_path: Path) -> None:
+    """The whole loop against a real endpoint: a random model writes garbage, and the loop records it honestly."""
+    task = write_task(tmp_path / "task")
+    out = tmp_path / "out"
+    code = main(["optimize", str(task), "--url", server.url, "--model", NAME, "--candidates", "2", "--rounds", "1",
+                 "--max-tokens", "64", "--out", str(out), "--no-profile-candidates"])
+    assert code == 0
+    report = read_json(out / "report.json")
+    attempts = report["attempts"]
+    assert len(attempts) == 2
+    assert [(a["round"], a["candidate"]) for a in attempts] == [(1, 1), (1, 2)]
+    for attempt in attempts:
+        assert attempt["status"] in STATUSES
+        assert attempt["reason"]  # every verdict says why
+        assert 0 < attempt["completion_tokens"] <= 64
+        if attempt["status"] == "unparsable":  # expected of a random model: no closed code block
+            assert "code block" in attempt["reason"]
+    assert report["outcome"] == "no_improvement" and report["best"] is None
+    assert sum(report["counts"].values()) == 2
+    assert report["model"] == f"openai:{NAME}@{server.url}"
+    request = read_json(out / "rounds" / "01" / "request.json")
+    assert request["n"] == 2 and request["max_tokens"] == 64
+    assert len(read_json(out / "rounds" / "01" / "completions.json")) == 2
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(out / "attempts.parquet")
+    assert table.num_rows == 2
+    assert sorted(table.column("status").to_pylist()) == sorted(a["status"] for a in attempts)
+    assert not (out / "patch.diff").exists()
+
+
+def test_served_adapter_greedy_equals_the_merged_model(server: Server, tiny_model: Path, tiny_lora: Path) -> None:
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval()
+    base_ids = hf_greedy_ids(base, tokenizer, MESSAGES)
+    merged = PeftModel.from_pretrained(base, tiny_lora).merge_and_unload().eval()
+    merged_ids = hf_greedy_ids(merged, tokenizer, MESSAGES)
+
+    served_base = served_greedy_ids(server.url, NAME, MESSAGES)
+    served_adapter = served_greedy_ids(server.url, ADAPTER, MESSAGES)
+    assert served_base == base_ids  # the server runs the model transformers runs
+    assert served_adapter == merged_ids  # and applies the adapter as peft's merge does
+    assert served_adapter != served_base  # the adapter changes the output: the comparison above means something
+
+
+def test_adapter_loaded_at_run_time(server: Server, tiny_lora: Path) -> None:
+    assert LATE not in served_models(server.url)
+    load_adapter(server.url, LATE, tiny_lora)
+    assert LATE in served_models(server.url)
+    assert served_greedy_ids(server.url, LATE, MESSAGES) == served_greedy_ids(server.url, ADAPTER, MESSAGES)
