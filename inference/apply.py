@@ -27,13 +27,18 @@ def default_branch(task: Task) -> str:
     return f"perfforge/optimize-{task.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
 
 
-def apply_to_branch(task: Task, code: str, *, message: str, branch: str | None = None) -> tuple[Path, str]:
-    """Commit `code` as the task's source file on a new branch from HEAD; (repository root, branch)."""
+def repository_of(task: Task) -> Path:
+    """The root of the git repository holding the task (checked before the loop runs, and again when applying)."""
     try:
-        root = Path(_git(["rev-parse", "--show-toplevel"], task.root))
+        return Path(_git(["rev-parse", "--show-toplevel"], task.root))
     except PerfforgeError:
         raise PerfforgeError(f"--apply needs the task {task.root} inside a git repository; run without --apply and "
                              "use patch.diff") from None
+
+
+def apply_to_branch(task: Task, code: str, *, message: str, branch: str | None = None) -> tuple[Path, str]:
+    """Commit `code` as the task's source file on a new branch from HEAD; (repository root, branch)."""
+    root = repository_of(task)
     relative = task.source_path.resolve().relative_to(root.resolve())
     name = branch or default_branch(task)
     if subprocess.run(["git", "check-ref-format", "--branch", name], cwd=root, capture_output=True).returncode:

@@ -31,11 +31,16 @@ def cited_evidence(text: str, profile: Profile | None) -> list[str]:
              if d.name in lower or d.name.replace("_", " ") in lower]
     present = {c.name for c in profile.counters}
     for name, label in KEY_COUNTERS.get(profile.target, ()):
-        if name in present and (name.lower() in lower or label.lower() in lower):
+        if name in present and (_names(name, lower) or _names(label, lower)):
             cited.append(name)
     hot = {h.line for h in profile.hot_lines}
     cited.extend(f"line {n}" for n in sorted({int(m) for m in _LINE_REF_RE.findall(text)} & hot))
     return cited
+
+
+def _names(term: str, text: str) -> bool:
+    """`term` appears in `text` as a word of its own ("Ir" in "Ir fell", not in "their")."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(term.lower())}(?![A-Za-z0-9_])", text) is not None
 
 
 def counter_deltas(before: Profile, after: Profile) -> list[CounterDelta]:
@@ -78,7 +83,7 @@ def judge_belief(status: str, *, focus: str, original: Profile | None,
     if not focus or candidate is None:
         return Belief.CONFIRMED, "faster (no profile of the candidate to check the bottleneck against)"
     was, now = severity(original, focus), severity(candidate, focus)
-    if was - now >= SEVERITY_DROP or (was > 0 and now == 0):
+    if round(was - now, 9) >= SEVERITY_DROP or (was > 0 and now == 0):
         return Belief.CONFIRMED, f"faster, and {focus} fell from severity {was:.2f} to {now:.2f}"
     return Belief.PARTLY, f"faster, but {focus} stayed at severity {now:.2f} (was {was:.2f}): the gain came " \
                           "from elsewhere"

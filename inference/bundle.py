@@ -42,18 +42,31 @@ def write_bundle(directory: Path, task: Task, candidates: list[tuple[str, Path]]
                  profile_improved: bool) -> None:
     """The bundle for this work (rewritten from scratch; a bundle is written once per round)."""
     shutil.rmtree(directory, ignore_errors=True)
-    shutil.copytree(task.root, directory / "task", ignore=shutil.ignore_patterns("__pycache__", "*.o", "bin"))
+    shutil.copytree(task.root, directory / "task", ignore=_not_copied(directory))
     names = {}
     for name, path in candidates:
         names[name] = f"candidates/{name}/{path.name}"
         (directory / names[name]).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, directory / names[name])
     write_text(directory / "README.txt",
-               f"Run on the machine that has the task's hardware, from a perfforge checkout or installation:\n\n"
-               f"    {RUN_COMMAND} PATH/TO/{directory.name}\n\nthen copy this directory back to where it was written and "
-               "run the same perfforge optimize command again.\n")
+               "Run on the machine that has the task's hardware, from a perfforge checkout or installation:\n\n"
+               f"    {RUN_COMMAND} PATH/TO/{directory.name}\n\nthen copy this directory back to where it was "
+               "written and run the same perfforge optimize command again.\n")
     write_json(directory / MANIFEST, {"format": BUNDLE_FORMAT, "task": "task", "candidates": names,
                                       "profile_original": profile_original, "profile_improved": profile_improved})
+
+
+def _not_copied(bundle: Path):  # noqa: ANN202 (a copytree ignore callable)
+    """Build products, and the directory holding the bundle itself when --out lies inside the task (running
+    perfforge optimize from within the task directory), which the copy would otherwise copy into itself."""
+    bundle = bundle.resolve()
+    junk = shutil.ignore_patterns("__pycache__", "*.o", "bin")
+
+    def ignore(parent: str, names: list[str]) -> set[str]:
+        inside = {n for n in names if bundle.is_relative_to((Path(parent) / n).resolve())}
+        return set(junk(parent, names)) | inside
+
+    return ignore
 
 
 def read_results(directory: Path, candidates: list[str], profile_original: bool) -> dict[str, Any] | None:

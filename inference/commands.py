@@ -27,6 +27,10 @@ def run_optimize(config: OptimizeConfig) -> int:
 
     task = load_task(config.task) if config.task is not None else select_task(config)
     _claim_out_dir(config.out, task)
+    if config.apply:
+        from inference.apply import repository_of
+
+        repository_of(task)  # fail now, not after every round has run
     judge = (BundleJudge(config.profile_candidates) if config.bundle else
              LocalJudge(config.out / "work", profile_improved=config.profile_candidates, log=log))
 

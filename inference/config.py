@@ -8,6 +8,7 @@ from pathlib import Path
 
 from inference.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from perfforge.errors import ConfigError
+from perfforge.summary import parse_sources
 
 SUMMARY_SOURCES_HELP = "insight sources of the prompt: none, roofline, counters, stalls, all (comma or space separated)"
 
@@ -74,6 +75,7 @@ class OptimizeConfig:
                               "above 0")
         if self.branch is not None and not self.apply:
             raise ConfigError("--branch names the branch that --apply makes: give --apply too")
+        parse_sources(self.sources)  # an unknown insight source is an error before anything is profiled
         if self.bundle and self.apply:
             raise ConfigError("--bundle stops before the verdicts exist; run --apply on the run that reads them")
 

@@ -38,7 +38,7 @@ def max_model_len(config: ServeConfig, model_dir: Path) -> int:
     """The context length asked for, capped at the model's max_position_embeddings (vLLM refuses more)."""
     try:
         limit = int(json.loads((model_dir / "config.json").read_text()).get("max_position_embeddings", 0))
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError, TypeError):  # unreadable, or not a mapping with a number
         limit = 0
     return min(config.max_model_len, limit) if limit else config.max_model_len
 

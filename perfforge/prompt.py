@@ -51,7 +51,9 @@ SYSTEM_PROMPT = (
     "then the whole edited file in one fenced code block."
 )
 
-_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:\n```|\Z)", re.DOTALL)
+# A block opens with ``` (and an optional language) and closes at a line that starts with ```; a block never
+# closed (the answer was cut by max_tokens) runs to the end of the text.
+_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(^```|\Z)", re.DOTALL | re.MULTILINE)
 _LABEL_RE = {
     "hypothesis": re.compile(r"^[\s>*#_-]*hypothesis[\s*_]*[:\-][\s*_]*(.+)$", re.IGNORECASE | re.MULTILINE),
     "evidence": re.compile(r"^[\s>*#_-]*evidence[\s*_]*[:\-][\s*_]*(.+)$", re.IGNORECASE | re.MULTILINE),
@@ -151,7 +153,7 @@ def parse_answer(text: str, *, language: str = "") -> Answer:
     short snippet before the whole file); a block left open by a length cut is refused, since half a file
     would only fail to compile."""
     hypothesis, evidence = (_label(text, name) for name in ("hypothesis", "evidence"))
-    blocks = [(m.group(1).lower(), m.group(2), m.group(0).rstrip().endswith("```")) for m in _FENCE_RE.finditer(text)]
+    blocks = [(m.group(1).lower(), m.group(2), bool(m.group(3))) for m in _FENCE_RE.finditer(text)]
     if not blocks:
         return Answer("", hypothesis, evidence, "no fenced code block (```) in the answer")
     _, code, closed = max(blocks, key=lambda block: len(block[1]))

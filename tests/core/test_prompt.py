@@ -150,8 +150,6 @@ def test_empty_block_and_no_block() -> None:
     assert prompt.parse_answer("").problem.startswith("no fenced code block")
 
 
-@pytest.mark.xfail(strict=True, reason="prompt._FENCE_RE: for an empty block written as '```c\\n```' the lazy body "
-                   "runs on to \\Z and swallows the closing fence, so the code read is '```' (ok=True)")
 def test_empty_block_without_a_blank_line_is_empty() -> None:
     answer = prompt.parse_answer("Hypothesis: h\n```c\n```")
     assert not answer.ok and answer.problem == "the code block is empty"

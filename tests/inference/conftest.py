@@ -125,9 +125,10 @@ def module_endpoint() -> Iterator[ScriptedEndpoint]:
         yield endpoint
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def no_retry_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A failing endpoint is reported after one try instead of after 4 s of back-off."""
+    """A failing endpoint is reported after one try instead of after 4 s of back-off (opt-in: tests against a real
+    server, which may answer 503 while loading, keep the retries)."""
     monkeypatch.setattr(perfforge.llm_client, "RETRY_DELAYS_S", ())
 
 

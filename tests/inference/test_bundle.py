@@ -137,3 +137,11 @@ def test_run_bundle_refuses_a_directory_that_is_not_a_bundle(tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.startswith("python3 -m inference.bundle: error: ") and "bundle format 99" in done.stderr
+
+
+def test_bundle_with_out_inside_the_task_directory(cpu_task: Path, scripted_endpoint: ScriptedEndpoint) -> None:
+    out = cpu_task / "perfforge-out"
+    code, _, stderr = invoke(optimize_argv(cpu_task, out, scripted_endpoint, "--bundle"))
+    assert code == 0, stderr
+    copied = out / "bundles" / "00" / "task"
+    assert (copied / "task.toml").is_file() and not (copied / "perfforge-out").exists()

@@ -29,6 +29,8 @@ from tests.inference.conftest import (
 )
 from tests.profiling.conftest import FAST_C, HARNESS_C, SLOW_C
 
+pytestmark = pytest.mark.usefixtures("no_retry_wait")  # a failing endpoint fails at once
+
 FAST_ANSWER = f"""I will make the inner loop contiguous.
 
 **Hypothesis:** swap the loops so each row of m is read contiguously and every cache line is used whole.

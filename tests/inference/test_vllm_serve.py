@@ -76,8 +76,22 @@ def server(tiny_model: Path, tiny_lora: Path, tmp_path_factory: pytest.TempPathF
                          lora=[f"{ADAPTER}={tiny_lora}"], runtime_lora=True, max_lora_rank=8, max_model_len=1024,
                          dtype="float32", kv_cache_gib=1, startup_timeout_s=300)
     config.validate()
-    with Server(config, tmp_path_factory.mktemp("serve") / "vllm.log") as running:
-        yield running
+    with pytest.MonkeyPatch.context() as patch:
+        # vLLM CPU binds its worker to one core of its choosing (core 0 here, whatever else runs there); a second
+        # server or a busy job on that core starves the start-up for minutes. Unbound, one thread: the tiny model
+        # needs no more, and the scheduler puts it where there is room.
+        patch.setenv("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+        patch.setenv("OMP_NUM_THREADS", "1")
+        server = Server(config, tmp_path_factory.mktemp("serve") / "vllm.log")
+        try:
+            server.start()  # the environment is read here
+        except BaseException:  # an interrupted start-up leaves the server running otherwise (its own session)
+            server.stop()
+            raise
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def get_json(url: str) -> Any:
