@@ -93,7 +93,8 @@ def select_task(config: OptimizeConfig) -> Task:
         names = [d.name for d in profile.diagnoses]
         targeted = config.formula in names if config.formula else bool(names)
         task = _task_for(profile, tasks)
-        log(f"kernel {rank}: {profile.kernel} ({profile.timing.median_ms:.4g} ms): diagnoses "
+        cost = f"{profile.timing.median_ms:.4g} ms" if profile.timing.trials else profile.timing.method
+        log(f"kernel {rank}: {profile.kernel} ({cost}): diagnoses "
             f"{', '.join(names) or 'none'}; {'task ' + task.name if task else 'no task'}")
         if targeted and task is not None:
             log(f"optimising {profile.kernel} with task {task.root}")
