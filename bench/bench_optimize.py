@@ -4,8 +4,10 @@
     SmolLM2-135M-Instruct), and the loop's prompt for the example task examples/tasks/cpu/matmul_loop_order (its
     code, no profile: perfforge.prompt.build_messages) is answered K times two ways: one request with n=K (what
     `perfforge optimize` sends: the server batches the K samples) and K requests with n=1, one after the other,
-    each with its own seed. Same max_tokens, temperature 0.8. Throughput is the completion tokens the server
-    reports (usage.completion_tokens) over the wall time of the K candidates; the ratio is batched/sequential.
+    with seeds S, S+1, ..., S+K-1. vLLM seeds the i-th sample of an n-sample request with S+i, so both sides draw
+    the same K samples and generate the same tokens: only the batching differs. Same max_tokens, temperature 0.8.
+    Throughput is the completion tokens the server reports (usage.completion_tokens) over the wall time of the K
+    candidates; the ratio is batched/sequential.
     Each side runs twice, interleaved (A B A B) after one untimed warm-up request, and both runs are reported.
 (b) Judging. `inference.judge.judge_candidates` (profiling.validate: build, check against the original on
     random inputs, time with trials) judges four candidate files for the same task: the task's own kernel.c

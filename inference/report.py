@@ -43,7 +43,8 @@ def report_data(state: LoopState, paths: dict[str, Path]) -> dict[str, Any]:
         "counts": dict(sorted(statuses.items())),
         "beliefs": dict(sorted(Counter(a.belief for a in attempts).items())),
         "rounds_run": max((a.round for a in attempts), default=0),
-        "tokens": {"prompt": sum(a.prompt_tokens for a in attempts),
+        # the K candidates of a round share one prompt: count it once per round
+        "tokens": {"prompt": sum({a.round: a.prompt_tokens for a in attempts}.values()),
                    "completion": sum(a.completion_tokens for a in attempts)},
         "paths": {name: str(path) for name, path in paths.items()},
     }

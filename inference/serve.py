@@ -95,10 +95,14 @@ class Server:
                 raise PerfforgeError(f"--lora {item}: {path} holds no adapter_config.json; give a peft adapter "
                                      "directory (perfforge train writes one)")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("w")
-        self.process = subprocess.Popen(server_argv(self.config, self.model_dir), env=server_env(self.config),
-                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        self.wait_ready()
+        with self.log_path.open("w") as log:  # the server keeps its own descriptor
+            self.process = subprocess.Popen(server_argv(self.config, self.model_dir), env=server_env(self.config),
+                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            self.wait_ready()
+        except BaseException:  # Ctrl-C or a failed start: the server is in its own session and would outlive us
+            self.stop()
+            raise
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + self.config.startup_timeout_s
