@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -144,22 +145,20 @@ class OpenAIEndpoint:
     requests: list[dict[str, Any]] = field(default_factory=list)
 
 
-@pytest.fixture
-def openai_endpoint() -> Iterator[OpenAIEndpoint]:
-    """http.server on 127.0.0.1 (port 0) in a thread, serving /v1/chat/completions."""
-    state = OpenAIEndpoint()
+# Answers one POST: (request path, its JSON body, its headers) -> (HTTP status, JSON reply).
+Reply = Callable[[str, dict[str, Any], Any], tuple[int, dict[str, Any]]]
+
+
+@contextlib.contextmanager
+def json_post_server(reply: Reply) -> Iterator[str]:
+    """http.server on 127.0.0.1 (port 0) in a thread, answering every POST with `reply`; yields the base URL
+    (http://127.0.0.1:PORT/v1) for OpenAI-compatible clients."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append({"path": self.path, "auth": self.headers["Authorization"], **body})
-            if self.path != "/v1/chat/completions" or body.get("model") != state.model:
-                reply, status = {"error": {"message": f"The model `{body.get('model')}` does not exist."}}, 404
-            else:
-                reply, status = {"object": "chat.completion", "model": state.model, "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": state.answer},
-                     "finish_reason": "stop"}]}, 200
-            data = json.dumps(reply).encode()
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+            status, answer = reply(self.path, body, self.headers)
+            data = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -172,8 +171,26 @@ def openai_endpoint() -> Iterator[OpenAIEndpoint]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
-    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.fixture
+def openai_endpoint() -> Iterator[OpenAIEndpoint]:
+    """A local chat server answering /v1/chat/completions with the endpoint's fixed answer."""
+    state = OpenAIEndpoint()
+
+    def reply(path: str, body: dict[str, Any], headers: Any) -> tuple[int, dict[str, Any]]:
+        state.requests.append({"path": path, "auth": headers["Authorization"], **body})
+        if path != "/v1/chat/completions" or body.get("model") != state.model:
+            return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
+        return 200, {"object": "chat.completion", "model": state.model, "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": state.answer}, "finish_reason": "stop"}]}
+
+    with json_post_server(reply) as url:
+        state.base_url = url
+        yield state

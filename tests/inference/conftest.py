@@ -10,7 +10,6 @@ after the script ran out gets HTTP 400, so that a test that asks the model once 
 from __future__ import annotations
 
 import contextlib
-import http.server
 import io
 import json
 import threading
@@ -23,6 +22,7 @@ import pytest
 
 import perfforge.llm_client
 from perfforge.records import Diagnosis, Profile, Timing
+from tests.conftest import json_post_server
 from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
 
 # The task's hang limit: small, so that a candidate that never returns costs seconds, yet well above what a correct
@@ -85,31 +85,9 @@ class ScriptedEndpoint:
 def serve_scripted(model: str = "scripted-model") -> Iterator[ScriptedEndpoint]:
     """A running scripted endpoint (the fixtures below wrap this for a test or a module)."""
     state = ScriptedEndpoint(model=model)
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
-            status, reply = state.reply(self.path, body)
-            data = json.dumps(reply).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
-    thread.start()
-    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with json_post_server(lambda path, body, headers: state.reply(path, body)) as url:
+        state.base_url = url
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.fixture

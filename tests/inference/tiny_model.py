@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.profiling.conftest import FAST_C
+
 SEED = 1234
 VOCAB_SIZE = 2048  # the trainer stops earlier when the corpus has no more pairs to merge
 IM_START, IM_END, PAD = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
@@ -45,20 +47,7 @@ _C_SNIPPETS = [
  * measured, counters. The file below is the best proven version so far; improve it further.
  */
 """,
-    """\
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-void matvec(int n, const float *m, const float *w, float *out) {
-    for (int i = 0; i < n; i++) {
-        float acc = 0.0f;
-        const float *row = m + (long)i * n;
-        for (int j = 0; j < n; j++) acc += row[j] * w[j];
-        out[i] = acc;
-    }
-}
-""",
+    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n" + FAST_C,
     """\
 void matmul(int n, const float *a, const float *b, float *c) {
     for (int i = 0; i < n; i++)
