@@ -35,9 +35,10 @@ def run_optimize(config: OptimizeConfig) -> int:
              LocalJudge(config.out / "work", profile_improved=config.profile_candidates, log=log))
 
     def backend():  # noqa: ANN202 (made only when a round has to be asked)
-        log(f"starting the {config.backend} backend for {config.model} ...")
-        return make_backend(config.backend, config.model, url=config.url, api_key=config.api_key,
+        made = make_backend(config.backend, config.model, url=config.url, api_key=config.api_key,
                             timeout_s=config.request_timeout_s)
+        log(f"model: {made.describe()}")
+        return made
 
     try:
         state = optimize(task, config, backend, judge, log)

@@ -50,7 +50,6 @@ class LoopState:
     focus: str = ""
     attempts: list[AttemptRecord] = field(default_factory=list)
     pending_bundle: Path | None = None  # with --bundle: the bundle waiting to be run elsewhere
-    model: str = ""
 
     @property
     def best(self) -> AttemptRecord | None:
@@ -102,7 +101,8 @@ def _load_profile(state: LoopState, judge: Judge, log: Callable[[str], None]) ->
     if path.is_file():
         state.profile = Profile.from_dict(read_json(path))
         return True
-    log(f"profiling the original {state.task.source} ...")
+    log(f"profiling the original {state.task.source} ..." if not state.config.bundle else
+        f"the original's profile: from {state.config.out / 'bundles' / '00'}")
     result = judge(state.task, [], state.config.out / "bundles" / "00", True)
     if result is None:
         state.pending_bundle = state.config.out / "bundles" / "00"
@@ -216,7 +216,7 @@ def make_attempt(state: LoopState, number: int, index: int, completion: Completi
     timing = {side: (verdict.get(f"{side}_timing") or {}).get("median_ms") for side in ("baseline", "candidate")}
     return AttemptRecord(
         task=task.name, target=task.target, language=task.language, kernel=task.kernel, pattern=task.pattern or "",
-        bottleneck=state.focus, model=state.model or _model_of(state, number), prompt_version=prompt.PROMPT_VERSION,
+        bottleneck=state.focus, model=_model_of(state, number), prompt_version=prompt.PROMPT_VERSION,
         sources=",".join(state.config.sources), system=messages[0]["content"] if messages else "",
         prompt=messages[-1]["content"] if messages else "", completion=completion.text, code=answer.code,
         round=number, candidate=index, prompt_tokens=completion.prompt_tokens,
