@@ -140,6 +140,16 @@ def _run_optimize(config: Any) -> int:
     return run_optimize(config)
 
 
+def _train_config() -> type:
+    from training.config import TrainConfig
+    return TrainConfig
+
+
+def _run_train(config: Any) -> int:
+    from training.commands import run_train
+    return run_train(config)
+
+
 def _serve_config() -> type:
     from inference.config import ServeConfig
     return ServeConfig
@@ -164,6 +174,8 @@ SUBCOMMANDS = {
                    "reasons", _validate_config, _run_validate),
         Subcommand("optimize", "optimise a task with a local model: profile, diagnose, prompt, validate every "
                    "candidate, feed back, keep the best proven one", _optimize_config, _run_optimize),
+        Subcommand("train", "fine-tune a model with LoRA on a dataset's pairs (sft) or on the optimisation loop's "
+                   "preference pairs (dpo)", _train_config, _run_train),
         Subcommand("serve", "serve a model (and LoRA adapters) with vLLM's OpenAI-compatible server",
                    _serve_config, _run_serve),
         Subcommand("synth patterns", "generate pattern-catalogue tasks, check each through the pipeline, keep the "

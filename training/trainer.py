@@ -1,0 +1,165 @@
+"""`perfforge train`: LoRA fine-tuning with peft and trl (SFTTrainer, or DPOTrainer for preference pairs).
+
+    OUT/splits.json        which groups (patterns, repositories) went to train and to eval, and the counts
+    OUT/checkpoints/       trl's checkpoints: a rerun resumes from the last one
+    OUT/adapter/           the LoRA adapter (peft format: `perfforge serve --lora NAME=OUT/adapter` serves it)
+    OUT/merged/            with --merge: base model + adapter as one model directory
+    OUT/metrics.json       losses (first and last logged, eval), steps, tokens per second, the settings
+
+The model trains in fp32 on the CPU and in bf16 on a GPU that has it (precision auto); gradient checkpointing is
+on for GPUs. Completion-only loss: trl masks the prompt tokens of prompt/completion datasets (STACK.md: verified
+with trl 1.16). Multi-GPU: `accelerate launch -m perfforge.cli train ...` (docs/training.md).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from inference.models import resolve_model
+from perfforge.errors import PerfforgeError
+from perfforge.io import write_json
+from training.config import TrainConfig
+from training.examples import Example, load_examples
+from training.splits import assign_splits, split
+
+
+def lora_config(config: TrainConfig) -> Any:
+    """Our LoRA fields as peft's LoraConfig (the one place they are translated)."""
+    from peft import LoraConfig
+
+    targets = config.lora_target_modules
+    modules: str | list[str] = targets if targets == "all-linear" else [m.strip() for m in targets.split(",")]
+    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                      target_modules=modules, task_type="CAUSAL_LM")
+
+
+def precision_flags(config: TrainConfig) -> dict[str, Any]:
+    """bf16/fp16, gradient checkpointing and use_cpu for trl's config, from the precision and the machine."""
+    import torch
+
+    gpu = torch.cuda.is_available()
+    precision = config.precision
+    if precision == "auto":
+        precision = "bf16" if gpu and torch.cuda.is_bf16_supported() else "fp32"
+    if precision in ("bf16", "fp16") and not gpu:
+        raise PerfforgeError(f"--precision {precision} needs a GPU; on the CPU use fp32 (or auto)")
+    checkpointing = gpu if config.gradient_checkpointing is None else config.gradient_checkpointing
+    return {"bf16": precision == "bf16", "fp16": precision == "fp16", "use_cpu": not gpu,
+            "gradient_checkpointing": checkpointing}
+
+
+def trainer_args(config: TrainConfig, has_eval: bool) -> Any:
+    """trl's SFTConfig or DPOConfig from our fields."""
+    from trl import DPOConfig, SFTConfig
+
+    common = dict(output_dir=str(config.out / "checkpoints"), max_steps=config.max_steps,
+                  num_train_epochs=config.epochs, learning_rate=config.learning_rate,
+                  per_device_train_batch_size=config.batch_size, per_device_eval_batch_size=config.batch_size,
+                  gradient_accumulation_steps=config.gradient_accumulation, logging_steps=config.logging_steps,
+                  save_steps=config.save_steps, save_total_limit=2, seed=config.seed, report_to="none",
+                  max_length=config.max_length, eval_strategy="no", include_num_input_tokens_seen="all",
+                  **precision_flags(config))
+    if config.method == "dpo":
+        return DPOConfig(beta=config.beta, **common)
+    return SFTConfig(packing=config.packing, completion_only_loss=True, **common)
+
+
+def prepare(config: TrainConfig) -> tuple[list[Example], list[Example], dict[str, Any]]:
+    """The examples, split by group; the split's description (written to splits.json)."""
+    examples = load_examples(config.data, method=config.method, sources=config.sources,
+                             token_budget=config.token_budget, max_code_chars=config.max_code_chars)
+    assignment = assign_splits(examples, eval_fraction=config.eval_fraction, holdout=config.holdout,
+                               seed=config.split_seed)
+    train, held = split(examples, assignment)
+    if not train:
+        raise PerfforgeError(f"every one of the {len(examples)} examples fell in the eval split; lower "
+                             "--eval-fraction or hold out fewer groups")
+    description = {"groups": dict(sorted(assignment.items())), "train_examples": len(train),
+                   "eval_examples": len(held), "eval_fraction": config.eval_fraction, "holdout": config.holdout,
+                   "split_seed": config.split_seed}
+    return train, held, description
+
+
+def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a print-like callable)
+    """Train (or resume), save the adapter (and the merged model), and return the metrics written."""
+    import datasets
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.trainer_utils import get_last_checkpoint
+
+    train_examples, eval_examples, description = prepare(config)
+    write_json(config.out / "splits.json", description)
+    log(f"{description['train_examples']} training and {description['eval_examples']} eval examples "
+        f"({sum(v == 'eval' for v in description['groups'].values())} of {len(description['groups'])} groups "
+        "held out)")
+    model_dir = resolve_model(config.base_model)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    train_set = datasets.Dataset.from_list([e.row() for e in train_examples])
+    eval_set = datasets.Dataset.from_list([e.row() for e in eval_examples]) if eval_examples else None
+    trainer = _trainer(config, model, tokenizer, train_set, eval_set)
+    checkpoints = config.out / "checkpoints"
+    resume = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    if resume:
+        log(f"resuming from {resume}")
+    started = time.monotonic()
+    result = trainer.train(resume_from_checkpoint=resume)
+    seconds = time.monotonic() - started
+    metrics = _metrics(config, trainer, result, seconds, eval_set, str(model_dir))
+    _save_adapter(trainer, config.out / "adapter")
+    if config.merge:
+        _save_merged(trainer, tokenizer, config.out / "merged")
+    write_json(config.out / "metrics.json", metrics)
+    return metrics
+
+
+def _trainer(config: TrainConfig, model: Any, tokenizer: Any, train_set: Any, eval_set: Any) -> Any:
+    from trl import DPOTrainer, SFTTrainer
+
+    cls = DPOTrainer if config.method == "dpo" else SFTTrainer
+    return cls(model=model, args=trainer_args(config, eval_set is not None), train_dataset=train_set,
+               eval_dataset=eval_set, processing_class=tokenizer, peft_config=lora_config(config))
+
+
+def _metrics(config: TrainConfig, trainer: Any, result: Any, seconds: float, eval_set: Any,
+             model_dir: str) -> dict[str, Any]:
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    metrics: dict[str, Any] = {
+        "method": config.method, "base_model": model_dir, "steps": trainer.state.global_step,
+        "train_loss": result.training_loss, "first_logged_loss": losses[0] if losses else None,
+        "last_logged_loss": losses[-1] if losses else None, "losses": losses,
+        "train_seconds": round(seconds, 3),
+        "train_samples_per_second": (result.metrics or {}).get("train_samples_per_second"),
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
+    }
+    tokens = getattr(trainer.state, "num_input_tokens_seen", 0)
+    metrics["train_tokens"] = tokens
+    metrics["train_tokens_per_second"] = round(tokens / max(seconds, 1e-9), 1) if tokens else None
+    if eval_set is not None:
+        metrics["eval_loss"] = trainer.evaluate().get("eval_loss")
+    metrics["settings"]["data"] = [str(p) for p in config.data]
+    return metrics
+
+
+def _save_adapter(trainer: Any, target: Path) -> None:
+    """The adapter, written beside and renamed into place (a crash never leaves half an adapter)."""
+    staging = target.with_name(target.name + ".incomplete")
+    shutil.rmtree(staging, ignore_errors=True)
+    trainer.model.save_pretrained(str(staging))
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+
+
+def _save_merged(trainer: Any, tokenizer: Any, target: Path) -> None:
+    staging = target.with_name(target.name + ".incomplete")
+    shutil.rmtree(staging, ignore_errors=True)
+    merged = trainer.model.merge_and_unload()
+    merged.save_pretrained(str(staging))
+    tokenizer.save_pretrained(str(staging))
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
