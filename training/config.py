@@ -1,7 +1,7 @@
 """Options of `perfforge train`: one dataclass, mirrored by the command line and a YAML file (perfforge.config).
 
-Our LoRA fields become peft's LoraConfig in one place (training.lora.lora_config); the trainer fields become
-trl's SFTConfig / DPOConfig in training.sft.trainer_args. Defaults suit a CPU (fp32, no gradient checkpointing,
+Our LoRA fields become peft's LoraConfig in one place (training.trainer.lora_config); the trainer fields become
+trl's SFTConfig / DPOConfig in training.trainer.trainer_args. Defaults suit a CPU (fp32, no gradient checkpointing,
 STACK.md: trl's own defaults fail there); on a GPU `precision: auto` turns on bf16.
 """
 

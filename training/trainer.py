@@ -52,8 +52,8 @@ def precision_flags(config: TrainConfig) -> dict[str, Any]:
             "gradient_checkpointing": checkpointing}
 
 
-def trainer_args(config: TrainConfig, has_eval: bool) -> Any:
-    """trl's SFTConfig or DPOConfig from our fields."""
+def trainer_args(config: TrainConfig) -> Any:
+    """trl's SFTConfig or DPOConfig from our fields (the eval split is evaluated once, after training)."""
     from trl import DPOConfig, SFTConfig
 
     common = dict(output_dir=str(config.out / "checkpoints"), max_steps=config.max_steps,
@@ -99,7 +99,7 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=_load_dtype(config))
     train_set = datasets.Dataset.from_list([e.row() for e in train_examples])
     eval_set = datasets.Dataset.from_list([e.row() for e in eval_examples]) if eval_examples else None
     trainer = _trainer(config, model, tokenizer, train_set, eval_set)
@@ -118,11 +118,20 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     return metrics
 
 
+def _load_dtype(config: TrainConfig) -> Any:
+    """The weights' dtype: fp32 unless training in bf16/fp16 (a bf16 checkpoint would otherwise keep bf16 weights
+    on the CPU, where precision auto means fp32)."""
+    import torch
+
+    flags = precision_flags(config)
+    return torch.bfloat16 if flags["bf16"] else torch.float16 if flags["fp16"] else torch.float32
+
+
 def _trainer(config: TrainConfig, model: Any, tokenizer: Any, train_set: Any, eval_set: Any) -> Any:
     from trl import DPOTrainer, SFTTrainer
 
     cls = DPOTrainer if config.method == "dpo" else SFTTrainer
-    return cls(model=model, args=trainer_args(config, eval_set is not None), train_dataset=train_set,
+    return cls(model=model, args=trainer_args(config), train_dataset=train_set,
                eval_dataset=eval_set, processing_class=tokenizer, peft_config=lora_config(config))
 
 
@@ -137,7 +146,8 @@ def _metrics(config: TrainConfig, trainer: Any, result: Any, seconds: float, eva
         "train_samples_per_second": (result.metrics or {}).get("train_samples_per_second"),
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
     }
-    tokens = getattr(trainer.state, "num_input_tokens_seen", 0)
+    # after a resume the counter includes the earlier session's tokens; this session's rate uses its own
+    tokens = getattr(trainer.state, "num_input_tokens_seen", 0) - getattr(trainer, "_initial_num_input_tokens_seen", 0)
     metrics["train_tokens"] = tokens
     metrics["train_tokens_per_second"] = round(tokens / max(seconds, 1e-9), 1) if tokens else None
     if eval_set is not None:
