@@ -79,6 +79,12 @@ class TrainConfig:
                      "save_steps", "token_budget"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+        if not 0.0 <= self.lora_dropout < 1.0:
+            raise ConfigError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout}")
+        if self.learning_rate <= 0:
+            raise ConfigError(f"--learning-rate must be above 0, got {self.learning_rate}")
+        if self.max_steps == -1 and self.epochs <= 0:
+            raise ConfigError(f"--epochs must be above 0 (or give --max-steps), got {self.epochs}")
         if self.max_steps == 0 or self.max_steps < -1:
             raise ConfigError("--max-steps must be a positive number of steps, or -1 to train by --epochs")
         parse_sources(self.sources)

@@ -71,9 +71,14 @@ def dataset_files(paths: list[Path]) -> list[Path]:
 
 def read_rows(path: Path) -> tuple[str, list[dict[str, Any]]]:
     """("pairs" or "attempts", the rows) of one parquet file."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetError(f"{path} is not a readable parquet file ({str(exc).splitlines()[0]}); give a "
+                           "pairs.parquet or an attempts.parquet written by perfforge") from None
     columns = set(table.column_names)
     if {"function_before", "file_after"} <= columns:
         return "pairs", table.to_pylist()
@@ -97,7 +102,7 @@ def pair_example(row: dict[str, Any], *, sources: list[str], token_budget: int, 
                                      focus=profile.diagnoses[0].name if profile and profile.diagnoses else "")
     answer = prompt.completion_text(after, language=row["language"], hypothesis=_hypothesis(row),
                                     evidence=_evidence(row, profile))
-    return Example(group=_group(row.get("pattern", ""), row["repo"]), dedup_key=_dedup_key(before),
+    return Example(group=_group(row.get("pattern", ""), row["repo"]), dedup_key=_dedup_key(before, row["language"]),
                    prompt=messages, completion=[{"role": "assistant", "content": answer}])
 
 
@@ -138,7 +143,7 @@ def preference_examples(rows: list[dict[str, Any]]) -> list[Example]:
                       key=lambda r: -r["speedup"])
         for win in wins:
             worse = [r for r in candidates if r["status"] in REJECTED_STATUSES]
-            worse += [r for r in wins if r["speedup"] * MIN_PREFERENCE_RATIO <= win["speedup"]]
+            worse += [r for r in wins if r["speedup"] * MIN_PREFERENCE_RATIO <= win["speedup"] * (1 + 1e-9)]
             for loser in worse:
                 examples.append(Example(group=_group(win["pattern"], win["task"]), dedup_key=_attempt_key(win),
                                         prompt=_attempt_prompt(win),
@@ -160,8 +165,8 @@ def _group(pattern: str, repo: str) -> str:
     return f"pattern:{pattern}" if pattern else f"repo:{repo}"
 
 
-def _dedup_key(code: str) -> str:
-    return hashlib.sha256(normalise_code(code).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+def _dedup_key(code: str, language: str) -> str:
+    return hashlib.sha256(normalise_code(code, language).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def load_examples(paths: list[Path], *, method: str, sources: list[str], token_budget: int,

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from inference.models import resolve_model
-from perfforge.errors import PerfforgeError
-from perfforge.io import write_json
+from perfforge.errors import ConfigError, PerfforgeError
+from perfforge.io import read_json, write_json
 from training.config import TrainConfig
 from training.examples import Example, load_examples
 from training.splits import assign_splits, split
@@ -102,11 +102,17 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=_load_dtype(config))
     train_set = datasets.Dataset.from_list([e.row() for e in train_examples])
     eval_set = datasets.Dataset.from_list([e.row() for e in eval_examples]) if eval_examples else None
-    trainer = _trainer(config, model, tokenizer, train_set, eval_set)
     checkpoints = config.out / "checkpoints"
     resume = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
     if resume:
         log(f"resuming from {resume}")
+        if _finished(config, Path(resume)):
+            log(f"already trained to --max-steps {config.max_steps}: nothing to do")
+            return read_json(config.out / "metrics.json")
+    trainer = _trainer(config, model, tokenizer, train_set, eval_set)
+    if len(trainer.train_dataset) == 0:
+        raise PerfforgeError(f"no training example fits --max-length {config.max_length} tokens (trl drops "
+                             "examples whose prompt alone fills it); raise --max-length")
     started = time.monotonic()
     result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.monotonic() - started
@@ -116,6 +122,14 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
         _save_merged(trainer, tokenizer, config.out / "merged")
     write_json(config.out / "metrics.json", metrics)
     return metrics
+
+
+def _finished(config: TrainConfig, checkpoint: Path) -> bool:
+    """A rerun of a finished command: its last checkpoint reached --max-steps and its outputs are written."""
+    state = checkpoint / "trainer_state.json"
+    if config.max_steps < 1 or not state.is_file() or not (config.out / "metrics.json").is_file():
+        return False
+    return read_json(state).get("global_step", 0) >= config.max_steps and (config.out / "adapter").is_dir()
 
 
 def _load_dtype(config: TrainConfig) -> Any:
@@ -131,8 +145,13 @@ def _trainer(config: TrainConfig, model: Any, tokenizer: Any, train_set: Any, ev
     from trl import DPOTrainer, SFTTrainer
 
     cls = DPOTrainer if config.method == "dpo" else SFTTrainer
-    return cls(model=model, args=trainer_args(config), train_dataset=train_set,
-               eval_dataset=eval_set, processing_class=tokenizer, peft_config=lora_config(config))
+    try:
+        return cls(model=model, args=trainer_args(config), train_dataset=train_set,
+                   eval_dataset=eval_set, processing_class=tokenizer, peft_config=lora_config(config))
+    except ValueError as exc:  # peft's NoMatchingPeftModuleError is one: no module of the model matches
+        if "target_module" not in str(exc).lower() and "target module" not in str(exc).lower():
+            raise
+        raise ConfigError(f"--lora-target-modules {config.lora_target_modules}: {str(exc).splitlines()[0]}") from None
 
 
 def _metrics(config: TrainConfig, trainer: Any, result: Any, seconds: float, eval_set: Any,

@@ -1,5 +1,6 @@
 """`perfforge serve` for real: vLLM's OpenAI server on a tiny random chat model built here (tiny_model.py), with a
-LoRA adapter served beside it and one loaded at run time, and `perfforge optimize` driven against it end to end.
+LoRA adapter trained by `perfforge train` served beside it and loaded again at run time, and `perfforge optimize`
+driven against it end to end.
 
 One server serves every test of the module (a start costs ~30 s and ~4 GB on the CPU). Nothing is downloaded.
 """
@@ -23,6 +24,7 @@ from perfforge.io import read_json
 from perfforge.llm_client import ChatClient
 from tests.inference.tiny_model import build_tiny_chat_model
 from tests.profiling.conftest import write_task
+from tests.training.conftest import write_pairs
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
                                 reason="vllm is not installed: the OpenAI server under test is vLLM's")
@@ -31,6 +33,7 @@ NAME = "tiny"  # the base model's served name
 ADAPTER = "tiny-lora"  # the adapter served from the start
 LATE = "late"  # the same adapter, loaded while the server runs
 GREEDY_TOKENS = 16
+LORA_RANK = 8  # the adapter's rank, and the server's max_lora_rank
 MESSAGES = [{"role": "system", "content": "You are a performance engineer."},
             {"role": "user", "content": "Make this loop faster:\n```c\nfor (int j = 0; j < n; j++) s += a[j];\n```"}]
 # Every status an attempt may carry: the verdict's (profiling.verdict.Status) or the loop's "unparsable".
@@ -51,30 +54,28 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_lora(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A peft LoRA adapter (r=8 on q_proj and v_proj) whose B matrices are random, so it changes the outputs."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    directory = tmp_path_factory.mktemp("tiny-lora") / "adapter"
-    base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
-    model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj"],
-                                            task_type="CAUSAL_LM"))
-    generator = torch.Generator().manual_seed(7)
-    with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if "lora_B" in name:  # peft starts B at zero: the adapter would be the identity
-                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.5)
-    model.save_pretrained(directory)
-    return directory
+    """A LoRA adapter (r=8 on q_proj and v_proj, within the server's max_lora_rank) trained by `perfforge train` on
+    the hand-written pairs of tests/training: a few SFT steps at a learning rate high enough that the adapter
+    changes the greedy output (peft starts B at zero; a gentle run would leave the answer as the base's)."""
+    root = tmp_path_factory.mktemp("tiny-lora")
+    pairs = write_pairs(root / "data" / "pairs.parquet")
+    out = root / "train"
+    code = main(["train", str(pairs), "--base-model", str(tiny_model), "--out", str(out), "--max-steps", "6",
+                 "--batch-size", "2", "--learning-rate", "2e-2", "--max-length", "512", "--lora-r", str(LORA_RANK),
+                 "--lora-target-modules", "q_proj,v_proj", "--eval-fraction", "0", "--logging-steps", "3",
+                 "--save-steps", "100"])
+    assert code == 0
+    config = read_json(out / "adapter" / "adapter_config.json")
+    assert config["r"] == LORA_RANK and sorted(config["target_modules"]) == ["q_proj", "v_proj"]
+    return out / "adapter"
 
 
 @pytest.fixture(scope="module")
 def server(tiny_model: Path, tiny_lora: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The module's one server: the tiny model, the adapter served beside it, and run-time loading allowed."""
     config = ServeConfig(model=str(tiny_model), served_model_name=NAME, port=free_port(),
-                         lora=[f"{ADAPTER}={tiny_lora}"], runtime_lora=True, max_lora_rank=8, max_model_len=1024,
-                         dtype="float32", kv_cache_gib=1, startup_timeout_s=300)
+                         lora=[f"{ADAPTER}={tiny_lora}"], runtime_lora=True, max_lora_rank=LORA_RANK,
+                         max_model_len=1024, dtype="float32", kv_cache_gib=1, startup_timeout_s=300)
     config.validate()
     with pytest.MonkeyPatch.context() as patch:
         # vLLM CPU binds its worker to one core of its choosing (core 0 here, whatever else runs there); a second

@@ -1,0 +1,355 @@
+"""`perfforge train` for real on the CPU: trl's SFTTrainer and DPOTrainer with a peft LoRA on the tiny chat model of
+tests/inference (built here, never downloaded), resumption from checkpoints, the adapter and the merged model, and
+the GRPO reward that runs the pipeline on a small CPU task.
+
+Each training run takes seconds; the SFT run that several tests read is made once per module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perfforge.cli import main
+from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
+from tests.training.conftest import write_attempts, write_pairs
+
+SFT_FLAGS = ["--max-steps", "12", "--learning-rate", "5e-3", "--batch-size", "4", "--logging-steps", "2",
+             "--save-steps", "6", "--max-length", "512", "--lora-target-modules", "q_proj,v_proj", "--merge"]
+PROMPT = [{"role": "system", "content": "You are a performance engineer."},
+          {"role": "user", "content": "Target: cpu (c). File: kernel.c. Kernel: matvec.\n\nThe file kernel.c:\n"
+                                      "```c\nvoid matvec(int n, const float *m, const float *w, float *out);\n```"}]
+GREEDY_TOKENS = 8
+
+
+def invoke(argv: list[str]) -> tuple[int, str, str]:
+    """`perfforge ARGV` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("perfforge: error:")]
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def sft_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The brief SFT run of the module: 12 steps on the 12 hand-written pairs, adapter and merged model."""
+    root = tmp_path_factory.mktemp("sft")
+    pairs = write_pairs(root / "data" / "pairs.parquet")
+    out = root / "out"
+    code, stdout, stderr = invoke(["train", str(pairs), "--base-model", str(tiny_model), "--out", str(out),
+                                   *SFT_FLAGS])
+    return {"code": code, "stdout": stdout, "stderr": stderr, "out": out, "pairs": pairs}
+
+
+def greedy_ids(model: Any, tokenizer: Any) -> list[int]:
+    import torch
+
+    ids = tokenizer.apply_chat_template(PROMPT, add_generation_prompt=True, return_tensors="pt",
+                                        return_dict=True)["input_ids"]
+    with torch.no_grad():
+        output = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=GREEDY_TOKENS,
+                                min_new_tokens=GREEDY_TOKENS, do_sample=False)
+    return output[0, ids.shape[1]:].tolist()
+
+
+# --- SFT -----------------------------------------------------------------------------------------------------------
+
+
+def test_sft_through_the_cli_lowers_the_loss(sft_run: dict[str, Any]) -> None:
+    assert sft_run["code"] == 0, sft_run["stderr"][-3000:]
+    metrics = read_json(sft_run["out"] / "metrics.json")
+    assert metrics["method"] == "sft" and metrics["steps"] == 12
+    assert len(metrics["losses"]) == 12 // 2
+    assert metrics["first_logged_loss"] == metrics["losses"][0] and metrics["last_logged_loss"] == metrics["losses"][-1]
+    assert metrics["last_logged_loss"] < metrics["first_logged_loss"]
+    assert all(math.isfinite(loss) for loss in metrics["losses"])
+    assert metrics["eval_loss"] is not None and math.isfinite(metrics["eval_loss"])
+    assert metrics["train_tokens"] > 0 and metrics["train_tokens_per_second"] > 0
+    assert metrics["settings"]["learning_rate"] == 5e-3 and metrics["settings"]["data"] == [str(sft_run["pairs"])]
+    assert "resuming from" not in sft_run["stderr"]
+    # the summary line and where everything is
+    stdout = sft_run["stdout"]
+    assert any(line.startswith("sft: 12 steps in ") for line in stdout.splitlines())
+    assert f"loss {metrics['first_logged_loss']:.4f} -> {metrics['last_logged_loss']:.4f}" in stdout
+    for name in ("adapter", "merged", "metrics.json", "splits.json"):
+        assert f"{name:>12}: {sft_run['out'] / name}" in stdout
+
+
+def test_sft_writes_the_split(sft_run: dict[str, Any]) -> None:
+    splits = read_json(sft_run["out"] / "splits.json")
+    groups = splits["groups"]
+    assert set(groups) == {"pattern:cpu/matvec_colwalk", "pattern:cpu/loop_interchange", "pattern:cpu/sum_unroll",
+                           "pattern:cpu/strided_copy", "repo:alice/blas", "repo:bob/stencil"}
+    assert set(groups.values()) == {"train", "eval"}
+    held = sum(side == "eval" for side in groups.values())
+    # every group holds two pairs
+    assert splits["eval_examples"] == 2 * held > 0
+    assert splits["train_examples"] == 12 - splits["eval_examples"]
+    assert splits["eval_fraction"] == 0.2 and splits["holdout"] == [] and splits["split_seed"] == 0
+    assert f"{splits['train_examples']} training and {splits['eval_examples']} eval examples" in sft_run["stderr"]
+
+
+def test_sft_adapter_loads_with_peft_and_equals_the_merged_model(sft_run: dict[str, Any], tiny_model: Path) -> None:
+    import torch
+    from peft import PeftModel
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    adapter, merged_dir = sft_run["out"] / "adapter", sft_run["out"] / "merged"
+    assert not (sft_run["out"] / "adapter.incomplete").exists()
+    assert not (sft_run["out"] / "merged.incomplete").exists()
+    config = read_json(adapter / "adapter_config.json")
+    assert config["r"] == 8 and config["lora_alpha"] == 16
+    assert sorted(config["target_modules"]) == ["q_proj", "v_proj"]
+    weights = load_file(adapter / "adapter_model.safetensors")
+    lora_b = [tensor for name, tensor in weights.items() if "lora_B" in name]
+    assert len(lora_b) == 2 * 2  # 2 layers x (q_proj, v_proj)
+    assert all(tensor.abs().max() > 0 for tensor in lora_b)  # peft starts B at zero: training moved it
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
+    peft_model = PeftModel.from_pretrained(base, adapter).eval()
+    merged = AutoModelForCausalLM.from_pretrained(merged_dir, dtype=torch.float32).eval()
+    assert not any("lora" in name for name, _ in merged.named_parameters())
+    assert AutoTokenizer.from_pretrained(merged_dir).chat_template == tokenizer.chat_template
+    adapter_ids, merged_ids = greedy_ids(peft_model, tokenizer), greedy_ids(merged, tokenizer)
+    assert len(adapter_ids) == GREEDY_TOKENS
+    assert adapter_ids == merged_ids
+
+
+def test_the_same_command_with_more_steps_resumes_from_the_last_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
+    """Run 6 steps (checkpoints every 3), then the same command asking for 9: it goes on from checkpoint-6."""
+    pairs = write_pairs(tmp_path / "pairs.parquet")
+    out = tmp_path / "out"
+    argv = ["train", str(pairs), "--base-model", str(tiny_model), "--out", str(out), "--batch-size", "1",
+            "--max-length", "512", "--logging-steps", "3", "--save-steps", "3", "--lora-target-modules",
+            "q_proj,v_proj", "--learning-rate", "5e-3"]
+    code, _, stderr = invoke([*argv, "--max-steps", "6"])
+    assert code == 0, stderr[-3000:]
+    assert "resuming from" not in stderr
+    assert read_json(out / "metrics.json")["steps"] == 6
+    assert sorted(p.name for p in (out / "checkpoints").iterdir() if p.is_dir()) == ["checkpoint-3", "checkpoint-6"]
+    first_adapter = (out / "adapter" / "adapter_model.safetensors").read_bytes()
+
+    code, _, stderr = invoke([*argv, "--max-steps", "9"])
+    assert code == 0, stderr[-3000:]
+    resumed = [line for line in stderr.splitlines() if line.startswith("resuming from")]
+    assert resumed == [f"resuming from {out / 'checkpoints' / 'checkpoint-6'}"]
+    metrics = read_json(out / "metrics.json")
+    assert metrics["steps"] == 9
+    state = read_json(out / "checkpoints" / "checkpoint-9" / "trainer_state.json")
+    assert state["global_step"] == 9
+    assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [3, 6, 9]
+    assert (out / "adapter" / "adapter_model.safetensors").read_bytes() != first_adapter
+
+
+def test_a_resumed_run_reports_the_token_rate_of_its_own_steps(tiny_model: Path, tmp_path: Path) -> None:
+    pairs = write_pairs(tmp_path / "pairs.parquet")
+    out = tmp_path / "out"
+    argv = ["train", str(pairs), "--base-model", str(tiny_model), "--out", str(out), "--batch-size", "1",
+            "--max-length", "512", "--logging-steps", "2", "--save-steps", "2", "--lora-target-modules", "q_proj"]
+    code, _, stderr = invoke([*argv, "--max-steps", "2"])
+    assert code == 0, stderr[-3000:]
+    first = read_json(out / "metrics.json")
+    code, _, stderr = invoke([*argv, "--max-steps", "4"])
+    assert code == 0 and "resuming from" in stderr, stderr[-3000:]
+    metrics = read_json(out / "metrics.json")
+    seen = {step: read_json(out / "checkpoints" / f"checkpoint-{step}" / "trainer_state.json")["num_input_tokens_seen"]
+            for step in (2, 4)}
+    assert first["train_tokens"] == seen[2] > 0
+    # this session's tokens (steps 3 and 4), not the counter restored from the checkpoint, over its seconds
+    assert metrics["train_tokens"] == seen[4] - seen[2] > 0
+    assert metrics["train_tokens_per_second"] == pytest.approx(metrics["train_tokens"] / metrics["train_seconds"],
+                                                               rel=0.01)
+
+
+def test_rerunning_a_finished_command_trains_no_further(tiny_model: Path, tmp_path: Path) -> None:
+    pairs = write_pairs(tmp_path / "pairs.parquet")
+    out = tmp_path / "out"
+    # 8 training examples, batch 1: step 2 ends mid-epoch
+    argv = ["train", str(pairs), "--base-model", str(tiny_model), "--out", str(out), "--batch-size", "1",
+            "--max-length", "512", "--logging-steps", "1", "--save-steps", "2", "--lora-target-modules", "q_proj",
+            "--max-steps", "2"]
+    assert invoke(argv)[0] == 0
+    adapter = (out / "adapter" / "adapter_model.safetensors").read_bytes()
+    code, _, stderr = invoke(argv)
+    assert code == 0 and f"resuming from {out / 'checkpoints' / 'checkpoint-2'}" in stderr, stderr[-3000:]
+    assert read_json(out / "metrics.json")["steps"] == 2
+    assert not (out / "checkpoints" / "checkpoint-3").exists()
+    assert (out / "adapter" / "adapter_model.safetensors").read_bytes() == adapter
+
+
+def test_a_max_length_shorter_than_every_prompt_is_one_error_line(tiny_model: Path, tmp_path: Path) -> None:
+    pairs = write_pairs(tmp_path / "pairs.parquet")
+    code, _, stderr = invoke(["train", str(pairs), "--base-model", str(tiny_model), "--out", str(tmp_path / "out"),
+                              "--max-steps", "1", "--max-length", "64"])
+    assert code == 2
+    [line] = error_lines(stderr)
+    assert "--max-length" in line
+
+
+# --- DPO -----------------------------------------------------------------------------------------------------------
+
+
+def test_dpo_on_attempts_trains_and_writes_an_adapter(tiny_model: Path, tmp_path: Path) -> None:
+    attempts = write_attempts(tmp_path / "run" / "attempts.parquet")
+    out = tmp_path / "out"
+    code, stdout, stderr = invoke(["train", str(attempts.parent), "--method", "dpo", "--base-model", str(tiny_model),
+                                   "--out", str(out), "--max-steps", "2", "--batch-size", "2", "--logging-steps",
+                                   "1", "--max-length", "512", "--lora-target-modules", "q_proj,v_proj"])
+    assert code == 0, stderr[-3000:]
+    metrics = read_json(out / "metrics.json")
+    assert metrics["method"] == "dpo" and metrics["steps"] == 2
+    # the policy starts as the reference (LoRA B is zero): the first DPO loss is -log sigmoid(0) = log 2
+    assert metrics["first_logged_loss"] == pytest.approx(math.log(2), abs=1e-3)
+    assert all(math.isfinite(loss) for loss in metrics["losses"])
+    assert (out / "adapter" / "adapter_config.json").is_file()
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    assert not (out / "merged").exists()
+    splits = read_json(out / "splits.json")
+    assert splits["train_examples"] + splits["eval_examples"] == 12  # the preference pairs of the two prompts
+    assert set(splits["groups"]) == {"pattern:cpu/matvec_colwalk", "repo:sum_rows"}
+    assert any(line.startswith("dpo: 2 steps in ") for line in stdout.splitlines())
+
+
+def test_dpo_on_pairs_only_is_one_error_line(tiny_model: Path, tmp_path: Path) -> None:
+    pairs = write_pairs(tmp_path / "pairs.parquet")
+    out = tmp_path / "out"
+    code, stdout, stderr = invoke(["train", str(pairs), "--method", "dpo", "--base-model", str(tiny_model),
+                                   "--out", str(out), "--max-steps", "2"])
+    assert code == 2 and stdout == ""
+    [line] = error_lines(stderr)
+    assert stderr.strip().splitlines() == [line]
+    assert "preference pairs" in line and str(pairs) in line
+    assert not (out / "adapter").exists()
+
+
+# --- errors a user can fix -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--method", "ppo"], "--method must be one of sft, dpo, got 'ppo'"),
+    (["--precision", "bf16"], "--precision bf16 needs a GPU"),
+    (["--precision", "fp8"], "--precision must be one of auto, fp32, bf16, fp16"),
+    (["--max-steps", "0"], "--max-steps must be a positive number of steps"),
+    (["--lora-r", "0"], "--lora-r must be at least 1"),
+    (["--eval-fraction", "1"], "--eval-fraction must be in [0, 1)"),
+    (["--sources", "everything"], "everything"),
+    (["--holdout", "cpu/matvec_colwalk", "cpu/loop_interchange", "cpu/sum_unroll", "cpu/strided_copy",
+      "alice/blas", "bob/stencil"], "every one of the 12 examples fell in the eval split"),
+])
+def test_config_errors_are_one_line_and_exit_2(tiny_model: Path, tmp_path: Path, flags: list[str],
+                                               message: str) -> None:
+    pairs = write_pairs(tmp_path / "pairs.parquet")
+    code, stdout, stderr = invoke(["train", str(pairs), "--base-model", str(tiny_model), "--out",
+                                   str(tmp_path / "out"), "--max-steps", "1", *flags])
+    assert code == 2, stderr[-3000:]
+    assert stdout == ""
+    [line] = error_lines(stderr)
+    assert stderr.strip().splitlines()[-1] == line and message in line
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "out" / "adapter").exists()
+
+
+@pytest.mark.parametrize("flags", [["--lora-dropout", "2"], ["--learning-rate", "-1"], ["--epochs", "0"],
+                                   ["--lora-target-modules", "nonexistent_proj"]],
+                         ids=["dropout", "learning_rate", "epochs", "target_modules"])
+def test_unchecked_options_are_one_error_line(tiny_model: Path, tmp_path: Path, flags: list[str]) -> None:
+    pairs = write_pairs(tmp_path / "pairs.parquet")
+    code, _, stderr = invoke(["train", str(pairs), "--base-model", str(tiny_model), "--out", str(tmp_path / "out"),
+                              "--max-length", "512", "--eval-fraction", "0", *flags])
+    assert code == 2
+    [line] = error_lines(stderr)
+    assert flags[0] in line
+    assert not (tmp_path / "out" / "adapter").exists()
+
+
+@pytest.mark.parametrize("case", ["no_data", "missing", "empty_dir", "no_model"])
+def test_data_and_model_errors_are_one_line(tiny_model: Path, tmp_path: Path, case: str) -> None:
+    pairs = write_pairs(tmp_path / "pairs.parquet")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    data, model, message = {
+        "no_data": ([], str(tiny_model), "give at least one dataset"),
+        "missing": ([str(tmp_path / "nowhere.parquet")], str(tiny_model), str(tmp_path / "nowhere.parquet")),
+        "empty_dir": ([str(empty)], str(tiny_model), f"{empty} holds neither pairs.parquet nor attempts.parquet"),
+        "no_model": ([str(pairs)], str(tmp_path), "is not a local model directory"),
+    }[case]
+    code, stdout, stderr = invoke(["train", *data, "--base-model", model, "--out", str(tmp_path / "out")])
+    assert code == 2 and stdout == ""
+    [line] = error_lines(stderr)
+    assert message in line and "Traceback" not in stderr
+
+
+# --- the GRPO reward -----------------------------------------------------------------------------------------------
+
+
+def fenced(code: str) -> str:
+    return f"Hypothesis: walk the matrix by row\nEvidence: cache_miss_bound\n```c\n{code}```\n"
+
+
+def test_pipeline_reward_is_log2_of_the_verified_speedup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import inference.judge
+    from training.reward import PipelineReward
+
+    verdicts: list[dict[str, Any]] = []
+    real_judge = inference.judge.judge_candidates
+
+    def recording_judge(*args: Any, **kwargs: Any) -> dict[str, dict[str, Any]]:  # the real judge, watched
+        results = real_judge(*args, **kwargs)
+        verdicts.extend(result["verdict"] for result in results.values())
+        return results
+
+    monkeypatch.setattr(inference.judge, "judge_candidates", recording_judge)
+    task = write_task(tmp_path / "task", toml=TASK_TOML.replace("timeout_s = 30", "timeout_s = 10"))
+    reward = PipelineReward({"matvec_colwalk": task}, tmp_path / "work")
+    assert reward.__name__ == "pipeline_speedup"
+    wrong = SLOW_C.replace("* w[j];", "* w[j] * 1.5f;")
+    assert wrong != SLOW_C
+    completions = [[{"role": "assistant", "content": fenced(FAST_C)}],  # conversational, as trl passes them
+                   fenced(wrong),  # plain text
+                   [{"role": "assistant", "content": "I would make it faster by thinking harder."}]]
+    scores = reward(prompts=[PROMPT] * 3, completions=completions, task=["matvec_colwalk"] * 3,
+                    completion_ids=[[1]] * 3)
+    assert len(scores) == 3 and all(isinstance(score, float) for score in scores)
+    assert [v["status"] for v in verdicts] == ["improved", "incorrect"]  # garbage never reaches the judge
+    assert verdicts[0]["speedup"] > 1
+    assert scores[0] == pytest.approx(math.log2(verdicts[0]["speedup"])) and scores[0] > 0
+    assert scores[1] == 0.0 and scores[2] == 0.0
+    assert reward.calls == 2
+    # each candidate was written to its own file for the judge, with the task's file name
+    assert (tmp_path / "work" / "candidate-1" / "kernel.c").read_text() == FAST_C
+    assert (tmp_path / "work" / "candidate-2" / "kernel.c").read_text() == wrong
+
+
+@pytest.mark.parametrize(("verdict", "expected"), [
+    ({"status": "improved", "speedup": 2.0}, 1.0),
+    ({"status": "improved", "speedup": 8.0}, 3.0),
+    ({"status": "improved", "speedup": 1.25}, math.log2(1.25)),
+    ({"status": "improved", "speedup": None}, 0.0),
+    ({"status": "improved", "speedup": 0.0}, 0.0),
+    ({"status": "improved", "speedup": 0.8}, 0.0),  # never negative
+    ({"status": "slower", "speedup": 0.5}, 0.0),
+    ({"status": "no_change", "speedup": 1.01}, 0.0),
+    ({"status": "needs_review", "speedup": 50.0}, 0.0),  # implausible gains are not rewarded until reviewed
+    ({"status": "incorrect"}, 0.0),
+    ({}, 0.0),
+])
+def test_reward_of(verdict: dict[str, Any], expected: float) -> None:
+    from training.reward import reward_of
+
+    assert reward_of(verdict) == pytest.approx(expected)
