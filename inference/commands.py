@@ -54,13 +54,13 @@ def run_optimize(config: OptimizeConfig) -> int:
     paths.update(write_report(state, paths))
     print(headline(state))
     if config.apply and state.best is not None:
-        paths.update(_apply(state))
+        _apply(state)
     for name, path in paths.items():
         print(f"{name:>12}: {path}")
     return 0
 
 
-def _apply(state) -> dict[str, Path]:  # noqa: ANN001 (a LoopState; imported lazily with the loop)
+def _apply(state) -> None:  # noqa: ANN001 (a LoopState; imported lazily with the loop)
     from inference.apply import apply_to_branch
     from inference.report import headline
 
@@ -69,7 +69,6 @@ def _apply(state) -> dict[str, Path]:  # noqa: ANN001 (a LoopState; imported laz
                f"Hypothesis: {best.hypothesis or '(none stated)'}\nVerdict: {best.reason.splitlines()[0]}\n")
     root, branch = apply_to_branch(state.task, best.code, message=message, branch=state.config.branch)
     print(f"applied: branch {branch} in {root}")
-    return {}
 
 
 def _claim_out_dir(out: Path, task: Task) -> None:

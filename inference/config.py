@@ -8,9 +8,7 @@ from pathlib import Path
 
 from inference.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from perfforge.errors import ConfigError
-from perfforge.summary import parse_sources
-
-SUMMARY_SOURCES_HELP = "insight sources of the prompt: none, roofline, counters, stalls, all (comma or space separated)"
+from perfforge.summary import SOURCES_HELP, parse_sources
 
 
 @dataclass
@@ -36,7 +34,7 @@ class OptimizeConfig:
     temperature: float = field(default=0.8, metadata={"help": "sampling temperature (0: greedy, one candidate)"})
     max_tokens: int = field(default=2048, metadata={"help": "tokens each candidate may generate"})
     seed: int = field(default=0, metadata={"help": "sampling seed of round 1 (round r uses seed + r - 1)"})
-    sources: list[str] = field(default_factory=lambda: ["all"], metadata={"help": SUMMARY_SOURCES_HELP})
+    sources: list[str] = field(default_factory=lambda: ["all"], metadata={"help": SOURCES_HELP})
     token_budget: int = field(default=400, metadata={"help": "tokens of the profile summary in the prompt"})
     formula: str | None = field(default=None, metadata={
         "help": "the bottleneck (a diagnosis name, see perfforge diagnose) to target; default: the most severe"})

@@ -25,6 +25,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from inference.backends import Backend
 from inference.belief import cited_evidence, counter_deltas, deltas_text, judge_belief
@@ -84,8 +85,8 @@ def optimize(task: Task, config: OptimizeConfig, make_backend: Callable[[], Back
     try:
         for number in range(1, config.rounds + 1):
             directory = round_dir(config.out, number)
-            completions, messages = _round_answers(state, number, directory, backend)
-            if not _judge_round(state, number, directory, completions, messages, judge, log):
+            completions, request = _round_answers(state, number, directory, backend)
+            if not _judge_round(state, number, directory, completions, request, judge, log):
                 return state
             if state.best is not None and not config.keep_going:
                 break
@@ -127,23 +128,22 @@ def choose_focus(profile: Profile | None, formula: str | None, log: Callable[[st
 
 
 def _round_answers(state: LoopState, number: int, directory: Path,
-                   backend: Callable[[], Backend]) -> tuple[list[Completion], list[dict[str, str]]]:
-    """The round's completions and prompt: read back when already asked for, else asked now."""
+                   backend: Callable[[], Backend]) -> tuple[list[Completion], dict[str, Any]]:
+    """The round's completions and its request (messages, sampling settings, model): read back when already
+    asked for, else asked now."""
     answers_path = directory / "completions.json"
     if answers_path.is_file():
-        request = read_json(directory / "request.json")
-        return [Completion(**c) for c in read_json(answers_path)], request["messages"]
+        return [Completion(**c) for c in read_json(answers_path)], read_json(directory / "request.json")
     model = backend()
     config = state.config
     messages = round_messages(state, model.count_tokens())
-    seed = config.seed + number - 1
-    write_json(directory / "request.json", {"messages": messages, "n": config.candidates, "seed": seed,
-                                            "temperature": config.temperature, "max_tokens": config.max_tokens,
-                                            "model": model.describe()})
+    request = {"messages": messages, "n": config.candidates, "seed": config.seed + number - 1,
+               "temperature": config.temperature, "max_tokens": config.max_tokens, "model": model.describe()}
+    write_json(directory / "request.json", request)
     completions = model.generate(messages, n=config.candidates, max_tokens=config.max_tokens,
-                                 temperature=config.temperature, seed=seed)
+                                 temperature=config.temperature, seed=request["seed"])
     write_json(answers_path, [asdict(c) for c in completions])
-    return completions, messages
+    return completions, request
 
 
 def round_messages(state: LoopState, count_tokens: Callable[[str], int] | None = None) -> list[dict[str, str]]:
@@ -163,7 +163,7 @@ def round_messages(state: LoopState, count_tokens: Callable[[str], int] | None =
 
 
 def _judge_round(state: LoopState, number: int, directory: Path, completions: list[Completion],
-                 messages: list[dict[str, str]], judge: Judge, log: Callable[[str], None]) -> bool:
+                 request: dict[str, Any], judge: Judge, log: Callable[[str], None]) -> bool:
     """Judge every candidate of the round that has no attempt yet. False while a bundle is pending."""
     task = state.task
     waiting: list[tuple[str, Path]] = []
@@ -175,7 +175,7 @@ def _judge_round(state: LoopState, number: int, directory: Path, completions: li
         if (directory / name / "attempt.json").is_file():
             continue
         if not answer.ok:
-            _record(state, directory / name, number, index, completion, answer, messages,
+            _record(state, directory / name, number, index, completion, answer, request,
                     Judgement({"status": UNPARSABLE, "reason": f"{answer.problem}; answer with the whole file in "
                                                               "one fenced code block"}), log)
             continue
@@ -190,24 +190,24 @@ def _judge_round(state: LoopState, number: int, directory: Path, completions: li
         judgements, _ = result
         for name, _path in waiting:
             index, completion, answer = answers[name]
-            _record(state, directory / name, number, index, completion, answer, messages, judgements[name], log)
+            _record(state, directory / name, number, index, completion, answer, request, judgements[name], log)
     state.attempts = load_attempts(state.config.out)
     return True
 
 
 def _record(state: LoopState, directory: Path, number: int, index: int, completion: Completion,
-            answer: prompt.Answer, messages: list[dict[str, str]], judgement: Judgement,
+            answer: prompt.Answer, request: dict[str, Any], judgement: Judgement,
             log: Callable[[str], None]) -> None:
-    attempt = make_attempt(state, number, index, completion, answer, messages, judgement)
+    attempt = make_attempt(state, number, index, completion, answer, request, judgement)
     write_json(directory / "attempt.json", asdict(attempt))
     speed = f" {attempt.speedup:.3f}x" if attempt.speedup is not None else ""
     log(f"round {number} candidate {index}: {attempt.status}{speed}: {_first_line(attempt.reason)}")
 
 
 def make_attempt(state: LoopState, number: int, index: int, completion: Completion, answer: prompt.Answer,
-                 messages: list[dict[str, str]], judgement: Judgement) -> AttemptRecord:
-    """The attempt record of one judged candidate, with its belief trace."""
-    task, verdict = state.task, judgement.verdict
+                 request: dict[str, Any], judgement: Judgement) -> AttemptRecord:
+    """The attempt record of one judged candidate (of the round's `request`), with its belief trace."""
+    task, verdict, messages = state.task, judgement.verdict, request["messages"]
     candidate_profile = Profile.from_dict(judgement.profile) if judgement.profile else None
     status = verdict["status"]
     belief, belief_detail = judge_belief(status, focus=state.focus, original=state.profile,
@@ -216,7 +216,7 @@ def make_attempt(state: LoopState, number: int, index: int, completion: Completi
     timing = {side: (verdict.get(f"{side}_timing") or {}).get("median_ms") for side in ("baseline", "candidate")}
     return AttemptRecord(
         task=task.name, target=task.target, language=task.language, kernel=task.kernel, pattern=task.pattern or "",
-        bottleneck=state.focus, model=_model_of(state, number), prompt_version=prompt.PROMPT_VERSION,
+        bottleneck=state.focus, model=request.get("model", ""), prompt_version=prompt.PROMPT_VERSION,
         sources=",".join(state.config.sources), system=messages[0]["content"] if messages else "",
         prompt=messages[-1]["content"] if messages else "", completion=completion.text, code=answer.code,
         round=number, candidate=index, prompt_tokens=completion.prompt_tokens,
@@ -231,11 +231,6 @@ def make_attempt(state: LoopState, number: int, index: int, completion: Completi
         diagnoses_after=[f"{d.name} ({d.severity:.2f})" for d in candidate_profile.diagnoses]
         if candidate_profile else [],
         machine=verdict.get("machine", ""))
-
-
-def _model_of(state: LoopState, number: int) -> str:
-    request = round_dir(state.config.out, number) / "request.json"
-    return read_json(request).get("model", "") if request.is_file() else ""
 
 
 def load_attempts(out: Path) -> list[AttemptRecord]:

@@ -70,5 +70,8 @@ def default_model_dir() -> Path:
         del model.config.quantization_config
     model.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
-    staging.replace(target) if not target.exists() else shutil.rmtree(staging)
+    if target.exists():  # another process converted it meanwhile: keep theirs
+        shutil.rmtree(staging)
+    else:
+        staging.replace(target)
     return target

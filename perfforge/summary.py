@@ -39,6 +39,9 @@ LETTERS_PER_TOKEN = 4  # BPE vocabularies average about four characters of Engli
 DIGITS_PER_TOKEN = 3  # Llama 3 / GPT-4-style tokenizers split digit runs into groups of at most three
 
 
+SOURCES_HELP = "insight sources of the prompt's profile summary: none, roofline, counters, stalls, all"
+
+
 class Source(StrEnum):
     """What a summary may draw on (a closed set)."""
 

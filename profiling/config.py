@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfforge.errors import ConfigError
-
-SUMMARY_SOURCES_HELP = "insight sources of the prompt summary: none, roofline, counters, stalls, all"
+from perfforge.summary import SOURCES_HELP
 
 
 @dataclass
@@ -40,7 +39,7 @@ class ProfileConfig:
     workdir: Path = field(default=Path("."), metadata={"help": "with --command: directory the command runs in"})
     top: int = field(default=3, metadata={"help": "with --command: how many of the costliest kernels to profile"})
     out: Path = field(default=Path("perfforge-out/profile"), metadata={"help": "output directory (profile.json)"})
-    sources: list[str] = field(default_factory=lambda: ["all"], metadata={"help": SUMMARY_SOURCES_HELP})
+    sources: list[str] = field(default_factory=lambda: ["all"], metadata={"help": SOURCES_HELP})
     token_budget: int = field(default=400, metadata={"help": "token budget of the printed prompt summary"})
 
     def validate(self) -> None:
@@ -58,6 +57,6 @@ class DiagnoseConfig:
         "positional": True, "help": "a task directory (profiled first) or a profile.json written by perfforge profile"})
     out: Path = field(default=Path("perfforge-out/profile"), metadata={
         "help": "where a task's profile is written when one has to be made"})
-    sources: list[str] = field(default_factory=lambda: ["all"], metadata={"help": SUMMARY_SOURCES_HELP})
+    sources: list[str] = field(default_factory=lambda: ["all"], metadata={"help": SOURCES_HELP})
     token_budget: int = field(default=400, metadata={"help": "token budget of the prompt summary"})
     json: bool = field(default=False, metadata={"help": "print the diagnoses as JSON instead of text"})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from inference.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from perfforge.errors import ConfigError
-from perfforge.summary import parse_sources
+from perfforge.summary import SOURCES_HELP, parse_sources
 
 METHODS = ("sft", "dpo")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -30,9 +30,7 @@ class TrainConfig:
     base_model: str = field(default=DEFAULT_MODEL, metadata={
         "help": f"a local Hugging Face model directory, or {DEFAULT_MODEL!r} for the embedded {DEFAULT_MODEL_NAME}"})
     # --- the examples
-    sources: list[str] = field(default_factory=lambda: ["all"], metadata={
-        "help": "insight sources of the prompts' profile summary (as perfforge optimize): none, roofline, counters, "
-                "stalls, all"})
+    sources: list[str] = field(default_factory=lambda: ["all"], metadata={"help": SOURCES_HELP})
     token_budget: int = field(default=400, metadata={"help": "tokens of the profile summary in each prompt"})
     max_code_chars: int = field(default=6000, metadata={
         "help": "skip examples whose code before or after is longer (they would not fit max_length)"})

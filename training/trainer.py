@@ -90,6 +90,13 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.trainer_utils import get_last_checkpoint
 
+    checkpoints = config.out / "checkpoints"
+    resume = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    if resume:
+        log(f"resuming from {resume}")
+        if _finished(config, Path(resume)):
+            log(f"already trained to --max-steps {config.max_steps}: nothing to do")
+            return read_json(config.out / "metrics.json")
     train_examples, eval_examples, description = prepare(config)
     write_json(config.out / "splits.json", description)
     log(f"{description['train_examples']} training and {description['eval_examples']} eval examples "
@@ -102,13 +109,6 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=_load_dtype(config))
     train_set = datasets.Dataset.from_list([e.row() for e in train_examples])
     eval_set = datasets.Dataset.from_list([e.row() for e in eval_examples]) if eval_examples else None
-    checkpoints = config.out / "checkpoints"
-    resume = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
-    if resume:
-        log(f"resuming from {resume}")
-        if _finished(config, Path(resume)):
-            log(f"already trained to --max-steps {config.max_steps}: nothing to do")
-            return read_json(config.out / "metrics.json")
     trainer = _trainer(config, model, tokenizer, train_set, eval_set)
     if len(trainer.train_dataset) == 0:
         raise PerfforgeError(f"no training example fits --max-length {config.max_length} tokens (trl drops "
