@@ -39,7 +39,7 @@ RUN_COMMAND = "python3 -m inference.bundle"
 
 
 def write_bundle(directory: Path, task: Task, candidates: list[tuple[str, Path]], *, profile_original: bool,
-                 profile_improved: bool) -> None:
+                 profile_improved: bool, time_configs: bool = False) -> None:
     """The bundle for this work (rewritten from scratch; a bundle is written once per round)."""
     shutil.rmtree(directory, ignore_errors=True)
     shutil.copytree(task.root, directory / "task", ignore=_not_copied(directory))
@@ -53,7 +53,8 @@ def write_bundle(directory: Path, task: Task, candidates: list[tuple[str, Path]]
                f"    {RUN_COMMAND} PATH/TO/{directory.name}\n\nthen copy this directory back to where it was "
                "written and run the same perfforge optimize command again.\n")
     write_json(directory / MANIFEST, {"format": BUNDLE_FORMAT, "task": "task", "candidates": names,
-                                      "profile_original": profile_original, "profile_improved": profile_improved})
+                                      "profile_original": profile_original, "profile_improved": profile_improved,
+                                      "time_configs": time_configs})
 
 
 def _not_copied(bundle: Path):  # noqa: ANN202 (a copytree ignore callable)
@@ -85,8 +86,8 @@ def read_results(directory: Path, candidates: list[str], profile_original: bool)
 class BundleJudge:
     """The loop's judge with --bundle: hands the work to a bundle, and reads its results once they exist."""
 
-    def __init__(self, profile_improved: bool) -> None:
-        self.profile_improved = profile_improved
+    def __init__(self, profile_improved: bool, *, time_configs: bool = False) -> None:
+        self.profile_improved, self.time_configs = profile_improved, time_configs
 
     def __call__(self, task: Task, candidates: list[tuple[str, Path]], directory: Path, profile_original: bool,
                  ) -> tuple[dict[str, Judgement], Profile | None] | None:
@@ -94,9 +95,10 @@ class BundleJudge:
         if results is None:
             if not (directory / MANIFEST).is_file():
                 write_bundle(directory, task, candidates, profile_original=profile_original,
-                             profile_improved=self.profile_improved)
+                             profile_improved=self.profile_improved, time_configs=self.time_configs)
             return None
-        judgements = {name: Judgement(r["verdict"], r.get("profile")) for name, r in results["candidates"].items()}
+        judgements = {name: Judgement(r["verdict"], r.get("profile"), r.get("config_speedups"))
+                      for name, r in results["candidates"].items()}
         original = results.get("original_profile")
         return judgements, Profile.from_dict(original) if original else None
 
@@ -126,7 +128,8 @@ def run_bundle(directory: Path) -> Path:
         if name in results["candidates"]:
             continue
         judged = judge_candidates(task, [(name, directory / relative)], work,
-                                  profile_improved=manifest["profile_improved"])
+                                  profile_improved=manifest["profile_improved"],
+                                  time_configs=manifest.get("time_configs", False))
         results["candidates"].update(judged)
         write_json(results_path, results)
     shutil.rmtree(work, ignore_errors=True)
@@ -135,15 +138,26 @@ def run_bundle(directory: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=RUN_COMMAND, description="Run a perfforge optimize bundle here.")
-    parser.add_argument("bundle", type=Path, help="the bundle directory (holds bundle.json)")
+    parser = argparse.ArgumentParser(prog=RUN_COMMAND, description="Run perfforge bundles here (perfforge optimize "
+                                                                   "--bundle, perfforge eval --bundle).")
+    parser.add_argument("bundles", type=Path, nargs="+", help="bundle directories (each holds bundle.json)")
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="start no further bundle after this many seconds (a machine lent for a fixed time); "
+                             "run the command again for the rest")
     args = parser.parse_args(argv)
-    try:
-        run_bundle(args.bundle.resolve())
-    except PerfforgeError as exc:
-        print(f"{RUN_COMMAND}: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    started = time.monotonic()
+    failed = 0
+    for index, bundle in enumerate(args.bundles, start=1):
+        if args.budget_s is not None and time.monotonic() - started > args.budget_s:
+            print(f"time budget spent: {len(args.bundles) - index + 1} bundle(s) left for the next run", flush=True)
+            break
+        print(f"[{index}/{len(args.bundles)}] {bundle}", flush=True)
+        try:
+            run_bundle(bundle.resolve())
+        except PerfforgeError as exc:  # one broken bundle must not cost the others their run
+            print(f"{RUN_COMMAND}: error: {bundle}: {exc}", file=sys.stderr)
+            failed += 1
+    return 2 if failed else 0
 
 
 if __name__ == "__main__":

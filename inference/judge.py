@@ -17,6 +17,9 @@ from perfforge.errors import PerfforgeError
 from perfforge.records import Profile
 from profiling.task import Task
 
+# Verdicts of a candidate whose outputs were judged correct (needs_review: correct, speedup held for review).
+CORRECT_STATUSES = ("improved", "no_change", "slower", "needs_review", "correct")
+
 
 @dataclass
 class Judgement:
@@ -24,21 +27,25 @@ class Judgement:
 
     verdict: dict[str, Any]
     profile: dict[str, Any] | None = None
+    config_speedups: dict[str, dict[str, Any]] | None = None  # per input configuration, when asked for
 
 
 class LocalJudge:
     """The loop's judge when candidates run on this machine."""
 
-    def __init__(self, work_dir: Path, *, profile_improved: bool, log: Callable[[str], None] = print) -> None:
-        self.work_dir, self.profile_improved, self.log = work_dir, profile_improved, log
+    def __init__(self, work_dir: Path, *, profile_improved: bool, time_configs: bool = False,
+                 log: Callable[[str], None] = print) -> None:
+        self.work_dir, self.profile_improved, self.time_configs, self.log = (work_dir, profile_improved,
+                                                                             time_configs, log)
 
     def __call__(self, task: Task, candidates: list[tuple[str, Path]], directory: Path, profile_first: bool,
                  ) -> tuple[dict[str, Judgement], Profile | None]:
         profile = profile_original(task, self.work_dir) if profile_first else None
         results = judge_candidates(task, candidates, self.work_dir, profile_improved=self.profile_improved,
-                                   log=self.log)
+                                   time_configs=self.time_configs, log=self.log)
         shutil.rmtree(self.work_dir / "validate", ignore_errors=True)
-        return {name: Judgement(r["verdict"], r["profile"]) for name, r in results.items()}, profile
+        judgements = {name: Judgement(r["verdict"], r["profile"], r["config_speedups"]) for name, r in results.items()}
+        return judgements, profile
 
 
 def profile_original(task: Task, work_dir: Path) -> Profile:
@@ -51,10 +58,11 @@ def profile_original(task: Task, work_dir: Path) -> Profile:
 
 
 def judge_candidates(task: Task, candidates: list[tuple[str, Path]], work_dir: Path, *, profile_improved: bool,
-                     log: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
-    """{name: {"verdict": verdict dict, "profile": profile dict or None}} for each (name, candidate file).
-    Validation runs one candidate at a time: timings must not overlap."""
-    from profiling.validate import validate
+                     time_configs: bool = False, log: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
+    """{name: {"verdict": verdict dict, "profile": profile dict or None, "config_speedups": ... or None}} for each
+    (name, candidate file). With time_configs, a correct candidate is also timed on every input configuration
+    (profiling.validate.speedup_by_config). Validation runs one candidate at a time: timings must not overlap."""
+    from profiling.validate import speedup_by_config, validate
 
     results: dict[str, dict[str, Any]] = {}
     for name, path in candidates:
@@ -63,7 +71,10 @@ def judge_candidates(task: Task, candidates: list[tuple[str, Path]], work_dir: P
         profile = None
         if profile_improved and verdict.status.value == "improved":
             profile = _profile_candidate(task, path, work_dir / f"profile-{name}", log)
-        results[name] = {"verdict": verdict.to_dict(), "profile": profile}
+        by_config = None
+        if time_configs and verdict.status.value in CORRECT_STATUSES:
+            by_config = speedup_by_config(task, path, work_dir / "validate")
+        results[name] = {"verdict": verdict.to_dict(), "profile": profile, "config_speedups": by_config}
     return results
 
 

@@ -14,6 +14,7 @@ model again for a round it already answered:
     rounds/NN/request.json           the messages and sampling settings of round NN
     rounds/NN/completions.json       the backend's answers
     rounds/NN/cK/<file>              candidate K as a file; rounds/NN/cK/attempt.json its AttemptRecord
+    rounds/NN/cK/profile.json        an improved candidate's profile
     bundles/NN/                      with --bundle: the work a GPU machine runs (inference.bundle)
     attempts.parquet, report.json, report.md, patch.diff, optimized/<file>
 """
@@ -39,6 +40,7 @@ from perfforge.records import AttemptRecord, Profile
 from profiling.task import Task
 
 UNPARSABLE = "unparsable"  # the status of an answer with no readable code
+PROFILE_FILE = "profile.json"  # an improved candidate's profile, beside its attempt.json
 
 
 @dataclass
@@ -199,6 +201,8 @@ def _record(state: LoopState, directory: Path, number: int, index: int, completi
             answer: prompt.Answer, request: dict[str, Any], judgement: Judgement,
             log: Callable[[str], None]) -> None:
     attempt = make_attempt(state, number, index, completion, answer, request, judgement)
+    if judgement.profile is not None:  # before attempt.json, whose presence marks the candidate as judged
+        write_json(directory / PROFILE_FILE, judgement.profile)
     write_json(directory / "attempt.json", asdict(attempt))
     speed = f" {attempt.speedup:.3f}x" if attempt.speedup is not None else ""
     log(f"round {number} candidate {index}: {attempt.status}{speed}: {_first_line(attempt.reason)}")

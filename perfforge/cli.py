@@ -150,6 +150,16 @@ def _run_train(config: Any) -> int:
     return run_train(config)
 
 
+def _eval_config() -> type:
+    from eval.config import EvalConfig
+    return EvalConfig
+
+
+def _run_eval(config: Any) -> int:
+    from eval.commands import run_eval
+    return run_eval(config)
+
+
 def _serve_config() -> type:
     from inference.config import ServeConfig
     return ServeConfig
@@ -178,6 +188,8 @@ SUBCOMMANDS = {
                    "preference pairs (dpo)", _train_config, _run_train),
         Subcommand("serve", "serve a model (and LoRA adapters) with vLLM's OpenAI-compatible server",
                    _serve_config, _run_serve),
+        Subcommand("eval", "evaluate models against the original and the human-optimised versions: correctness, "
+                   "fast_p, speedups with CIs, roofline, ablations, a report", _eval_config, _run_eval),
         Subcommand("synth patterns", "generate pattern-catalogue tasks, check each through the pipeline, keep the "
                    "ones that pass as profiled records", _synth_patterns_config, _run_synth_patterns),
         Subcommand("synth list", "list the pattern catalogue", _synth_list_config, _run_synth_list),

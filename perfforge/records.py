@@ -20,7 +20,8 @@ from typing import Any
 # 1.1: profiles carry target, kernel and per-line metrics; diagnoses carry structured findings and a hint.
 # 1.2: pairs carry the synthetic pattern they instantiate and the pipeline's verified speedup.
 # 1.3: attempt records (one per candidate the optimisation loop judged).
-SCHEMA_VERSION = "1.3"
+# 1.4: evaluation records (one per task, configuration, variant and seed of `perfforge eval`).
+SCHEMA_VERSION = "1.4"
 
 
 class Category(StrEnum):
@@ -325,6 +326,93 @@ class AttemptRecord:
         return _from_dict(cls, data)
 
 
+@dataclass
+class EvalRecord:
+    """One evaluated (task, configuration, variant, seed) of `perfforge eval` (results.parquet): what the model (or
+    the human-optimised reference) achieved against the task's original. The table is keyed by suite, task,
+    configuration, variant and seed; every metric of eval/metrics.py is computed from these rows."""
+
+    # --- the key
+    suite: str = _doc("where the task came from: catalogue (held-out pattern instances), mined (a mined commit's "
+                      "task), tasks (a user's directory)")
+    task: str = _doc("the task's name")
+    configuration: str = _doc("human (the task's reference fast version) or a model configuration's name (base, "
+                              "a LoRA adapter's name, an endpoint's name)")
+    variant: str = _doc("the loop settings that vary in an ablation, e.g. sources=all;candidates=4;rounds=2; "
+                        "empty for the human reference")
+    seed: int = _doc("the loop's sampling seed (0 for the human reference)")
+    # --- the task
+    target: str = _doc("Target value: cuda, triton, cpu, hip")
+    language: str = _doc("the edited file's language")
+    kernel: str = _doc("the kernel or function optimised")
+    pattern: str = _doc("the catalogue pattern of a pattern task; empty otherwise")
+    split: str = _doc("held_out_pattern, held_out_instance (of a trained pattern), or empty outside the catalogue")
+    bottleneck: str = _doc("the diagnosis the loop targeted (the original's most severe); empty when none")
+    # --- the configuration
+    kind: str = _doc("reference (a human-optimised version) or model")
+    model: str = _doc("the backend and model that answered; empty for the reference")
+    sources: str = _doc("insight sources of the prompt, comma-separated; empty for the reference")
+    candidates: int = _doc("candidates sampled per round (0 for the reference)")
+    rounds: int = _doc("most rounds the loop could run (0 for the reference)")
+    temperature: float = _doc("sampling temperature (0 for the reference)")
+    # --- the outcome
+    status: str = _doc("the furthest any attempt got, in the order improved, needs_review, no_change, slower, "
+                       "correct, incorrect, crashed, timeout, rejected, build_failed, task_invalid, unparsable "
+                       "(speedup comes from trusted verdicts only: never from needs_review)")
+    correct: bool = _doc("at least one candidate was judged correct")
+    speedup: float | None = _doc("the best correct candidate's speedup over the original (original median / "
+                                 "candidate median); None when nothing correct was timed or it is held for review",
+                                 default=None)
+    speedup_ci_low: float | None = _doc("95% confidence interval of that speedup, low end", default=None)
+    speedup_ci_high: float | None = _doc("95% confidence interval of that speedup, high end", default=None)
+    baseline_ms: float | None = _doc("the original's median time in that measurement", default=None)
+    best_ms: float | None = _doc("the best correct candidate's median time", default=None)
+    held_for_review: int = _doc("candidates whose speedup was held for review (implausible; never counted as "
+                                "faster)", default=0)
+    # --- the cost
+    attempts: int = _doc("candidates judged", default=0)
+    compiled: int = _doc("candidates that built (reached the correctness check)", default=0)
+    correct_candidates: int = _doc("candidates judged correct", default=0)
+    improved_candidates: int = _doc("candidates judged correct and faster", default=0)
+    prompt_tokens: int = _doc("prompt tokens over every round", default=0)
+    completion_tokens: int = _doc("completion tokens over every candidate", default=0)
+    # --- every attempt, in order (the rounds and candidates ablations are computed from these)
+    attempt_rounds: list[int] = _doc("each attempt's round", factory=list)
+    attempt_candidates: list[int] = _doc("each attempt's number within its round", factory=list)
+    attempt_statuses: list[str] = _doc("each attempt's status", factory=list)
+    attempt_speedups: list[float | None] = _doc("each attempt's speedup (None when not timed)", factory=list)
+    attempt_tokens: list[int] = _doc("each attempt's completion tokens", factory=list)
+    # --- against the hardware, and across input sizes
+    roofline_before: RooflinePoint | None = _doc("the original's roofline point (targets that give one)",
+                                                 default=None)
+    roofline_after: RooflinePoint | None = _doc("the best candidate's roofline point", default=None)
+    roofline_fraction_before: float | None = _doc("share of the roofline bound the original reaches (achieved over "
+                                                  "attainable; above 1 when caches beat the DRAM roof)", default=None)
+    roofline_fraction_after: float | None = _doc("share of the roofline bound the best candidate reaches",
+                                                 default=None)
+    config_names: list[str] = _doc("the task's input configurations the best candidate was re-measured on",
+                                   factory=list)
+    config_speedups: list[float | None] = _doc("its speedup on each of them (None where that measurement failed)",
+                                               factory=list)
+    default_config: str = _doc("the configuration the loop's verdicts are timed on", default="")
+    belief: str = _doc("the best candidate's Belief value", default="")
+    # --- where to look
+    run_dir: str = _doc("the loop's output directory, relative to the evaluation's", default="")
+    profile_before: str = _doc("the original's profile.json, relative to the evaluation's directory", default="")
+    profile_after: str = _doc("the best candidate's profile.json, relative to the evaluation's directory "
+                              "(empty when it was not profiled)", default="")
+    machine: str = _doc("where the verdicts were measured", default="")
+    schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
+
+    @property
+    def key(self) -> tuple[str, str, str, str, int]:
+        return (self.suite, self.task, self.configuration, self.variant, self.seed)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalRecord:
+        return _from_dict(cls, data)
+
+
 def _from_dict(cls: type, data: dict[str, Any]) -> Any:
     """A record dataclass from its asdict() form; unknown keys are an error, missing ones take defaults."""
     hints = {f.name: str(f.type).replace(" | None", "") for f in fields(cls)}
@@ -368,7 +456,7 @@ def _feature_for(annotation: str) -> Any:
 def __getattr__(name: str) -> Any:
     """COMMIT_FEATURES and PAIR_FEATURES, built on first use: `datasets` is a heavy import, and profiling/ reads
     these records on GPU machines that do not have it."""
-    if name not in ("COMMIT_FEATURES", "PAIR_FEATURES", "ATTEMPT_FEATURES"):
+    if name not in ("COMMIT_FEATURES", "PAIR_FEATURES", "ATTEMPT_FEATURES", "EVAL_FEATURES"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import datasets
 
@@ -376,6 +464,8 @@ def __getattr__(name: str) -> Any:
         return datasets.Features(_features_of(CommitRecord))
     if name == "ATTEMPT_FEATURES":
         return datasets.Features(_features_of(AttemptRecord))
+    if name == "EVAL_FEATURES":
+        return datasets.Features(_features_of(EvalRecord))
     return datasets.Features(_features_of(PairRecord))
 
 
@@ -386,10 +476,10 @@ def field_docs(cls: type) -> list[tuple[str, str, str]]:
 
 # Every record class, in the order the documentation presents them.
 RECORD_CLASSES = (CommitRecord, PairRecord, Profile, Timing, CounterValue, Stall, RooflinePoint, HotLine, Diagnosis,
-                  Finding, AttemptRecord, CounterDelta)
+                  Finding, AttemptRecord, CounterDelta, EvalRecord)
 
 
-def as_row(record: CommitRecord | PairRecord | AttemptRecord) -> dict[str, Any]:
+def as_row(record: CommitRecord | PairRecord | AttemptRecord | EvalRecord) -> dict[str, Any]:
     """Plain dict for datasets (nested dataclasses become dicts, None stays None)."""
     return asdict(record)
 

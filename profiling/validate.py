@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from profiling import sandbox
 from profiling.build import Build, build
@@ -72,6 +73,33 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
     verdict.rules = rule_table(task, verdict, timing)
     verdict.duration_s = round(time.monotonic() - started, 3)
     return verdict
+
+
+def speedup_by_config(task: Task, candidate: Path, work_dir: Path) -> dict[str, dict[str, Any]]:
+    """The candidate's speedup on each of the task's input configurations: an optimisation found (and judged) at
+    the default size, re-measured at the others (perfforge eval's generalisation check, as the Opal paper reports
+    it). Only for a candidate already judged correct by validate(): this builds both versions and times them
+    interleaved per configuration, and checks nothing else.
+
+    {config name: {"speedup", "ci_low", "ci_high", "baseline_ms", "candidate_ms"}, or {"failure": reason}}
+    """
+    work_dir = work_dir.resolve()
+    try:
+        session = _build_both(task, candidate, work_dir)
+    except _Stop as stop:
+        return {config.name: {"failure": stop.reason.splitlines()[0]} for config in task.configs}
+    measured: dict[str, dict[str, Any]] = {}
+    for config in task.configs:
+        runs = time_interleaved(task, session.original, session.candidate, config, session.work_dir,
+                                candidate_timeout_s=task.validate.timeout_s)
+        if runs.failure:
+            measured[config.name] = {"failure": runs.failure.splitlines()[0]}
+            continue
+        estimate = estimate_speedup(runs.baseline_ms, runs.candidate_ms, runs.method)
+        measured[config.name] = {"speedup": estimate.speedup, "ci_low": estimate.ci_low,
+                                 "ci_high": estimate.ci_high, "baseline_ms": estimate.baseline.median_ms,
+                                 "candidate_ms": estimate.candidate.median_ms}
+    return measured
 
 
 def _static(task: Task, candidate: Path, verdict: Verdict) -> None:

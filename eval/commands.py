@@ -1,0 +1,64 @@
+"""What `perfforge eval` does with its config, and prints."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from eval.config import EvalConfig
+from perfforge.io import write_text
+
+PENDING_FILE = "pending.txt"  # the bundles a --bundle evaluation waits for, one directory per line
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_eval(config: EvalConfig) -> int:
+    from eval.configurations import Endpoints, parse, trained_patterns
+    from eval.runner import Evaluation
+    from eval.suites import collect
+
+    config.validate()
+    configurations = parse(config.models)
+    trained = trained_patterns(configurations)
+    tasks = collect(config.suites, config.out, target=config.target, patterns=config.patterns,
+                    instances=config.instances, seed_base=config.seed_base, trained=trained)
+    names = ["human"] * config.human + [c.name for c in configurations]
+    variant_count = len(config.source_variants()) * len(config.candidates)
+    log(f"{len(tasks)} task(s); configurations: {', '.join(names)}; {variant_count} variant(s) x "
+        f"{len(config.seeds)} seed(s)")
+    with Endpoints(configurations, base_model=config.base_model, url=config.url,
+                   timeout_s=config.request_timeout_s, log_dir=config.out / "serve", log=log) as endpoints:
+        evaluation = Evaluation(config, tasks, configurations, endpoints, log)
+        try:
+            progress = evaluation.run()
+        except KeyboardInterrupt:
+            log(f"interrupted: finished rows are kept in {evaluation.table.path}; run the same command to resume")
+            return 130
+    rows = evaluation.table.all()
+    pending_path = config.out / PENDING_FILE
+    if progress.pending:
+        write_text(pending_path, "".join(f"{path.relative_to(config.out)}\n" for path in progress.pending))
+        relative = " ".join(os.path.relpath(p) for p in progress.pending)
+        print(f"{len(progress.pending)} bundle(s) wait for the hardware ({pending_path}, relative to "
+              f"{config.out}); run them there from a perfforge checkout:\n    python3 -m inference.bundle "
+              f"{relative}\n(or scripts/eval_gpu.sh {config.out} BUDGET_S OUT_DIR), then copy {config.out} back and "
+              "run this command again to go on")
+    else:
+        pending_path.unlink(missing_ok=True)
+    print(f"{progress.added} row(s) added; {len(rows)} in {evaluation.table.path}")
+    if config.report and rows:
+        from eval.report import write_report
+
+        for name, path in write_report(config.out, rows, title=config.title).items():
+            print(f"{name:>12}: {path}")
+    return 0
+
+
+def pending_bundles(out: Path) -> list[Path]:
+    """The bundles the last --bundle pass of the evaluation in `out` left to run."""
+    path = out / PENDING_FILE
+    return [out / line for line in path.read_text().splitlines() if line] if path.is_file() else []

@@ -1,0 +1,85 @@
+"""Options of `perfforge eval`: one dataclass, mirrored by the command line and a YAML file (perfforge.config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inference.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
+from perfforge.errors import ConfigError
+from perfforge.summary import parse_sources
+
+# The Opal paper's ablation of what the prompt shows: nothing, the roofline, the counters, the stalls and
+# per-line costs, everything.
+SOURCES_ABLATION = ("none", "roofline", "counters", "stalls", "all")
+
+
+@dataclass
+class EvalConfig:
+    out: Path = field(default=Path("perfforge-out/eval"), metadata={
+        "help": "output directory: results.parquet (one row per task, configuration, variant and seed), runs/, "
+                "report.md, report.html (rerun to resume)"})
+    suites: list[str] = field(default_factory=lambda: ["catalogue"], metadata={
+        "help": "what to evaluate on: catalogue (instances of the pattern catalogue: --target, --patterns, "
+                "--instances, --seed-base), tasks:DIR (a directory of task directories), mined:DIR (tasks made "
+                "from mined commits; their reference is the human-optimised version)"})
+    target: str = field(default="cpu", metadata={"help": "catalogue suite: patterns of this target (cpu, cuda, "
+                                                         "triton, all)"})
+    patterns: list[str] = field(default_factory=list, metadata={
+        "help": "catalogue suite: only these pattern ids (target/name); default every pattern of --target"})
+    instances: int = field(default=1, metadata={"help": "catalogue suite: instances per pattern"})
+    seed_base: int = field(default=300, metadata={
+        "help": "catalogue suite: first instance seed (pick seeds the training data did not use; perfforge synth "
+                "starts at 0)"})
+    models: list[str] = field(default_factory=lambda: ["base"], metadata={
+        "help": "model configurations: base (--base-model), NAME=DIR (a LoRA adapter, or a perfforge train output "
+                "directory holding adapter/ and splits.json; served beside the base model), NAME=URL#MODEL (any "
+                "OpenAI-compatible endpoint)"})
+    human: bool = field(default=True, metadata={
+        "help": "measure each task's reference (human-optimised) version as the configuration 'human'"})
+    base_model: str = field(default=DEFAULT_MODEL, metadata={
+        "help": f"the base model: a local model directory, or {DEFAULT_MODEL!r} for the embedded "
+                f"{DEFAULT_MODEL_NAME}"})
+    url: str | None = field(default=None, metadata={
+        "help": "an already running perfforge serve (vLLM) endpoint serving the base model and the adapters by "
+                "name; without it, eval starts one when a model has to answer"})
+    sources: list[str] = field(default_factory=lambda: ["all"], metadata={
+        "help": "the prompt's insight sources, one variant each (comma-join sources for one variant: "
+                "roofline,counters); --ablate-sources runs none, roofline, counters, stalls and all"})
+    ablate_sources: bool = field(default=False, metadata={
+        "help": f"ablation of the prompt's insight sources: {', '.join(SOURCES_ABLATION)} (Opal)"})
+    candidates: list[int] = field(default_factory=lambda: [4], metadata={
+        "help": "candidates per round, one variant each (fewer candidates are also read from round 1 of a "
+                "larger run: the report's candidates ablation)"})
+    rounds: int = field(default=2, metadata={
+        "help": "most rounds per run (the report's rounds ablation reads rounds 1..N from each run)"})
+    seeds: list[int] = field(default_factory=lambda: [0], metadata={"help": "sampling seeds, one run each"})
+    temperature: float = field(default=0.8, metadata={"help": "sampling temperature"})
+    max_tokens: int = field(default=1024, metadata={"help": "tokens each candidate may generate"})
+    token_budget: int = field(default=400, metadata={"help": "tokens of the profile summary in the prompt"})
+    generalise: bool = field(default=True, metadata={
+        "help": "re-measure each best candidate (and the reference) on every input configuration of its task"})
+    bundle: bool = field(default=False, metadata={
+        "help": "measure elsewhere: write the hardware work as bundles a GPU machine runs with one command "
+                "(python3 -m inference.bundle ...), stop, and read the results when rerun"})
+    report: bool = field(default=True, metadata={"help": "write report.md and report.html from the results"})
+    title: str = field(default="perfforge evaluation", metadata={"help": "the report's title"})
+    request_timeout_s: float = field(default=900.0, metadata={"help": "seconds one generation request may take"})
+
+    def validate(self) -> None:
+        for name in ("instances", "rounds", "max_tokens", "token_budget"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+        if not self.candidates or min(self.candidates) < 1:
+            raise ConfigError("--candidates must list numbers of at least 1")
+        if self.temperature <= 0 and max(self.candidates) > 1:
+            raise ConfigError("--temperature 0 samples one candidate: give --candidates 1 or a temperature above 0")
+        if self.target not in ("cpu", "cuda", "triton", "all"):
+            raise ConfigError(f"--target must be cpu, cuda, triton or all, got {self.target!r}")
+        for variant in self.source_variants():
+            parse_sources(variant.split(","))  # an unknown source is an error before anything runs
+        if not self.models and not self.human:
+            raise ConfigError("nothing to evaluate: give --models or keep --human")
+
+    def source_variants(self) -> list[str]:
+        return list(SOURCES_ABLATION) if self.ablate_sources else list(self.sources)

@@ -1,0 +1,147 @@
+"""The model configurations an evaluation compares, and the endpoint that answers for them.
+
+    base            the base model (--base-model), served by a vLLM server eval starts (or --url)
+    NAME=DIR        a LoRA adapter served beside the base model on the same server; DIR is the adapter, or a
+                    perfforge train output directory (adapter/ and splits.json: its held-out patterns label
+                    the catalogue suite's split)
+    NAME=URL#MODEL  any OpenAI-compatible endpoint, asked for MODEL
+
+The human-optimised reference is not a model: it is the configuration "human" (eval.runner measures it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfforge.errors import ConfigError
+from perfforge.io import read_json
+
+HUMAN = "human"
+BASE = "base"
+ADAPTER_FILE = "adapter_config.json"
+
+
+@dataclass(frozen=True)
+class ModelConfiguration:
+    """A model that answers through the optimisation loop: the name rows carry, and how to reach it."""
+
+    name: str
+    adapter: Path | None = None  # a LoRA adapter served beside the base model
+    url: str | None = None  # an external endpoint's base URL
+    model: str | None = None  # the model name an external endpoint serves
+    training_run: Path | None = None  # the perfforge train directory the adapter came from
+
+    @property
+    def served(self) -> bool:
+        """Answered by the server eval starts (or --url), not by an external endpoint."""
+        return self.url is None
+
+
+def parse(specs: list[str]) -> list[ModelConfiguration]:
+    configurations = [_parse_one(spec) for spec in specs]
+    names = [c.name for c in configurations]
+    for name in names:
+        if names.count(name) > 1 or name == HUMAN:
+            raise ConfigError(f"--models: the name {name!r} is used twice or is reserved; give each configuration "
+                              "its own name")
+    return configurations
+
+
+def _parse_one(spec: str) -> ModelConfiguration:
+    if spec == BASE:
+        return ModelConfiguration(BASE)
+    name, sep, value = spec.partition("=")
+    if not sep or not name or not value or "/" in name:
+        raise ConfigError(f"--models {spec!r}: write base, NAME=ADAPTER_DIR or NAME=URL#MODEL")
+    if value.startswith(("http://", "https://")):
+        url, _, model = value.partition("#")
+        if not model:
+            raise ConfigError(f"--models {spec!r}: name the endpoint's model after '#': NAME=URL#MODEL")
+        return ModelConfiguration(name, url=url, model=model)
+    path = Path(value)
+    if (path / ADAPTER_FILE).is_file():
+        return ModelConfiguration(name, adapter=path)
+    if (path / "adapter" / ADAPTER_FILE).is_file():
+        return ModelConfiguration(name, adapter=path / "adapter", training_run=path)
+    raise ConfigError(f"--models {spec!r}: {path} holds no {ADAPTER_FILE} (nor adapter/{ADAPTER_FILE}); give a "
+                      "LoRA adapter or a perfforge train output directory")
+
+
+def trained_patterns(configurations: list[ModelConfiguration]) -> dict[str, str]:
+    """pattern id -> train or eval, from the splits.json of every training run under evaluation. A pattern any
+    run trained on counts as trained: a held-out pattern must be unseen by every adapter compared."""
+    groups: dict[str, str] = {}
+    for configuration in configurations:
+        path = configuration.training_run / "splits.json" if configuration.training_run else None
+        if path is None or not path.is_file():
+            continue
+        for group, side in read_json(path).get("groups", {}).items():
+            if groups.get(group) != "train":
+                groups[group] = side
+    return groups
+
+
+class Endpoints:
+    """Backends for the configurations; the served ones share one vLLM server, started on first need (a resumed
+    evaluation whose answers are all on disk starts none) and stopped on exit."""
+
+    def __init__(self, configurations: list[ModelConfiguration], *, base_model: str, url: str | None,
+                 timeout_s: float, log_dir: Path, log=print) -> None:  # noqa: ANN001 (a print-like callable)
+        self.configurations = {c.name: c for c in configurations}
+        self.base_model, self.url, self.timeout_s, self.log_dir, self.log = base_model, url, timeout_s, log_dir, log
+        self._stack = contextlib.ExitStack()
+        self._server_url: str | None = url
+        self._base_name: str | None = None
+
+    def __enter__(self) -> Endpoints:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def backend(self, name: str):  # noqa: ANN201 (an inference.backends.Backend)
+        from inference.backends import make_backend
+
+        configuration = self.configurations[name]
+        if not configuration.served:
+            return make_backend("openai", configuration.model, url=configuration.url, timeout_s=self.timeout_s)
+        url, base = self._served()
+        model = base if configuration.name == BASE else configuration.name
+        return make_backend("openai", model, url=url, timeout_s=self.timeout_s)
+
+    def _served(self) -> tuple[str, str]:
+        if self._base_name is None:
+            if self.url is not None:
+                self._base_name = self._name_at(self.url)
+            else:
+                self._server_url, self._base_name = self._start()
+        return self._server_url or "", self._base_name
+
+    def _start(self) -> tuple[str, str]:
+        from inference.config import ServeConfig
+        from inference.serve import Server
+
+        adapters = [f"{c.name}={c.adapter}" for c in self.configurations.values() if c.adapter is not None]
+        config = ServeConfig(model=self.base_model, lora=adapters, port=_free_port())
+        server = Server(config, self.log_dir / "vllm.log")
+        self.log(f"starting vLLM for {server.model_dir} with {len(adapters)} adapter(s) (log: {server.log_path}) ...")
+        self._stack.enter_context(server)
+        return server.url, server.name
+
+    def _name_at(self, url: str) -> str:
+        """The base model's name at an endpoint eval did not start: the name perfforge serve gives it."""
+        from inference.config import ServeConfig
+        from inference.serve import resolve_model, served_name
+
+        self.log(f"asking {url} for the base model and the adapters by name")
+        return served_name(ServeConfig(model=self.base_model), resolve_model(self.base_model))
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -1,0 +1,342 @@
+"""The evaluation report: OUT/report.md (figures saved under OUT/figures/ and linked) and OUT/report.html (the same
+content, self-contained: figures embedded as data: URIs, inline CSS, no external resource).
+
+The report is built once as a list of blocks (headings, paragraphs, tables, figures) and rendered twice, so that
+the two files cannot disagree. Every number comes from eval/metrics.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval import metrics, plots
+from perfforge.io import atomic_path, read_json, write_text
+from perfforge.records import EvalRecord, Profile
+
+MAX_STALL_TASKS = 3  # stall figures chosen automatically: each is a wide figure, and three tell the story
+FIGURES_DIR = "figures"
+CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:0.9em}th,td{border:1px solid #ccc;padding:0.25em 0.5em;
+text-align:left}th{background:#f3f3f3}td{font-variant-numeric:tabular-nums}img{max-width:100%}
+figure{margin:1em 0}figcaption{color:#555;font-size:0.9em}"""
+
+
+@dataclass
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass
+class Paragraph:
+    text: str
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class Figure:
+    name: str  # file stem under figures/
+    caption: str
+    png: bytes
+
+
+Block = Heading | Paragraph | Table | Figure
+
+
+def write_report(out_dir: Path, rows: list[EvalRecord], *, title: str, stall_tasks: list[str] | None = None,
+                 profiles_root: Path | None = None) -> dict[str, Path]:
+    """Write report.md, report.html and figures/*.png under out_dir; returns each written file by its path
+    relative to out_dir (report.md, report.html, figures/NAME.png).
+
+    profiles_root (default out_dir) is what the rows' profile_before and profile_after are relative to.
+    stall_tasks: the tasks whose per-line stall figure is drawn; default up to MAX_STALL_TASKS tasks with a
+    profiled improved best candidate, the largest speedup first.
+    """
+    blocks = build_blocks(rows, title=title, stall_tasks=stall_tasks, profiles_root=profiles_root or out_dir)
+    written: dict[str, Path] = {}
+    for block in blocks:
+        if isinstance(block, Figure):
+            relative = f"{FIGURES_DIR}/{block.name}.png"
+            _write_bytes(out_dir / relative, block.png)
+            written[relative] = out_dir / relative
+    for name, text in (("report.md", render_markdown(blocks)), ("report.html", render_html(blocks, title))):
+        write_text(out_dir / name, text)
+        written[name] = out_dir / name
+    return written
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+# --- content
+
+
+def build_blocks(rows: Sequence[EvalRecord], *, title: str, stall_tasks: list[str] | None,
+                 profiles_root: Path) -> list[Block]:
+    blocks: list[Block] = [Heading(1, title), Paragraph(overview(rows)), Heading(2, "How to read this"),
+                           *(Paragraph(text) for text in HOW_TO_READ)]
+    if not rows:
+        return blocks
+    blocks += _summary_section(rows)
+    blocks += _tasks_section(rows)
+    blocks += _ablation_sections(rows)
+    blocks += _generalisation_section(rows)
+    blocks += _roofline_section(rows)
+    blocks += _stall_section(rows, stall_tasks, profiles_root)
+    return blocks
+
+
+HOW_TO_READ = (
+    "A row is one task evaluated under one configuration (the human reference, or a model configuration), one "
+    "variant of the loop's settings and one seed. Speedups are the original's median time over the candidate's, "
+    "timed interleaved on the same machine; a row's speedup is its best trusted correct candidate's.",
+    "fast_p (KernelBench's metric) is the share of rows whose result is correct and more than p times faster "
+    "than the original: fast_0 is the correctness rate, fast_1 the share that is faster at all.",
+    "needs_review marks a correct result whose speedup is implausibly large: it is held for a person to check "
+    "and never counts as faster, neither in fast_p (p > 0) nor in the geometric means.",
+    "The geometric-mean speedup counts 1.0 for a row without a trusted correct speedup, since the user keeps the "
+    "original; 'correct only' averages just the rows that have one. Its 95% confidence interval is a two-level "
+    "bootstrap: rows are resampled, and each resampled row's log-speedup is drawn from a normal with the spread "
+    "of that row's own measured confidence interval, so the interval covers both which tasks were picked and "
+    "the noise of repeated measurements.",
+    "The rounds and candidates ablations are read from each run's attempts: 'within r rounds' is the best attempt "
+    "of rounds 1..r; 'k candidates' is the best of the first k candidates of round 1 only, since a later round "
+    "depends on every earlier candidate. Roofline fractions are achieved over attainable performance at the "
+    "kernel's arithmetic intensity (bandwidth over peak bandwidth without floating-point work), unclamped: above "
+    "1 means a measured peak was beaten.",
+)
+
+
+def overview(rows: Sequence[EvalRecord]) -> str:
+    """How many rows the figures come from, and where they were measured."""
+    if not rows:
+        return "No rows: nothing was evaluated yet."
+    tasks = len({(r.suite, r.task) for r in rows})
+    groups = len({(r.configuration, r.variant) for r in rows})
+    suites = ", ".join(sorted({r.suite for r in rows}))
+    machines = Counter(r.machine or "(not recorded)" for r in rows)
+    where = "; ".join(f"{m} ({n} row{'' if n == 1 else 's'})" for m, n in machines.most_common())
+    return (f"Computed from {len(rows)} rows: {tasks} tasks (suites: {suites}), {groups} configuration/variant "
+            f"combinations, seeds {', '.join(str(s) for s in sorted({r.seed for r in rows}))}. "
+            f"Measured on: {where}.")
+
+
+def _summary_section(rows: Sequence[EvalRecord]) -> list[Block]:
+    headers = ["configuration", "variant", "tasks", "rows", "correct (fast_0)",
+               *(metrics.fast_key(p) for p in metrics.FAST_PS if p > 0), "geomean [95% CI]", "geomean, correct only",
+               "roofline before -> after", "attempts/row", "built", "attempts/success", "tokens/success",
+               "held for review"]
+    table = Table(headers, [_summary_cells(e) for e in metrics.summary_table(rows)])
+    return [Heading(2, "Summary"), table,
+            Figure("speedups", "Speedup per configuration: boxes over trusted speedups; grey crosses at 1.0 are "
+                   "rows without one.", plots.speedup_distribution(rows)),
+            Figure("fast_p", "fast_p against the threshold p, per configuration and variant.",
+                   plots.fast_p_curves(rows))]
+
+
+def _summary_cells(e: dict) -> list[str]:
+    roofline = "-"
+    if e["roofline_rows"]:
+        roofline = f"{e['roofline_before']:.2f} -> {e['roofline_after']:.2f} (n={e['roofline_rows']})"
+    return [e["configuration"], e["variant"] or "-", str(e["tasks"]), str(e["rows"]), _pct(e["correctness"]),
+            *(_pct(e[metrics.fast_key(p)]) for p in metrics.FAST_PS if p > 0), e["geomean"].text(),
+            e["geomean_correct"].text(), roofline, _num(e["attempts_per_row"], 1), _pct(e["compiled_share"]),
+            _num(e["attempts_per_success"], 1), _num(e["tokens_per_success"], 0), str(e["held_for_review"])]
+
+
+def _tasks_section(rows: Sequence[EvalRecord]) -> list[Block]:
+    columns = list(metrics.group_rows(rows, lambda r: (r.configuration, r.variant)))
+    by_task = metrics.group_rows(rows, lambda r: (r.suite, r.task))
+    table_rows = []
+    for (suite, task), task_rows in sorted(by_task.items()):
+        cells = {(r.configuration, r.variant): [] for r in task_rows}
+        for row in sorted(task_rows, key=lambda r: r.seed):
+            cells[(row.configuration, row.variant)].append(row)
+        table_rows.append([task, suite, task_rows[0].target, _original_cell(task_rows),
+                           *(_result_cell(cells.get(column, [])) for column in columns)])
+    headers = ["task", "suite", "target", "original", *(plots.group_label(*c) for c in columns)]
+    return [Heading(2, "Per task"),
+            Paragraph("Each cell: the best trusted speedup [95% CI] and the best attempt's status, per seed when "
+                      "there are several. The original column gives the original's median time."),
+            Table(headers, table_rows)]
+
+
+def _original_cell(rows: list[EvalRecord]) -> str:
+    reference = sorted(rows, key=lambda r: r.kind != metrics.REFERENCE_KIND)
+    baseline = next((r.baseline_ms for r in reference if r.baseline_ms is not None), None)
+    return "1.00x" if baseline is None else f"1.00x ({baseline:.4g} ms)"
+
+
+def _result_cell(rows: list[EvalRecord]) -> str:
+    if not rows:
+        return ""
+    texts = [_result_text(r) for r in rows]
+    if len(rows) == 1:
+        return texts[0]
+    return "; ".join(f"s{r.seed}: {t}" for r, t in zip(rows, texts, strict=True))
+
+
+def _result_text(row: EvalRecord) -> str:
+    speedup = metrics.trusted_speedup(row)
+    if speedup is None:
+        return row.status
+    ci = ""
+    if row.speedup_ci_low is not None and row.speedup_ci_high is not None:
+        ci = f" [{row.speedup_ci_low:.2f}, {row.speedup_ci_high:.2f}]"
+    return f"{speedup:.2f}x{ci} {row.status}"
+
+
+def _ablation_sections(rows: Sequence[EvalRecord]) -> list[Block]:
+    blocks: list[Block] = []
+    for factor in metrics.ABLATION_FACTORS:
+        entries = metrics.ablation(rows, factor)
+        if len({e["value"] for e in entries}) < 2:  # one value is no ablation
+            continue
+        table = Table([factor, "configuration", "variant", "rows", "correct", "fast_1", "geomean [95% CI]"],
+                      [[e["value"], e["configuration"], e["variant"] or "-", str(e["rows"]),
+                        _pct(e["correctness"]), _pct(e["fast_1"]), e["geomean"].text()] for e in entries])
+        blocks += [Heading(2, f"Ablation: {factor}"), table,
+                   Figure(f"ablation_{factor}", f"Correctness and fast_1 per {factor} value.",
+                          plots.ablation_bars(rows, factor))]
+    return blocks
+
+
+def _generalisation_section(rows: Sequence[EvalRecord]) -> list[Block]:
+    entries = metrics.generalisation(rows)
+    if not entries:
+        return []
+    table = Table(["task", "configuration", "variant", "seed", "min", "default", "max", "failed"],
+                  [[e["task"], e["configuration"], e["variant"] or "-", str(e["seed"]),
+                    _speedup_at(e["min"], e["min_config"]), _speedup_at(e["default"], e["default_config"]),
+                    _speedup_at(e["max"], e["max_config"]), f"{e['failed']}/{e['configs']}"] for e in entries])
+    return [Heading(2, "Generalisation across input configurations"),
+            Paragraph("The best candidate re-measured on each input configuration of its task: the smallest, the "
+                      "default (the one the loop's verdicts were timed on) and the largest speedup."), table]
+
+
+def _roofline_section(rows: Sequence[EvalRecord]) -> list[Block]:
+    if not any(r.roofline_before is not None and r.roofline_after is not None for r in rows):
+        return []
+    return [Heading(2, "Roofline"),
+            Figure("roofline", "Each task's original (circle) and best candidate (triangle) against the machine's "
+                   "measured roofs.", plots.roofline(rows))]
+
+
+# --- per-line stalls
+
+
+def _stall_section(rows: Sequence[EvalRecord], stall_tasks: list[str] | None, root: Path) -> list[Block]:
+    chosen, missing = stall_rows(rows, stall_tasks)
+    blocks: list[Block] = [Paragraph(f"No row of task {task} has both profiles.") for task in missing]
+    for row in chosen:
+        blocks += _stall_figure(row, root)
+    return [Heading(2, "Per-line stalls before and after"), *blocks] if blocks else []
+
+
+def stall_rows(rows: Sequence[EvalRecord], stall_tasks: list[str] | None) -> tuple[list[EvalRecord], list[str]]:
+    """The row drawn for each stall task, and the named tasks that have no row with both profiles. Chosen
+    automatically: model rows whose improved best candidate was profiled, one per task, the largest speedup
+    first, at most MAX_STALL_TASKS."""
+    profiled = [r for r in rows if r.profile_before and r.profile_after]
+    if stall_tasks is not None:
+        chosen = {task: max((r for r in profiled if r.task == task), default=None, key=_stall_preference)
+                  for task in stall_tasks}
+        return [r for r in chosen.values() if r is not None], [t for t, r in chosen.items() if r is None]
+    improved = [r for r in profiled if r.kind == metrics.MODEL_KIND and r.status == metrics.IMPROVED
+                and metrics.trusted_speedup(r) is not None]
+    picked: dict[str, EvalRecord] = {}
+    for row in sorted(improved, key=_stall_preference, reverse=True):
+        if row.task not in picked and len(picked) < MAX_STALL_TASKS:
+            picked[row.task] = row
+    return list(picked.values()), []
+
+
+def _stall_preference(row: EvalRecord) -> tuple[bool, float]:
+    return row.kind == metrics.MODEL_KIND, metrics.trusted_speedup(row) or 0.0
+
+
+def _stall_figure(row: EvalRecord, root: Path) -> list[Block]:
+    paths = [root / row.profile_before, root / row.profile_after]
+    absent = [str(p) for p in paths if not p.is_file()]
+    if absent:
+        return [Paragraph(f"Task {row.task} ({row.configuration}): profile not found: {', '.join(absent)}.")]
+    before, after = (Profile.from_dict(read_json(p)) for p in paths)
+    label = f"{row.task} ({plots.group_label(row.configuration, row.variant)}, seed {row.seed})"
+    caption = (f"{label}: each hot line's share of the profile, original (left) and best candidate (right, "
+               f"status {row.status}).")
+    return [Figure(f"stalls_{_file_stem(row.task)}_{_file_stem(row.configuration)}", caption,
+                   plots.stall_comparison(before, after, task=label))]
+
+
+def _file_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "unnamed"
+
+
+# --- formatting
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _num(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _speedup_at(speedup: float | None, config: str) -> str:
+    return "-" if speedup is None else f"{speedup:.2f}x ({config})"
+
+
+def render_markdown(blocks: Sequence[Block]) -> str:
+    parts = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            parts.append(f"{'#' * block.level} {block.text}")
+        elif isinstance(block, Paragraph):
+            parts.append(block.text)
+        elif isinstance(block, Table):
+            parts.append(_markdown_table(block))
+        else:
+            parts.append(f"![{block.name}]({FIGURES_DIR}/{block.name}.png)\n\n*{block.caption}*")
+    return "\n\n".join(parts) + "\n"
+
+
+def _markdown_table(table: Table) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+    return "\n".join([line(table.headers), line(["---"] * len(table.headers)), *(line(r) for r in table.rows)])
+
+
+def render_html(blocks: Sequence[Block], title: str) -> str:
+    body = "\n".join(_html_block(b) for b in blocks)
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}'
+            f"</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+def _html_block(block: Block) -> str:
+    if isinstance(block, Heading):
+        return f"<h{block.level}>{html.escape(block.text)}</h{block.level}>"
+    if isinstance(block, Paragraph):
+        return f"<p>{html.escape(block.text)}</p>"
+    if isinstance(block, Table):
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in block.headers)
+        body = "\n".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
+        return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>"
+    data = base64.b64encode(block.png).decode("ascii")
+    caption = html.escape(block.caption)
+    return (f'<figure><img alt="{caption}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{caption}</figcaption></figure>")

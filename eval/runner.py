@@ -1,0 +1,322 @@
+"""`perfforge eval`: each (task, configuration, variant, seed) measured once and kept as a row of results.parquet.
+
+Per task, once, under OUT/tasks/<suite>/<task>/:
+    measure.json      the original's profile (every run's prompt uses it, so the original is profiled once) and
+                      the human-optimised reference judged like any candidate by profiling.validate, profiled when
+                      improved, and timed on every input configuration
+Per model configuration, variant and seed, under OUT/runs/<configuration>/<variant>/s<seed>/<suite>/<task>/:
+    the optimisation loop's output directory (inference.loop: rounds, attempts, report, patch), and
+    generalise.json   its best candidate re-measured on every input configuration of the task
+
+Measuring goes through inference's judges: here (LocalJudge), or with --bundle as bundles a GPU machine runs
+(inference.bundle); a rerun reads what came back and goes on. Generated code only ever runs inside
+profiling.validate's and profiling.profile's sandboxed subprocesses.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.config import EvalConfig
+from eval.configurations import HUMAN, Endpoints, ModelConfiguration
+from eval.results import ResultsTable
+from eval.suites import SuiteTask
+from inference.judge import CORRECT_STATUSES, Judgement
+from perfforge.io import read_json, write_json
+from perfforge.records import AttemptRecord, EvalRecord, Profile, RooflinePoint
+
+MEASURE_FILE = "measure.json"
+ORIGINAL_PROFILE_FILE = "original_profile.json"
+GENERALISE_FILE = "generalise.json"
+# Correct verdicts whose speedup is trusted (needs_review is correct, but its speedup is held for review).
+TIMED_CORRECT = ("improved", "no_change", "slower")
+# The order in which an attempt's status says how far it got: the row's status is the furthest any attempt got.
+STATUS_ORDER = ("improved", "needs_review", "no_change", "slower", "correct", "incorrect", "crashed", "timeout",
+                "rejected", "build_failed", "task_invalid", "unparsable")
+NOT_BUILT = ("unparsable", "rejected", "build_failed", "task_invalid")  # never reached the correctness check
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The loop settings an ablation varies."""
+
+    sources: str
+    candidates: int
+    rounds: int
+
+    @property
+    def label(self) -> str:
+        return f"sources={self.sources};candidates={self.candidates};rounds={self.rounds}"
+
+    @property
+    def directory(self) -> str:
+        return f"{self.sources.replace(',', '+')}-c{self.candidates}-r{self.rounds}"
+
+
+@dataclass
+class Progress:
+    """What a pass over the evaluation left: rows added now, and bundles waiting to be run elsewhere."""
+
+    added: int = 0
+    pending: list[Path] = field(default_factory=list)
+
+
+def variants(config: EvalConfig) -> list[Variant]:
+    return [Variant(sources, candidates, config.rounds) for sources in config.source_variants()
+            for candidates in config.candidates]
+
+
+class Evaluation:
+    """One evaluation's state: its config, tasks, configurations, table and judges."""
+
+    def __init__(self, config: EvalConfig, tasks: list[SuiteTask], configurations: list[ModelConfiguration],
+                 endpoints: Endpoints, log: Callable[[str], None]) -> None:
+        self.config, self.tasks, self.configurations, self.endpoints, self.log = (config, tasks, configurations,
+                                                                                  endpoints, log)
+        self.table = ResultsTable(config.out / "results.parquet")
+        self.progress = Progress()
+
+    def judge(self, work_dir: Path, *, time_configs: bool):  # noqa: ANN201 (an inference.loop Judge)
+        from inference.bundle import BundleJudge
+        from inference.judge import LocalJudge
+
+        if self.config.bundle:
+            return BundleJudge(True, time_configs=time_configs)
+        return LocalJudge(work_dir, profile_improved=True, time_configs=time_configs, log=self.log)
+
+    def run(self) -> Progress:
+        measured = {item.key: self.measure(item) for item in self.tasks}
+        for item in self.tasks:
+            measure = measured[item.key]
+            if measure is not None and self.config.human:
+                self.add_human_row(item, measure)
+        planned = [(c, v, s, item) for c in self.configurations for v in variants(self.config)
+                   for s in self.config.seeds for item in self.tasks]
+        for number, (configuration, variant, seed, item) in enumerate(planned, start=1):
+            key = (item.suite, item.task.name, configuration.name, variant.label, seed)
+            measure = measured[item.key]
+            if self.table.has(key) or measure is None:
+                continue
+            self.log(f"[{number}/{len(planned)}] {configuration.name} {variant.label} seed {seed}: {item.key}")
+            row = self.run_model(item, configuration, variant, seed, measure)
+            if row is not None:
+                self.table.add(row)
+                self.progress.added += 1
+                self.log(f"    {row.status}" + (f" {row.speedup:.3f}x" if row.speedup is not None else ""))
+        return self.progress
+
+    # --- the task, once: the original's profile and the human-optimised reference
+
+    def task_dir(self, item: SuiteTask) -> Path:
+        return self.config.out / "tasks" / item.suite / item.task.name
+
+    def measure(self, item: SuiteTask) -> dict[str, Any] | None:
+        """{"profile": the original's profile dict, "human": the reference's judgement dict or None}; None while
+        a bundle is pending."""
+        directory = self.task_dir(item)
+        path = directory / MEASURE_FILE
+        if path.is_file():
+            return read_json(path)
+        reference = item.task.reference_path if self.config.human else None
+        candidates = [(HUMAN, reference)] if reference is not None and reference.is_file() else []
+        self.log(f"measuring {item.key}: the original's profile" + (", the reference" if candidates else ""))
+        judge = self.judge(directory / "work", time_configs=self.config.generalise)
+        result = judge(item.task, candidates, directory / "bundle", True)
+        shutil.rmtree(directory / "work", ignore_errors=True)
+        if result is None:
+            self.progress.pending.append(directory / "bundle")
+            return None
+        judgements, profile = result
+        human = judgements.get(HUMAN)
+        measure = {"profile": profile.to_dict() if profile else None,
+                   "human": _judgement_dict(human) if human else None}
+        if profile is not None:
+            write_json(directory / ORIGINAL_PROFILE_FILE, measure["profile"])
+        write_json(path, measure)
+        return measure
+
+    def add_human_row(self, item: SuiteTask, measure: dict[str, Any]) -> None:
+        key = (item.suite, item.task.name, HUMAN, "", 0)
+        if self.table.has(key) or measure.get("human") is None:
+            return
+        human = measure["human"]
+        verdict = human["verdict"]
+        status = verdict["status"]
+        ci = verdict.get("speedup_ci") or (None, None)
+        trusted = status in TIMED_CORRECT
+        directory = self.task_dir(item)
+        if human.get("profile"):
+            write_json(directory / "human_profile.json", human["profile"])
+        row = self.base_row(item, HUMAN, "", 0, measure, kind="reference")
+        row.status, row.correct = status, status in CORRECT_STATUSES
+        row.speedup = verdict.get("speedup") if trusted else None
+        row.speedup_ci_low, row.speedup_ci_high = (ci[0], ci[1]) if trusted else (None, None)
+        row.baseline_ms = _median(verdict, "baseline")
+        row.best_ms = _median(verdict, "candidate")
+        row.held_for_review = int(status == "needs_review")
+        row.attempts, row.compiled = 1, int(status not in NOT_BUILT)
+        row.correct_candidates = int(row.correct)
+        row.improved_candidates = int(status == "improved")
+        row.roofline_after = _roofline(human.get("profile"))
+        row.profile_after = self._relative(directory / "human_profile.json") if human.get("profile") else ""
+        _set_configs(row, item, human.get("config_speedups"))
+        row.machine = verdict.get("machine", "")
+        self.table.add(_with_fractions(row))
+        self.progress.added += 1
+
+    # --- one model run
+
+    def run_dir(self, item: SuiteTask, configuration: ModelConfiguration, variant: Variant, seed: int) -> Path:
+        return (self.config.out / "runs" / configuration.name / variant.directory / f"s{seed}" / item.suite /
+                item.task.name)
+
+    def run_model(self, item: SuiteTask, configuration: ModelConfiguration, variant: Variant, seed: int,
+                  measure: dict[str, Any]) -> EvalRecord | None:
+        from inference.config import OptimizeConfig
+        from inference.loop import optimize, write_outcome
+        from inference.report import write_report
+
+        out = self.run_dir(item, configuration, variant, seed)
+        original = out / "original" / "profile.json"
+        if not original.is_file() and measure.get("profile"):
+            write_json(original, measure["profile"])  # the loop reads it instead of profiling the original again
+        loop_config = OptimizeConfig(
+            task=item.task.root, out=out, backend="openai", candidates=variant.candidates, rounds=variant.rounds,
+            temperature=self.config.temperature, max_tokens=self.config.max_tokens, seed=seed,
+            sources=variant.sources.split(","), token_budget=self.config.token_budget, bundle=self.config.bundle)
+        state = optimize(item.task, loop_config, lambda: self.endpoints.backend(configuration.name),
+                         self.judge(out / "work", time_configs=False), _indented(self.log))
+        if state.pending_bundle is not None:
+            self.progress.pending.append(state.pending_bundle)
+            return None
+        paths = write_outcome(state)
+        write_report(state, paths)
+        generalised = self.generalise(item, out, paths.get("optimized"))
+        if generalised is None and "optimized" in paths and self.config.generalise:
+            return None  # its bundle is pending
+        return self.model_row(item, configuration, variant, seed, measure, state.attempts, out, generalised,
+                              focus=state.focus)
+
+    def generalise(self, item: SuiteTask, out: Path, best: Path | None) -> dict[str, Any] | None:
+        """The best candidate's speedup on every input configuration ({} when there is nothing to re-measure)."""
+        if best is None or not self.config.generalise:
+            return {}
+        path = out / GENERALISE_FILE
+        if path.is_file():
+            return read_json(path)
+        judge = self.judge(out / "work", time_configs=True)
+        result = judge(item.task, [("best", best)], out / "bundles" / "generalise", False)
+        if result is None:
+            self.progress.pending.append(out / "bundles" / "generalise")
+            return None
+        judgement = result[0]["best"]
+        generalised = {"verdict": judgement.verdict, "config_speedups": judgement.config_speedups or {}}
+        write_json(path, generalised)
+        return generalised
+
+    def model_row(self, item: SuiteTask, configuration: ModelConfiguration, variant: Variant, seed: int,
+                  measure: dict[str, Any], attempts: list[AttemptRecord], out: Path,
+                  generalised: dict[str, Any], *, focus: str) -> EvalRecord:
+        row = self.base_row(item, configuration.name, variant.label, seed, measure, kind="model")
+        row.model = attempts[0].model if attempts else ""
+        row.sources, row.candidates, row.rounds = variant.sources, variant.candidates, variant.rounds
+        row.temperature, row.bottleneck = self.config.temperature, focus
+        _set_attempts(row, attempts)
+        best = _best(attempts)
+        if best is not None:
+            row.speedup_ci_low, row.speedup_ci_high = best.speedup_ci_low, best.speedup_ci_high
+            row.speedup, row.baseline_ms, row.best_ms = best.speedup, best.baseline_ms, best.candidate_ms
+            row.belief, row.machine = best.belief, best.machine
+            profile_path = out / "rounds" / f"{best.round:02d}" / f"c{best.candidate}" / "profile.json"
+            if profile_path.is_file():
+                row.profile_after = self._relative(profile_path)
+                row.roofline_after = _roofline(read_json(profile_path))
+        _set_configs(row, item, generalised.get("config_speedups") if generalised else None)
+        row.run_dir = self._relative(out)
+        return _with_fractions(row)
+
+    def base_row(self, item: SuiteTask, configuration: str, variant: str, seed: int, measure: dict[str, Any], *,
+                 kind: str) -> EvalRecord:
+        task = item.task
+        profile = measure.get("profile") or {}
+        diagnoses = profile.get("diagnoses") or []
+        return EvalRecord(
+            suite=item.suite, task=task.name, configuration=configuration, variant=variant, seed=seed,
+            target=task.target, language=task.language, kernel=task.kernel, pattern=task.pattern or "",
+            split=item.split, bottleneck=diagnoses[0]["name"] if diagnoses else "", kind=kind, model="",
+            sources="", candidates=0, rounds=0, temperature=0.0, status="", correct=False,
+            roofline_before=_roofline(profile), default_config=task.default_config,
+            profile_before=self._relative(self.task_dir(item) / ORIGINAL_PROFILE_FILE) if profile else "")
+
+    def _relative(self, path: Path) -> str:
+        return str(path.relative_to(self.config.out))
+
+
+def _judgement_dict(judgement: Judgement) -> dict[str, Any]:
+    return {"verdict": judgement.verdict, "profile": judgement.profile, "config_speedups": judgement.config_speedups}
+
+
+def _median(verdict: dict[str, Any], side: str) -> float | None:
+    return (verdict.get(f"{side}_timing") or {}).get("median_ms")
+
+
+def _roofline(profile: dict[str, Any] | None) -> RooflinePoint | None:
+    if not profile or not profile.get("roofline"):
+        return None
+    return Profile.from_dict(profile).roofline
+
+
+def _best(attempts: list[AttemptRecord]) -> AttemptRecord | None:
+    """The fastest attempt whose correctness and speedup are both trusted."""
+    timed = [a for a in attempts if a.status in TIMED_CORRECT and a.speedup is not None]
+    return max(timed, key=lambda a: a.speedup or 0.0) if timed else None
+
+
+def _set_attempts(row: EvalRecord, attempts: list[AttemptRecord]) -> None:
+    statuses = [a.status for a in attempts]
+    row.status = min(statuses, key=_status_rank) if statuses else "no_attempt"
+    row.correct = any(s in CORRECT_STATUSES for s in statuses)
+    row.held_for_review = statuses.count("needs_review")
+    row.attempts = len(attempts)
+    row.compiled = sum(s not in NOT_BUILT for s in statuses)
+    row.correct_candidates = sum(s in CORRECT_STATUSES for s in statuses)
+    row.improved_candidates = statuses.count("improved")
+    row.prompt_tokens = sum({a.round: a.prompt_tokens for a in attempts}.values())  # one prompt per round
+    row.completion_tokens = sum(a.completion_tokens for a in attempts)
+    row.attempt_rounds = [a.round for a in attempts]
+    row.attempt_candidates = [a.candidate for a in attempts]
+    row.attempt_statuses = statuses
+    row.attempt_speedups = [a.speedup for a in attempts]
+    row.attempt_tokens = [a.completion_tokens for a in attempts]
+
+
+def _status_rank(status: str) -> int:
+    return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
+
+
+def _set_configs(row: EvalRecord, item: SuiteTask, by_config: dict[str, dict[str, Any]] | None) -> None:
+    if not by_config:
+        return
+    row.config_names = [c.name for c in item.task.configs]
+    row.config_speedups = [(by_config.get(name) or {}).get("speedup") for name in row.config_names]
+
+
+def _with_fractions(row: EvalRecord) -> EvalRecord:
+    from eval.metrics import roofline_fraction
+
+    row.roofline_fraction_before = roofline_fraction(row.roofline_before) if row.roofline_before else None
+    row.roofline_fraction_after = roofline_fraction(row.roofline_after) if row.roofline_after else None
+    return row
+
+
+def _indented(log: Callable[[str], None]) -> Callable[[str], None]:
+    return lambda message: log("    " + message)
+
+
+def stderr_log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

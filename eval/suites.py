@@ -1,0 +1,91 @@
+"""The tasks an evaluation runs on, by suite.
+
+    catalogue   instances of the pattern catalogue (synth/patterns), written as tasks under OUT/suites/catalogue;
+                each is labelled with its split against the training runs under evaluation: held_out_pattern
+                (a pattern no adapter was trained on), held_out_instance (a trained pattern, a seed the
+                training data did not use) or empty when no training run is known
+    tasks:DIR   every task directory in DIR (a user's own tasks)
+    mined:DIR   every task directory in DIR made from mined commits (perfforge synth commits); their reference
+                version is the human-optimised code of the commit
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfforge.errors import ConfigError
+from profiling.task import MANIFEST, Task, load_task
+
+HELD_OUT_PATTERN = "held_out_pattern"
+HELD_OUT_INSTANCE = "held_out_instance"
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    """One task of a suite, with where it came from."""
+
+    suite: str
+    task: Task
+    split: str = ""
+
+    @property
+    def key(self) -> str:
+        """Unique within an evaluation: suite and task name (two suites may hold tasks of the same name)."""
+        return f"{self.suite}/{self.task.name}"
+
+
+def collect(specs: list[str], out: Path, *, target: str, patterns: list[str], instances: int, seed_base: int,
+            trained: dict[str, str]) -> list[SuiteTask]:
+    """Every task of every suite spec, in a stable order. `trained` maps pattern ids to train/eval as the
+    training runs under evaluation split them (empty when none is known)."""
+    tasks: list[SuiteTask] = []
+    for spec in specs:
+        name, _, argument = spec.partition(":")
+        if name == "catalogue" and not argument:
+            tasks += catalogue_tasks(out / "suites" / "catalogue", target=target, patterns=patterns,
+                                     instances=instances, seed_base=seed_base, trained=trained)
+        elif name in ("tasks", "mined") and argument:
+            tasks += [SuiteTask(name, task) for task in directory_tasks(Path(argument))]
+        else:
+            raise ConfigError(f"--suites {spec!r}: write catalogue, tasks:DIR or mined:DIR")
+    seen: set[str] = set()
+    for item in tasks:
+        if item.key in seen:
+            raise ConfigError(f"two tasks are both named {item.key}; rename one (task.toml name)")
+        seen.add(item.key)
+    return tasks
+
+
+def catalogue_tasks(directory: Path, *, target: str, patterns: list[str], instances: int, seed_base: int,
+                    trained: dict[str, str]) -> list[SuiteTask]:
+    """Instances of the catalogue's patterns, generated (once; they are deterministic in pattern and seed)."""
+    from synth.instance import write_task
+    from synth.patterns import generate
+    from synth.patterns import patterns as catalogue
+
+    chosen = catalogue(None if target == "all" else target, patterns)
+    tasks = []
+    for pattern in chosen:
+        for seed in range(seed_base, seed_base + instances):
+            path = directory / pattern.id.replace("/", "__") / f"s{seed}"
+            if not (path / MANIFEST).is_file():
+                write_task(generate(pattern.id, seed), path)
+            tasks.append(SuiteTask("catalogue", load_task(path), split_of(pattern.id, trained)))
+    return tasks
+
+
+def split_of(pattern_id: str, trained: dict[str, str]) -> str:
+    if not trained:
+        return ""
+    return HELD_OUT_INSTANCE if trained.get(pattern_id) == "train" else HELD_OUT_PATTERN
+
+
+def directory_tasks(directory: Path) -> list[Task]:
+    """Task directories in `directory` (or `directory` itself when it is one), found at any depth."""
+    if not directory.is_dir():
+        raise ConfigError(f"{directory} is not a directory of tasks")
+    manifests = sorted(directory.rglob(MANIFEST))
+    if not manifests:
+        raise ConfigError(f"{directory} holds no task directory (one with a {MANIFEST}); see docs/tasks.md")
+    return [load_task(path.parent) for path in manifests]

@@ -1,0 +1,134 @@
+"""`perfforge eval` end to end: the real CLI, suites, loop, judges (gcc, validate's sandboxed runs, callgrind) on a
+small CPU task with a human-optimised reference, against a scripted OpenAI-compatible endpoint instead of a model.
+
+One evaluation (made once for the module) measures the original and the reference, runs one model configuration
+for one round of two candidates (correct and faster; wrong output), re-measures the winner on both input
+configurations and writes the table. Other tests resume copies of it, or run the same work as bundles.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eval.commands import pending_bundles
+from eval.results import load
+from perfforge.records import EvalRecord
+from tests.inference.conftest import (  # noqa: F401 (no_retry_wait is a fixture)
+    ScriptedEndpoint,
+    invoke,
+    no_retry_wait,
+    serve_scripted,
+    write_cpu_task,
+)
+from tests.inference.test_optimize_e2e import FAST_ANSWER, WRONG_ANSWER
+
+pytestmark = pytest.mark.usefixtures("no_retry_wait")  # a failing endpoint fails at once
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def eval_argv(tasks: Path, out: Path, endpoint: ScriptedEndpoint, *extra: str) -> list[str]:
+    return ["eval", "--suites", f"tasks:{tasks}", "--models", f"ep={endpoint.base_url}#{endpoint.model}",
+            "--candidates", "2", "--rounds", "1", "--out", str(out), "--no-report", *extra]
+
+
+class MainEval:
+    def __init__(self, tasks: Path, out: Path, endpoint: ScriptedEndpoint, result: tuple[int, str, str]) -> None:
+        self.tasks, self.out, self.endpoint = tasks, out, endpoint
+        self.code, self.stdout, self.stderr = result
+        self.rows = {row.configuration: row for row in load(out / "results.parquet")}
+
+
+@pytest.fixture(scope="module")
+def main_eval(tmp_path_factory: pytest.TempPathFactory) -> MainEval:
+    root = tmp_path_factory.mktemp("eval")
+    tasks = root / "tasks"
+    write_cpu_task(tasks / "matvec")
+    with serve_scripted() as endpoint:
+        endpoint.script([FAST_ANSWER, WRONG_ANSWER])
+        result = invoke(eval_argv(tasks, root / "out", endpoint))
+        return MainEval(tasks, root / "out", endpoint, result)
+
+
+def test_eval_exits_0_with_a_row_per_configuration(main_eval: MainEval) -> None:
+    assert main_eval.code == 0, main_eval.stderr
+    assert sorted(main_eval.rows) == ["ep", "human"]
+    assert "2 row(s) added" in main_eval.stdout
+    assert len(main_eval.endpoint.completions) == 1
+
+
+def test_human_reference_row(main_eval: MainEval) -> None:
+    human = main_eval.rows["human"]
+    assert (human.kind, human.variant, human.seed, human.suite) == ("reference", "", 0, "tasks")
+    assert human.status == "improved" and human.correct
+    assert human.speedup is not None and human.speedup > 1.0
+    assert human.speedup_ci_low is not None and human.speedup_ci_low <= human.speedup <= human.speedup_ci_high
+    assert human.config_names == ["small", "default"] or len(human.config_names) == 2
+    assert all(s is not None and s > 0 for s in human.config_speedups)
+    assert human.bottleneck == "cache_miss_bound"
+    assert (main_eval.out / human.profile_before).is_file()
+
+
+def test_model_row_counts_every_attempt(main_eval: MainEval) -> None:
+    row: EvalRecord = main_eval.rows["ep"]
+    assert (row.kind, row.variant, row.seed) == ("model", "sources=all;candidates=2;rounds=1", 0)
+    assert row.status == "improved" and row.correct
+    assert row.speedup is not None and row.speedup > 1.0 and row.belief
+    assert (row.attempts, row.compiled, row.correct_candidates, row.improved_candidates) == (2, 2, 1, 1)
+    assert row.attempt_statuses == ["improved", "incorrect"]
+    assert row.attempt_speedups[1] is None and row.attempt_speedups[0] == row.speedup
+    assert row.completion_tokens > 0 and row.prompt_tokens > 0
+    assert len(row.config_speedups) == 2 and all(s is not None for s in row.config_speedups)
+    assert (main_eval.out / row.profile_after).is_file()  # the winner's profile, kept by the loop
+    assert (main_eval.out / row.run_dir / "report.md").is_file()
+
+
+def test_rerun_asks_nothing_and_adds_nothing(main_eval: MainEval, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(main_eval.out, out)
+    with serve_scripted() as endpoint:  # an empty script: any request would fail the run
+        code, stdout, stderr = invoke(eval_argv(main_eval.tasks, out, endpoint))
+        assert code == 0, stderr
+        assert endpoint.completions == []
+    assert "0 row(s) added" in stdout
+    assert [r.key for r in load(out / "results.parquet")] == [r.key for r in load(main_eval.out / "results.parquet")]
+
+
+def test_bundles_take_the_work_elsewhere_and_come_back(main_eval: MainEval, tmp_path: Path) -> None:
+    """--bundle: measure, round 1 and the generalisation check each wait for `python3 -m inference.bundle`."""
+    out = tmp_path / "out"
+    with serve_scripted() as endpoint:
+        endpoint.script([FAST_ANSWER])
+        argv = eval_argv(main_eval.tasks, out, endpoint, "--bundle", "--candidates", "1", "--no-human")
+        passes = 0
+        while True:
+            code, stdout, stderr = invoke(argv)
+            assert code == 0, stderr
+            pending = pending_bundles(out)
+            if not pending:
+                break
+            passes += 1
+            assert passes <= 3, stdout
+            ran = subprocess.run([sys.executable, "-m", "inference.bundle", *map(str, pending)], cwd=ROOT,
+                                 capture_output=True, text=True, timeout=600)
+            assert ran.returncode == 0, ran.stderr
+    assert passes == 3  # the original's profile, round 1, the winner on every input configuration
+    (row,) = load(out / "results.parquet")
+    assert row.status == "improved" and len(row.config_speedups) == 2
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--models", "x=/no/such/adapter"], "holds no adapter_config.json"),
+    (["--models", "x=http://127.0.0.1:1/v1"], "name the endpoint's model"),
+    (["--suites", "catalogs"], "write catalogue, tasks:DIR or mined:DIR"),
+    (["--sources", "roofline,colour"], "unknown summary source"),
+])
+def test_bad_input_is_one_error_line(tmp_path: Path, argv: list[str], message: str) -> None:
+    code, _, stderr = invoke(["eval", "--out", str(tmp_path / "out"), *argv])
+    assert code == 2
+    assert message in stderr and len(stderr.strip().splitlines()) == 1
