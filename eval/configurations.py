@@ -78,8 +78,9 @@ def trained_patterns(configurations: list[ModelConfiguration]) -> dict[str, str]
         if path is None or not path.is_file():
             continue
         for group, side in read_json(path).get("groups", {}).items():
-            if groups.get(group) != "train":
-                groups[group] = side
+            kind, _, pattern = group.partition(":")  # pattern:cpu/loop_order, repo:owner/name
+            if kind == "pattern" and groups.get(pattern) != "train":
+                groups[pattern] = side
     return groups
 
 

@@ -41,5 +41,14 @@ class ResultsTable:
         self.rows[row.key] = row
         save(self.path, list(self.rows.values()))
 
+    def relabel_splits(self, splits: dict[tuple[str, str], str]) -> None:
+        """Give every row of (suite, task) its split against the training runs now under evaluation (a row made
+        before an adapter joined the comparison was labelled without it)."""
+        stale = [row for row in self.rows.values() if splits.get((row.suite, row.task), row.split) != row.split]
+        for row in stale:
+            row.split = splits[(row.suite, row.task)]
+        if stale:
+            save(self.path, list(self.rows.values()))
+
     def all(self) -> list[EvalRecord]:
         return sorted(self.rows.values(), key=lambda r: r.key)

@@ -90,6 +90,7 @@ class Evaluation:
         return LocalJudge(work_dir, profile_improved=True, time_configs=time_configs, log=self.log)
 
     def run(self) -> Progress:
+        self.table.relabel_splits({(item.suite, item.task.name): item.split for item in self.tasks})
         measured = {item.key: self.measure(item) for item in self.tasks}
         for item in self.tasks:
             measure = measured[item.key]
