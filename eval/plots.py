@@ -225,6 +225,9 @@ def _plottable(point: RooflinePoint | None) -> bool:
     return point is not None and point.arithmetic_intensity_flop_per_byte > 0 and point.achieved_gflop_per_s > 0
 
 
+ROOF_TOLERANCE = 0.05  # relative difference under which two measured roofs are drawn as one
+
+
 def roofline(rows: Sequence[EvalRecord]) -> bytes:
     """Log-log roofline: each machine roof (min of peak GFLOP/s and intensity x peak GB/s) and each row's
     original -> best candidate joined by an arrow. Rows lacking either point, or with no floating-point work
@@ -252,7 +255,13 @@ def roofline(rows: Sequence[EvalRecord]) -> bytes:
 
 def _roofs(ax: Axes, points: list[RooflinePoint]) -> None:
     intensities = [p.arithmetic_intensity_flop_per_byte for p in points]
-    peaks = sorted({(p.peak_gflop_per_s, p.peak_gbyte_per_s) for p in points if p.peak_gbyte_per_s > 0})
+    # ncu derives its peaks from the clocks of each measurement, so one GPU's peaks differ by a fraction of a
+    # percent between profiles: roofs within 5% of each other are one roof (drawn at their largest values).
+    peaks: list[tuple[float, float]] = []
+    for gflop, gbyte in sorted(((p.peak_gflop_per_s, p.peak_gbyte_per_s) for p in points if p.peak_gbyte_per_s > 0),
+                               reverse=True):
+        if not any(abs(gflop / g - 1) < ROOF_TOLERANCE and abs(gbyte / b - 1) < ROOF_TOLERANCE for g, b in peaks):
+            peaks.append((gflop, gbyte))
     for gflop, gbyte in peaks:
         ridge = gflop / gbyte
         xs = np.geomspace(min(min(intensities), ridge) / 4, max(max(intensities), ridge) * 4, 200)

@@ -149,14 +149,13 @@ class Evaluation:
         verdict = human["verdict"]
         status = verdict["status"]
         ci = verdict.get("speedup_ci") or (None, None)
-        trusted = status in TIMED_CORRECT
         directory = self.task_dir(item)
         if human.get("profile"):
             write_json(directory / "human_profile.json", human["profile"])
         row = self.base_row(item, HUMAN, "", 0, measure, kind="reference")
         row.status, row.correct = status, status in CORRECT_STATUSES
-        row.speedup = verdict.get("speedup") if trusted else None
-        row.speedup_ci_low, row.speedup_ci_high = (ci[0], ci[1]) if trusted else (None, None)
+        row.speedup = verdict.get("speedup")  # kept when held for review too: shown, never counted (status)
+        row.speedup_ci_low, row.speedup_ci_high = ci[0], ci[1]
         row.baseline_ms = _median(verdict, "baseline")
         row.best_ms = _median(verdict, "candidate")
         row.held_for_review = int(status == "needs_review")

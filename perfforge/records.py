@@ -360,9 +360,10 @@ class EvalRecord:
                        "correct, incorrect, crashed, timeout, rejected, build_failed, task_invalid, unparsable "
                        "(speedup comes from trusted verdicts only: never from needs_review)")
     correct: bool = _doc("at least one candidate was judged correct")
-    speedup: float | None = _doc("the best correct candidate's speedup over the original (original median / "
-                                 "candidate median); None when nothing correct was timed or it is held for review",
-                                 default=None)
+    speedup: float | None = _doc("the best trusted correct candidate's speedup over the original (original median "
+                                 "/ candidate median), or the reference's; None when nothing correct was timed. A "
+                                 "reference held for review keeps its figure, but status needs_review means no "
+                                 "metric counts it", default=None)
     speedup_ci_low: float | None = _doc("95% confidence interval of that speedup, low end", default=None)
     speedup_ci_high: float | None = _doc("95% confidence interval of that speedup, high end", default=None)
     baseline_ms: float | None = _doc("the original's median time in that measurement", default=None)
