@@ -10,6 +10,7 @@ from eval.config import EvalConfig
 from perfforge.io import write_text
 
 PENDING_FILE = "pending.txt"  # the bundles a --bundle evaluation waits for, one directory per line
+LOCK_FILE = ".lock"  # one evaluation at a time per output directory: two would overwrite each other's table
 
 
 def log(message: str) -> None:
@@ -22,6 +23,7 @@ def run_eval(config: EvalConfig) -> int:
     from eval.suites import collect
 
     config.validate()
+    lock = _lock(config.out)  # noqa: F841 (held until this process exits)
     configurations = parse(config.models)
     trained = trained_patterns(configurations)
     tasks = collect(config.suites, config.out, target=config.target, patterns=config.patterns,
@@ -62,3 +64,18 @@ def pending_bundles(out: Path) -> list[Path]:
     """The bundles the last --bundle pass of the evaluation in `out` left to run."""
     path = out / PENDING_FILE
     return [out / line for line in path.read_text().splitlines() if line] if path.is_file() else []
+
+
+def _lock(out: Path) -> object:
+    """An exclusive lock on OUT, or one error line when another evaluation holds it."""
+    import fcntl
+
+    from perfforge.errors import PerfforgeError
+
+    out.mkdir(parents=True, exist_ok=True)
+    handle = (out / LOCK_FILE).open("w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise PerfforgeError(f"another perfforge eval is running on {out}; wait for it or give another --out") from None
+    return handle

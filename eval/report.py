@@ -192,7 +192,8 @@ def _result_cell(rows: list[EvalRecord]) -> str:
 def _result_text(row: EvalRecord) -> str:
     speedup = metrics.trusted_speedup(row)
     if speedup is None:
-        return row.status
+        held = row.status == metrics.NEEDS_REVIEW and row.speedup is not None
+        return f"{row.speedup:.2f}x held for review (not counted)" if held else row.status
     ci = ""
     if row.speedup_ci_low is not None and row.speedup_ci_high is not None:
         ci = f" [{row.speedup_ci_low:.2f}, {row.speedup_ci_high:.2f}]"
@@ -248,15 +249,14 @@ def _stall_section(rows: Sequence[EvalRecord], stall_tasks: list[str] | None, ro
 
 def stall_rows(rows: Sequence[EvalRecord], stall_tasks: list[str] | None) -> tuple[list[EvalRecord], list[str]]:
     """The row drawn for each stall task, and the named tasks that have no row with both profiles. Chosen
-    automatically: model rows whose improved best candidate was profiled, one per task, the largest speedup
-    first, at most MAX_STALL_TASKS."""
+    automatically: rows whose improved best candidate (or reference) was profiled, one per task, model rows
+    first, then the largest speedup, at most MAX_STALL_TASKS."""
     profiled = [r for r in rows if r.profile_before and r.profile_after]
     if stall_tasks is not None:
         chosen = {task: max((r for r in profiled if r.task == task), default=None, key=_stall_preference)
                   for task in stall_tasks}
         return [r for r in chosen.values() if r is not None], [t for t, r in chosen.items() if r is None]
-    improved = [r for r in profiled if r.kind == metrics.MODEL_KIND and r.status == metrics.IMPROVED
-                and metrics.trusted_speedup(r) is not None]
+    improved = [r for r in profiled if r.status == metrics.IMPROVED and metrics.trusted_speedup(r) is not None]
     picked: dict[str, EvalRecord] = {}
     for row in sorted(improved, key=_stall_preference, reverse=True):
         if row.task not in picked and len(picked) < MAX_STALL_TASKS:

@@ -144,3 +144,15 @@ def test_rerun_writes_the_report_from_the_table(main_eval: MainEval, tmp_path: P
     assert "e2e" in markdown and "human" in markdown and "ep" in markdown
     assert "data:image/png;base64," in (out / "report.html").read_text()
     assert "report.html" in stdout
+
+
+def test_a_second_evaluation_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    import fcntl
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with (out / ".lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running evaluation holds it
+        code, _, stderr = invoke(["eval", "--out", str(out)])
+    assert code == 2 and "another perfforge eval is running" in stderr
+    assert len(stderr.strip().splitlines()) == 1
