@@ -96,8 +96,10 @@ class Evaluation:
             measure = measured[item.key]
             if measure is not None and self.config.human:
                 self.add_human_row(item, measure)
-        planned = [(c, v, s, item) for c in self.configurations for v in variants(self.config)
-                   for s in self.config.seeds for item in self.tasks]
+        # Task by task, every configuration in turn: an evaluation stopped early still compares them on the same
+        # tasks.
+        planned = [(c, v, s, item) for v in variants(self.config) for s in self.config.seeds for item in self.tasks
+                   for c in self.configurations]
         for number, (configuration, variant, seed, item) in enumerate(planned, start=1):
             key = (item.suite, item.task.name, configuration.name, variant.label, seed)
             measure = measured[item.key]
