@@ -8,16 +8,19 @@ from training.config import TrainConfig
 
 
 def run_train(config: TrainConfig) -> int:
-    from training.trainer import train
+    from training.trainer import is_main_process, train
 
     def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
+        if is_main_process():  # under accelerate launch every process runs this; one speaks
+            print(message, file=sys.stderr, flush=True)
 
     try:
         metrics = train(config, log=log)
     except KeyboardInterrupt:
         log(f"interrupted: checkpoints are kept in {config.out / 'checkpoints'}; run the same command to resume")
         return 130
+    if not is_main_process():
+        return 0
     first, last = metrics["first_logged_loss"], metrics["last_logged_loss"]
     losses = f"loss {first:.4f} -> {last:.4f}" if first is not None and last is not None else \
         f"train loss {metrics['train_loss']:.4f}"

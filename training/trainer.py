@@ -13,6 +13,7 @@ with trl 1.16). Multi-GPU: `accelerate launch -m perfforge.cli train ...` (docs/
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import asdict
@@ -98,7 +99,8 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
             log(f"already trained to --max-steps {config.max_steps}: nothing to do")
             return read_json(config.out / "metrics.json")
     train_examples, eval_examples, description = prepare(config)
-    write_json(config.out / "splits.json", description)
+    if is_main_process():
+        write_json(config.out / "splits.json", description)
     log(f"{description['train_examples']} training and {description['eval_examples']} eval examples "
         f"({sum(v == 'eval' for v in description['groups'].values())} of {len(description['groups'])} groups "
         "held out)")
@@ -116,12 +118,19 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     started = time.monotonic()
     result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.monotonic() - started
-    metrics = _metrics(config, trainer, result, seconds, eval_set, str(model_dir))
-    _save_adapter(trainer, config.out / "adapter")
-    if config.merge:
-        _save_merged(trainer, tokenizer, config.out / "merged")
-    write_json(config.out / "metrics.json", metrics)
+    metrics = _metrics(config, trainer, result, seconds, eval_set, str(model_dir))  # every rank evaluates
+    if trainer.is_world_process_zero():  # under accelerate launch, one process writes the outputs
+        _save_adapter(trainer, config.out / "adapter")
+        if config.merge:
+            _save_merged(trainer, tokenizer, config.out / "merged")
+        write_json(config.out / "metrics.json", metrics)
+    trainer.accelerator.wait_for_everyone()
     return metrics
+
+
+def is_main_process() -> bool:
+    """True unless this is a secondary process of a distributed launch (accelerate/torchrun set RANK)."""
+    return int(os.environ.get("RANK", "0")) == 0
 
 
 def _finished(config: TrainConfig, checkpoint: Path) -> bool:
@@ -161,7 +170,7 @@ def _metrics(config: TrainConfig, trainer: Any, result: Any, seconds: float, eva
         "method": config.method, "base_model": model_dir, "steps": trainer.state.global_step,
         "train_loss": result.training_loss, "first_logged_loss": losses[0] if losses else None,
         "last_logged_loss": losses[-1] if losses else None, "losses": losses,
-        "train_seconds": round(seconds, 3),
+        "train_seconds": round(seconds, 3), "processes": trainer.args.world_size,
         "train_samples_per_second": (result.metrics or {}).get("train_samples_per_second"),
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
     }
