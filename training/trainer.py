@@ -98,6 +98,7 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
         if _finished(config, Path(resume)):
             log(f"already trained to --max-steps {config.max_steps}: nothing to do")
             return read_json(config.out / "metrics.json")
+    _one_gpu_per_process()
     train_examples, eval_examples, description = prepare(config)
     if is_main_process():
         write_json(config.out / "splits.json", description)
@@ -126,6 +127,18 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
         write_json(config.out / "metrics.json", metrics)
     trainer.accelerator.wait_for_everyone()
     return metrics
+
+
+def _one_gpu_per_process() -> None:
+    """trl refuses the nn.DataParallel that Trainer falls back to when one process sees several GPUs; say how to
+    launch instead of failing deep inside the trainer."""
+    import torch
+
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if visible > 1 and "WORLD_SIZE" not in os.environ:
+        raise ConfigError(f"{visible} GPUs are visible to one process: launch one process per GPU with `accelerate "
+                          f"launch --num_processes {visible} -m perfforge.cli train ...`, or pick one GPU with "
+                          "CUDA_VISIBLE_DEVICES=0")
 
 
 def is_main_process() -> bool:
