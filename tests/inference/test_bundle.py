@@ -61,7 +61,7 @@ def test_bundle_round_trip(cpu_task: Path, tmp_path: Path, scripted_endpoint: Sc
     assert scripted_endpoint.requests == []
     manifest = read_json(bundle0 / "bundle.json")
     assert manifest == {"format": 1, "task": "task", "candidates": {}, "profile_original": True,
-                        "profile_improved": False}
+                        "profile_improved": False, "time_configs": False}
     assert (bundle0 / "task" / "task.toml").is_file() and (bundle0 / "task" / "kernel.c").is_file()
     readme = (bundle0 / "README.txt").read_text()
     assert RUN_COMMAND in readme and "00" in readme
