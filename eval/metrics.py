@@ -69,6 +69,7 @@ class Outcome(NamedTuple):
     speedup: float | None
     ci_low: float | None = None
     ci_high: float | None = None
+    proven_faster: bool = False  # the validator judged it faster beyond the noise floor (status improved)
 
 
 # --- one row
@@ -85,19 +86,19 @@ def outcome(row: EvalRecord) -> Outcome:
     speedup = trusted_speedup(row)
     if speedup is None:
         return Outcome(row.correct, None)
-    return Outcome(True, speedup, row.speedup_ci_low, row.speedup_ci_high)
+    return Outcome(True, speedup, row.speedup_ci_low, row.speedup_ci_high, row.status == IMPROVED)
 
 
 def best_within(row: EvalRecord, *, rounds: int | None = None,
-                first_candidates: int | None = None) -> tuple[bool, float | None]:
-    """(correct, trusted speedup) of the row's attempts within the first `rounds` rounds, or among the first
-    `first_candidates` candidates of round 1 (both given: attempts meeting both).
+                first_candidates: int | None = None) -> tuple[bool, float | None, bool]:
+    """(correct, trusted speedup, proven faster) of the row's attempts within the first `rounds` rounds, or among
+    the first `first_candidates` candidates of round 1 (both given: attempts meeting both).
 
     first_candidates=k estimates "k candidates per round" for a single round only: a later round's prompt carries
     the feedback of every earlier candidate, so its attempts cannot be cut down to k after the fact.
     """
     _check_attempt_lists(row)
-    correct, best = False, None
+    correct, best, proven = False, None, False
     for round_, candidate, status, speedup in zip(row.attempt_rounds, row.attempt_candidates,
                                                   row.attempt_statuses, row.attempt_speedups, strict=True):
         if rounds is not None and round_ > rounds:
@@ -105,9 +106,14 @@ def best_within(row: EvalRecord, *, rounds: int | None = None,
         if first_candidates is not None and (round_ != 1 or candidate > first_candidates):
             continue
         correct = correct or status in CORRECT_STATUSES
+        proven = proven or status == IMPROVED
         if status in TRUSTED_TIMED_STATUSES and speedup is not None:
             best = speedup if best is None else max(best, speedup)
-    return correct, best
+    return correct, best, proven
+
+
+def _prefix_outcome(correct: bool, speedup: float | None, proven: bool) -> Outcome:
+    return Outcome(correct, speedup, proven_faster=proven)
 
 
 def _check_attempt_lists(row: EvalRecord) -> None:
@@ -154,8 +160,14 @@ def _fast_p_of(outcomes: Sequence[Outcome], p: float) -> float | None:
     so fast_0 is the correctness rate. None for no outcomes."""
     if not outcomes:
         return None
-    hits = sum(1 for o in outcomes if o.correct and (p <= 0 or (o.speedup is not None and o.speedup > p)))
+    hits = sum(1 for o in outcomes if o.correct and (p <= 0 or _faster_than(o, p)))
     return hits / len(outcomes)
+
+
+def _faster_than(o: Outcome, p: float) -> bool:
+    """Speedup above p; from p = 1 up, only a speedup the validator proved (improved: beyond the noise floor, CI
+    above 1) counts, so a no_change measured at 1.03x is never "faster" (KernelBench counts any point estimate)."""
+    return o.speedup is not None and o.speedup > p and (p < 1 or o.proven_faster)
 
 
 def _log_sd(o: Outcome) -> float:
@@ -360,7 +372,7 @@ def _prefix_ablation(rows: list[EvalRecord], factor: str) -> list[dict[str, Any]
         for n in range(1, max(limit(r) for r in group) + 1):
             able = [r for r in group if limit(r) >= n]
             prefix = {"rounds": n} if factor == "rounds" else {"first_candidates": n}
-            outcomes = [Outcome(*best_within(r, **prefix)) for r in able]
+            outcomes = [_prefix_outcome(*best_within(r, **prefix)) for r in able]
             entries.append(_ablation_entry(factor, str(n), configuration, fixed, outcomes))
     return entries
 

@@ -104,7 +104,9 @@ HOW_TO_READ = (
     "variant of the loop's settings and one seed. Speedups are the original's median time over the candidate's, "
     "timed interleaved on the same machine; a row's speedup is its best trusted correct candidate's.",
     "fast_p (KernelBench's metric) is the share of rows whose result is correct and more than p times faster "
-    "than the original: fast_0 is the correctness rate, fast_1 the share that is faster at all.",
+    "than the original: fast_0 is the correctness rate, fast_1 the share that is faster at all. From p = 1 up, "
+    "only a speedup the validator proved counts (status improved: beyond the noise floor, its CI above 1), so a "
+    "no_change measured at 1.03x is not faster.",
     "needs_review marks a correct result whose speedup is implausibly large: it is held for a person to check "
     "and never counts as faster, neither in fast_p (p > 0) nor in the geometric means.",
     "The geometric-mean speedup counts 1.0 for a row without a trusted correct speedup, since the user keeps the "

@@ -37,7 +37,7 @@ GENERALISE_FILE = "generalise.json"
 TIMED_CORRECT = ("improved", "no_change", "slower")
 # The order in which an attempt's status says how far it got: the row's status is the furthest any attempt got.
 STATUS_ORDER = ("improved", "needs_review", "no_change", "slower", "correct", "incorrect", "crashed", "timeout",
-                "rejected", "build_failed", "task_invalid", "unparsable")
+                "build_failed", "rejected", "task_invalid", "unparsable")
 NOT_BUILT = ("unparsable", "rejected", "build_failed", "task_invalid")  # never reached the correctness check
 
 
@@ -229,6 +229,7 @@ class Evaluation:
         row.sources, row.candidates, row.rounds = variant.sources, variant.candidates, variant.rounds
         row.temperature, row.bottleneck = self.config.temperature, focus
         _set_attempts(row, attempts)
+        row.machine = next((a.machine for a in attempts if a.machine), "")  # where candidates were judged
         best = _best(attempts)
         if best is not None:
             row.speedup_ci_low, row.speedup_ci_high = best.speedup_ci_low, best.speedup_ci_high

@@ -357,8 +357,9 @@ class EvalRecord:
     temperature: float = _doc("sampling temperature (0 for the reference)")
     # --- the outcome
     status: str = _doc("the furthest any attempt got, in the order improved, needs_review, no_change, slower, "
-                       "correct, incorrect, crashed, timeout, rejected, build_failed, task_invalid, unparsable "
-                       "(speedup comes from trusted verdicts only: never from needs_review)")
+                       "correct, incorrect, crashed, timeout, build_failed, rejected (by the static checks, before "
+                       "any build), task_invalid, unparsable (speedup comes from trusted verdicts only: never from "
+                       "needs_review)")
     correct: bool = _doc("at least one candidate was judged correct")
     speedup: float | None = _doc("the best trusted correct candidate's speedup over the original (original median "
                                  "/ candidate median), or the reference's; None when nothing correct was timed. A "

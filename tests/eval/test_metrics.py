@@ -73,6 +73,12 @@ def test_fast_p_counts_correct_and_trusted_faster_only(mixed_rows: list[EvalReco
     assert fast_p([], 1.0) == 0.0
 
 
+def test_a_speedup_within_the_noise_is_never_faster() -> None:
+    rows = [make_row("a", status="no_change", speedup=1.04), make_row("b", speedup=1.3)]
+    assert fast_p(rows, 1.0) == pytest.approx(1 / 2)  # the no_change at 1.04x is not faster than the original
+    assert fast_p(rows, 0.5) == pytest.approx(2 / 2)  # but it is above half the original's speed
+
+
 def test_fast_p_curve_and_correctness_rate(mixed_rows: list[EvalRecord]) -> None:
     assert fast_p_curve(mixed_rows, [0.0, 1.0, 3.0]) == [(0.0, pytest.approx(5 / 6)), (1.0, pytest.approx(2 / 6)),
                                                          (3.0, 0.0)]
@@ -153,14 +159,14 @@ RUN: list[Attempt] = [(1, 1, "build_failed", None), (1, 2, "slower", 0.9), (1, 3
 
 def test_best_within_rounds_and_first_candidates() -> None:
     row = make_row(speedup=2.4, attempts=RUN)
-    assert best_within(row) == (True, 2.4)
-    assert best_within(row, rounds=0) == (False, None)
-    assert best_within(row, rounds=1) == (True, 0.9)
-    assert best_within(row, rounds=2) == (True, 2.4)
-    assert best_within(row, first_candidates=1) == (False, None)  # a build failure only
-    assert best_within(row, first_candidates=2) == (True, 0.9)
-    assert best_within(row, first_candidates=3) == (True, 0.9)  # the 30x held for review is not a speedup
-    assert best_within(row, first_candidates=4) == (True, 0.9)  # round 2 never enters
+    assert best_within(row) == (True, 2.4, True)
+    assert best_within(row, rounds=0) == (False, None, False)
+    assert best_within(row, rounds=1) == (True, 0.9, False)
+    assert best_within(row, rounds=2) == (True, 2.4, True)
+    assert best_within(row, first_candidates=1) == (False, None, False)  # a build failure only
+    assert best_within(row, first_candidates=2) == (True, 0.9, False)
+    assert best_within(row, first_candidates=3) == (True, 0.9, False)  # the 30x held for review is not a speedup
+    assert best_within(row, first_candidates=4) == (True, 0.9, False)  # round 2 never enters
 
 
 def test_best_within_rejects_ragged_attempt_lists() -> None:
