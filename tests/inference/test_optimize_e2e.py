@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from perfforge.io import write_json
+from perfforge.records import SCHEMA_VERSION
 from tests.inference.conftest import (
     FAST_TASK_TOML,
     ScriptedEndpoint,
@@ -270,7 +271,7 @@ def test_attempts_parquet_matches_attempt_files(main_run: MainRun) -> None:
         attempt = main_run.attempt(row["round"], row["candidate"])
         assert (row["status"], row["reason"], row["code"], row["belief"]) == (
             attempt["status"], attempt["reason"], attempt["code"], attempt["belief"])
-        assert row["task"] == "matvec_colwalk" and row["schema_version"] == "1.3"
+        assert row["task"] == "matvec_colwalk" and row["schema_version"] == SCHEMA_VERSION
     assert rows[0]["cited"] == main_run.attempt(1, 1)["cited"]
     assert rows[0]["counter_deltas"] and rows[0]["counter_deltas"][0]["name"] == "Ir"
 
