@@ -27,7 +27,7 @@ from profiling.verdict import Status
 CORRECT_STATUSES = frozenset(s.value for s in Status if s.correct)
 # Correct and timed with a speedup the verdict trusts: needs_review is left out (never faster until a person
 # reviews it), and correct (untimed) has no speedup.
-TRUSTED_TIMED_STATUSES = frozenset({Status.IMPROVED.value, Status.NO_CHANGE.value, Status.SLOWER.value})
+TRUSTED_TIMED_STATUSES = frozenset(s.value for s in Status if s.trusted_speedup)
 IMPROVED = Status.IMPROVED.value
 NEEDS_REVIEW = Status.NEEDS_REVIEW.value
 REFERENCE_KIND = "reference"
@@ -142,13 +142,9 @@ def roofline_fraction(point: RooflinePoint) -> float | None:
 
 
 def row_roofline_fractions(row: EvalRecord) -> tuple[float | None, float | None]:
-    """(before, after): the stored fractions, else computed from the stored points."""
-    before = row.roofline_fraction_before
-    if before is None and row.roofline_before is not None:
-        before = roofline_fraction(row.roofline_before)
-    after = row.roofline_fraction_after
-    if after is None and row.roofline_after is not None:
-        after = roofline_fraction(row.roofline_after)
+    """(before, after): the share of the roofline bound of the row's original and best candidate."""
+    before = roofline_fraction(row.roofline_before) if row.roofline_before is not None else None
+    after = roofline_fraction(row.roofline_after) if row.roofline_after is not None else None
     return before, after
 
 
@@ -286,9 +282,14 @@ def parse_variant(variant: str) -> dict[str, str]:
     return settings
 
 
+def format_variant(settings: dict[str, Any]) -> str:
+    """{'sources': 'all', 'candidates': 4} -> 'sources=all;candidates=4' (parse_variant reads it back)."""
+    return ";".join(f"{key}={value}" for key, value in settings.items())
+
+
 def variant_without(variant: str, key: str) -> str:
     """The variant with one setting removed (the settings an ablation holds fixed)."""
-    return ";".join(f"{k}={v}" for k, v in parse_variant(variant).items() if k != key)
+    return format_variant({k: v for k, v in parse_variant(variant).items() if k != key})
 
 
 def group_rows(rows: Iterable[EvalRecord],

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from eval.metrics import ablation, fast_p_curve, group_rows, trusted_speedup
+from eval.metrics import fast_p_curve, group_rows, trusted_speedup
 from perfforge.records import EvalRecord, HotLine, Profile, RooflinePoint
 
 if TYPE_CHECKING:
@@ -134,10 +134,9 @@ def fast_p_curves(rows: Sequence[EvalRecord], *, p_max: float = FAST_P_MAX) -> b
 # --- ablations
 
 
-def ablation_bars(rows: Sequence[EvalRecord], factor: str) -> bytes:
-    """Correctness and fast_1 per value of one ablation factor (sources, rounds, candidates), bars grouped by
-    configuration (and the variant's other settings)."""
-    entries = ablation(rows, factor)
+def ablation_bars(entries: Sequence[dict[str, Any]], factor: str) -> bytes:
+    """Correctness and fast_1 per value of one ablation factor (sources, rounds, candidates): the entries of
+    eval.metrics.ablation, bars grouped by configuration (and the variant's other settings)."""
     fig = _figure(8.0, 4.2)
     axes = fig.subplots(1, 2, sharey=True)
     if not entries:
@@ -156,7 +155,7 @@ def ablation_bars(rows: Sequence[EvalRecord], factor: str) -> bytes:
     return _png(fig)
 
 
-def _grouped_bars(ax: Axes, entries: list[dict[str, Any]], values: list[str], series: list[str],
+def _grouped_bars(ax: Axes, entries: Sequence[dict[str, Any]], values: list[str], series: list[str],
                   metric: str) -> None:
     width = 0.8 / len(series)
     lookup = {(e["value"], group_label(e["configuration"], e["variant"], wrap=True)): e[metric] for e in entries}

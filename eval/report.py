@@ -213,7 +213,7 @@ def _ablation_sections(rows: Sequence[EvalRecord]) -> list[Block]:
                         _pct(e["correctness"]), _pct(e["fast_1"]), e["geomean"].text()] for e in entries])
         blocks += [Heading(2, f"Ablation: {factor}"), table,
                    Figure(f"ablation_{factor}", f"Correctness and fast_1 per {factor} value.",
-                          plots.ablation_bars(rows, factor))]
+                          plots.ablation_bars(entries, factor))]
     return blocks
 
 

@@ -1,9 +1,9 @@
 """`perfforge eval`: each (task, configuration, variant, seed) measured once and kept as a row of results.parquet.
 
 Per task, once, under OUT/tasks/<suite>/<task>/:
-    measure.json      the original's profile (every run's prompt uses it, so the original is profiled once) and
-                      the human-optimised reference judged like any candidate by profiling.validate, profiled when
-                      improved, and timed on every input configuration
+    original_profile.json   the original's profile (every run's prompt uses it, so the original is profiled once)
+    measure.json            the human-optimised reference judged like any candidate by profiling.validate, and
+                            timed on every input configuration; human_profile.json its profile when improved
 Per model configuration, variant and seed, under OUT/runs/<configuration>/<variant>/s<seed>/<suite>/<task>/:
     the optimisation loop's output directory (inference.loop: rounds, attempts, report, patch), and
     generalise.json   its best candidate re-measured on every input configuration of the task
@@ -16,7 +16,6 @@ profiling.validate's and profiling.profile's sandboxed subprocesses.
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,17 +23,17 @@ from typing import Any
 
 from eval.config import EvalConfig
 from eval.configurations import HUMAN, Endpoints, ModelConfiguration
+from eval.metrics import CORRECT_STATUSES, TRUSTED_TIMED_STATUSES, format_variant
 from eval.results import ResultsTable
 from eval.suites import SuiteTask
-from inference.judge import CORRECT_STATUSES, Judgement
+from inference.loop import PROFILE_FILE, candidate_dir, original_profile_path
 from perfforge.io import read_json, write_json
-from perfforge.records import AttemptRecord, EvalRecord, Profile, RooflinePoint
+from perfforge.records import AttemptRecord, EvalRecord, RooflinePoint
 
 MEASURE_FILE = "measure.json"
 ORIGINAL_PROFILE_FILE = "original_profile.json"
+HUMAN_PROFILE_FILE = "human_profile.json"
 GENERALISE_FILE = "generalise.json"
-# Correct verdicts whose speedup is trusted (needs_review is correct, but its speedup is held for review).
-TIMED_CORRECT = ("improved", "no_change", "slower")
 # The order in which an attempt's status says how far it got: the row's status is the furthest any attempt got.
 STATUS_ORDER = ("improved", "needs_review", "no_change", "slower", "correct", "incorrect", "crashed", "timeout",
                 "build_failed", "rejected", "task_invalid", "unparsable")
@@ -51,7 +50,7 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return f"sources={self.sources};candidates={self.candidates};rounds={self.rounds}"
+        return format_variant({"sources": self.sources, "candidates": self.candidates, "rounds": self.rounds})
 
     @property
     def directory(self) -> str:
@@ -119,12 +118,16 @@ class Evaluation:
         return self.config.out / "tasks" / item.suite / item.task.name
 
     def measure(self, item: SuiteTask) -> dict[str, Any] | None:
-        """{"profile": the original's profile dict, "human": the reference's judgement dict or None}; None while
-        a bundle is pending."""
+        """{"profile": the original's profile dict, "human": the reference's verdict and per-configuration
+        speedups, or None}; None while a bundle is pending. Measured once: later passes read the files."""
         directory = self.task_dir(item)
         path = directory / MEASURE_FILE
-        if path.is_file():
-            return read_json(path)
+        if not path.is_file() and not self._measure_now(item, directory):
+            return None
+        original = directory / ORIGINAL_PROFILE_FILE
+        return {"profile": read_json(original) if original.is_file() else None, "human": read_json(path)["human"]}
+
+    def _measure_now(self, item: SuiteTask, directory: Path) -> bool:
         reference = item.task.reference_path if self.config.human else None
         candidates = [(HUMAN, reference)] if reference is not None and reference.is_file() else []
         self.log(f"measuring {item.key}: the original's profile" + (", the reference" if candidates else ""))
@@ -133,15 +136,16 @@ class Evaluation:
         shutil.rmtree(directory / "work", ignore_errors=True)
         if result is None:
             self.progress.pending.append(directory / "bundle")
-            return None
+            return False
         judgements, profile = result
-        human = judgements.get(HUMAN)
-        measure = {"profile": profile.to_dict() if profile else None,
-                   "human": _judgement_dict(human) if human else None}
         if profile is not None:
-            write_json(directory / ORIGINAL_PROFILE_FILE, measure["profile"])
-        write_json(path, measure)
-        return measure
+            write_json(directory / ORIGINAL_PROFILE_FILE, profile.to_dict())
+        human = judgements.get(HUMAN)
+        if human is not None and human.profile is not None:
+            write_json(directory / HUMAN_PROFILE_FILE, human.profile)
+        write_json(directory / MEASURE_FILE, {"human": {"verdict": human.verdict,
+                                                        "config_speedups": human.config_speedups} if human else None})
+        return True
 
     def add_human_row(self, item: SuiteTask, measure: dict[str, Any]) -> None:
         key = (item.suite, item.task.name, HUMAN, "", 0)
@@ -151,9 +155,7 @@ class Evaluation:
         verdict = human["verdict"]
         status = verdict["status"]
         ci = verdict.get("speedup_ci") or (None, None)
-        directory = self.task_dir(item)
-        if human.get("profile"):
-            write_json(directory / "human_profile.json", human["profile"])
+        profile_path = self.task_dir(item) / HUMAN_PROFILE_FILE
         row = self.base_row(item, HUMAN, "", 0, measure, kind="reference")
         row.status, row.correct = status, status in CORRECT_STATUSES
         row.speedup = verdict.get("speedup")  # kept when held for review too: shown, never counted (status)
@@ -164,11 +166,12 @@ class Evaluation:
         row.attempts, row.compiled = 1, int(status not in NOT_BUILT)
         row.correct_candidates = int(row.correct)
         row.improved_candidates = int(status == "improved")
-        row.roofline_after = _roofline(human.get("profile"))
-        row.profile_after = self._relative(directory / "human_profile.json") if human.get("profile") else ""
+        if profile_path.is_file():
+            row.profile_after = self._relative(profile_path)
+            row.roofline_after = _roofline(read_json(profile_path))
         _set_configs(row, item, human.get("config_speedups"))
         row.machine = verdict.get("machine", "")
-        self.table.add(_with_fractions(row))
+        self.table.add(row)
         self.progress.added += 1
 
     # --- one model run
@@ -184,7 +187,7 @@ class Evaluation:
         from inference.report import write_report
 
         out = self.run_dir(item, configuration, variant, seed)
-        original = out / "original" / "profile.json"
+        original = original_profile_path(out)
         if not original.is_file() and measure.get("profile"):
             write_json(original, measure["profile"])  # the loop reads it instead of profiling the original again
         loop_config = OptimizeConfig(
@@ -199,7 +202,7 @@ class Evaluation:
         paths = write_outcome(state)
         write_report(state, paths)
         generalised = self.generalise(item, out, paths.get("optimized"))
-        if generalised is None and "optimized" in paths and self.config.generalise:
+        if generalised is None:
             return None  # its bundle is pending
         return self.model_row(item, configuration, variant, seed, measure, state.attempts, out, generalised,
                               focus=state.focus)
@@ -235,13 +238,13 @@ class Evaluation:
             row.speedup_ci_low, row.speedup_ci_high = best.speedup_ci_low, best.speedup_ci_high
             row.speedup, row.baseline_ms, row.best_ms = best.speedup, best.baseline_ms, best.candidate_ms
             row.belief, row.machine = best.belief, best.machine
-            profile_path = out / "rounds" / f"{best.round:02d}" / f"c{best.candidate}" / "profile.json"
+            profile_path = candidate_dir(out, best.round, best.candidate) / PROFILE_FILE
             if profile_path.is_file():
                 row.profile_after = self._relative(profile_path)
                 row.roofline_after = _roofline(read_json(profile_path))
         _set_configs(row, item, generalised.get("config_speedups") if generalised else None)
         row.run_dir = self._relative(out)
-        return _with_fractions(row)
+        return row
 
     def base_row(self, item: SuiteTask, configuration: str, variant: str, seed: int, measure: dict[str, Any], *,
                  kind: str) -> EvalRecord:
@@ -260,23 +263,18 @@ class Evaluation:
         return str(path.relative_to(self.config.out))
 
 
-def _judgement_dict(judgement: Judgement) -> dict[str, Any]:
-    return {"verdict": judgement.verdict, "profile": judgement.profile, "config_speedups": judgement.config_speedups}
-
-
 def _median(verdict: dict[str, Any], side: str) -> float | None:
     return (verdict.get(f"{side}_timing") or {}).get("median_ms")
 
 
 def _roofline(profile: dict[str, Any] | None) -> RooflinePoint | None:
-    if not profile or not profile.get("roofline"):
-        return None
-    return Profile.from_dict(profile).roofline
+    point = (profile or {}).get("roofline")
+    return RooflinePoint(**point) if point else None
 
 
 def _best(attempts: list[AttemptRecord]) -> AttemptRecord | None:
     """The fastest attempt whose correctness and speedup are both trusted."""
-    timed = [a for a in attempts if a.status in TIMED_CORRECT and a.speedup is not None]
+    timed = [a for a in attempts if a.status in TRUSTED_TIMED_STATUSES and a.speedup is not None]
     return max(timed, key=lambda a: a.speedup or 0.0) if timed else None
 
 
@@ -309,17 +307,5 @@ def _set_configs(row: EvalRecord, item: SuiteTask, by_config: dict[str, dict[str
     row.config_speedups = [(by_config.get(name) or {}).get("speedup") for name in row.config_names]
 
 
-def _with_fractions(row: EvalRecord) -> EvalRecord:
-    from eval.metrics import roofline_fraction
-
-    row.roofline_fraction_before = roofline_fraction(row.roofline_before) if row.roofline_before else None
-    row.roofline_fraction_after = roofline_fraction(row.roofline_after) if row.roofline_after else None
-    return row
-
-
 def _indented(log: Callable[[str], None]) -> Callable[[str], None]:
     return lambda message: log("    " + message)
-
-
-def stderr_log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)

@@ -17,9 +17,6 @@ from perfforge.errors import PerfforgeError
 from perfforge.records import Profile
 from profiling.task import Task
 
-# Verdicts of a candidate whose outputs were judged correct (needs_review: correct, speedup held for review).
-CORRECT_STATUSES = ("improved", "no_change", "slower", "needs_review", "correct")
-
 
 @dataclass
 class Judgement:
@@ -72,7 +69,7 @@ def judge_candidates(task: Task, candidates: list[tuple[str, Path]], work_dir: P
         if profile_improved and verdict.status.value == "improved":
             profile = _profile_candidate(task, path, work_dir / f"profile-{name}", log)
         by_config = None
-        if time_configs and verdict.status.value in CORRECT_STATUSES:
+        if time_configs and verdict.correct:
             by_config = speedup_by_config(task, path, work_dir / "validate")
         results[name] = {"verdict": verdict.to_dict(), "profile": profile, "config_speedups": by_config}
     return results

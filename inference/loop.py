@@ -69,6 +69,20 @@ def round_dir(out: Path, number: int) -> Path:
     return out / "rounds" / f"{number:02d}"
 
 
+def candidate_name(index: int) -> str:
+    return f"c{index}"
+
+
+def candidate_dir(out: Path, number: int, index: int) -> Path:
+    """Where candidate `index` of round `number` keeps its file, attempt.json and (improved) profile.json."""
+    return round_dir(out, number) / candidate_name(index)
+
+
+def original_profile_path(out: Path) -> Path:
+    """The original's profile the prompt is built from; written here before a run, the loop profiles nothing."""
+    return out / "original" / "profile.json"
+
+
 def optimize(task: Task, config: OptimizeConfig, make_backend: Callable[[], Backend], judge: Judge,
              log: Callable[[str], None] = print) -> LoopState:
     """Run (or resume) the loop on `task`; the state says what was found, or which bundle is pending."""
@@ -100,7 +114,7 @@ def optimize(task: Task, config: OptimizeConfig, make_backend: Callable[[], Back
 
 def _load_profile(state: LoopState, judge: Judge, log: Callable[[str], None]) -> bool:
     """The original's profile, made (or imported from a bundle) on first use. False while a bundle is pending."""
-    path = state.config.out / "original" / "profile.json"
+    path = original_profile_path(state.config.out)
     if path.is_file():
         state.profile = Profile.from_dict(read_json(path))
         return True
@@ -171,7 +185,7 @@ def _judge_round(state: LoopState, number: int, directory: Path, completions: li
     waiting: list[tuple[str, Path]] = []
     answers = {}
     for index, completion in enumerate(completions, start=1):
-        name = f"c{index}"
+        name = candidate_name(index)
         answer = prompt.parse_answer(completion.text, language=task.language)
         answers[name] = (index, completion, answer)
         if (directory / name / "attempt.json").is_file():

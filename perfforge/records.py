@@ -388,10 +388,6 @@ class EvalRecord:
     roofline_before: RooflinePoint | None = _doc("the original's roofline point (targets that give one)",
                                                  default=None)
     roofline_after: RooflinePoint | None = _doc("the best candidate's roofline point", default=None)
-    roofline_fraction_before: float | None = _doc("share of the roofline bound the original reaches (achieved over "
-                                                  "attainable; above 1 when caches beat the DRAM roof)", default=None)
-    roofline_fraction_after: float | None = _doc("share of the roofline bound the best candidate reaches",
-                                                 default=None)
     config_names: list[str] = _doc("the task's input configurations the best candidate was re-measured on",
                                    factory=list)
     config_speedups: list[float | None] = _doc("its speedup on each of them (None where that measurement failed)",

@@ -18,10 +18,10 @@ from profiling.build import Build, build
 from profiling.correctness import compare_run, degenerate_reason
 from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, run_harness
 from profiling.machine import describe_machine, describe_tools, gpu_peaks
-from profiling.score import estimate_speedup, plausibility_problems
+from profiling.score import SpeedupEstimate, estimate_speedup, plausibility_problems
 from profiling.static_checks import run_static_checks
 from profiling.task import Task, TaskConfig
-from profiling.timing import time_interleaved
+from profiling.timing import TimingRuns, time_interleaved
 from profiling.verdict import RuleCheck, RuleStatus, Status, Verdict
 
 # A candidate may take this many times the original's check-run duration before it counts as hung (at least
@@ -90,12 +90,10 @@ def speedup_by_config(task: Task, candidate: Path, work_dir: Path) -> dict[str, 
         return {config.name: {"failure": stop.reason.splitlines()[0]} for config in task.configs}
     measured: dict[str, dict[str, Any]] = {}
     for config in task.configs:
-        runs = time_interleaved(task, session.original, session.candidate, config, session.work_dir,
-                                candidate_timeout_s=task.validate.timeout_s)
-        if runs.failure:
+        runs, estimate = _timed(session, config)
+        if estimate is None:
             measured[config.name] = {"failure": runs.failure.splitlines()[0]}
             continue
-        estimate = estimate_speedup(runs.baseline_ms, runs.candidate_ms, runs.method)
         measured[config.name] = {"speedup": estimate.speedup, "ci_low": estimate.ci_low,
                                  "ci_high": estimate.ci_high, "baseline_ms": estimate.baseline.median_ms,
                                  "candidate_ms": estimate.candidate.median_ms}
@@ -182,15 +180,20 @@ def _run_oracle(session: _Session, config: TaskConfig, seed: int) -> HarnessRun:
     return run
 
 
+def _timed(session: _Session, config: TaskConfig) -> tuple[TimingRuns, SpeedupEstimate | None]:
+    """Both versions timed interleaved on `config`, and their speedup (None when a run failed)."""
+    runs = time_interleaved(session.task, session.original, session.candidate, config, session.work_dir,
+                            candidate_timeout_s=session.candidate_timeout_s())
+    return runs, None if runs.failure else estimate_speedup(runs.baseline_ms, runs.candidate_ms, runs.method)
+
+
 def _time_and_score(session: _Session, verdict: Verdict) -> None:
     task = session.task
     config = task.config()
-    runs = time_interleaved(task, session.original, session.candidate, config, session.work_dir,
-                            candidate_timeout_s=session.candidate_timeout_s())
-    if runs.failure:
+    runs, estimate = _timed(session, config)
+    if estimate is None:
         status = Status.TIMEOUT if "timed out" in runs.failure else Status.CRASHED
         raise _Stop(status, runs.failure)
-    estimate = estimate_speedup(runs.baseline_ms, runs.candidate_ms, runs.method)
     verdict.speedup, verdict.speedup_ci = estimate.speedup, (estimate.ci_low, estimate.ci_high)
     verdict.noise_floor = estimate.noise_floor
     verdict.baseline_timing, verdict.candidate_timing = estimate.baseline, estimate.candidate

@@ -30,6 +30,11 @@ class Status(StrEnum):
     def correct(self) -> bool:
         return self in (Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER, Status.NEEDS_REVIEW, Status.CORRECT)
 
+    @property
+    def trusted_speedup(self) -> bool:
+        """Correct and timed with a speedup to believe: needs_review is held for a person, correct is untimed."""
+        return self in (Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER)
+
 
 class RuleStatus(StrEnum):
     ENFORCED = "enforced"
