@@ -14,8 +14,9 @@ CUDA code in this file, about 600 prompt and 400 completion tokens each (the fig
 
 Both sides train SFTTrainer with the same peft LoRA config (training.trainer.lora_config of TrainConfig's defaults:
 r 8, alpha 16, all-linear), the same batch size, max_length and number of steps:
-    A  perfforge  training.trainer.trainer_args(TrainConfig(...)): precision auto (fp32 and use_cpu on
-                  the CPU, bf16 on a GPU), gradient checkpointing on GPUs only, completion_only_loss, lr 2e-4, ...;
+    A  perfforge  training.trainer.trainer_args(TrainConfig(...), precision_flags(...)): precision auto (fp32 and
+                  use_cpu on the CPU, bf16 on a GPU), gradient checkpointing on GPUs only, completion_only_loss,
+                  lr 2e-4, ...;
     B  trl        trl.SFTConfig(output_dir, max_steps, per_device_train_batch_size, max_length, report_to="none")
                   and everything else at trl's defaults (bf16 and gradient checkpointing on, lr 2e-5, ...).
 Both set include_num_input_tokens_seen="all" (a counter: it changes no training). A side whose configuration or
@@ -63,19 +64,18 @@ sys.path.insert(0, str(ROOT))
 # Light imports only: training.config and training.trainer import torch, peft and trl inside their functions.
 from perfforge.io import write_json  # noqa: E402
 from training.config import TrainConfig  # noqa: E402
-from training.trainer import lora_config, trainer_args  # noqa: E402
+from training.trainer import lora_config, precision_flags, trainer_args  # noqa: E402
 
 RESULTS_DIR = ROOT / "bench" / "results"
 REQUIRED = ("torch", "transformers", "tokenizers", "peft", "accelerate", "trl", "datasets",
             "pytest")  # pytest: tests/inference/tiny_model.py imports tests/profiling/conftest.py
-SEED = 1234
 EXAMPLES = 64
 PROMPT_TOKENS = 600
 COMPLETION_TOKENS = 400
 SIDES = {"A": "perfforge", "B": "trl default"}
 SIZES: dict[str, dict[str, Any]] = {
     "tiny": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
-             "num_key_value_heads": 2, "vocab_size": None},  # None: the tokenizer's vocabulary
+             "num_key_value_heads": 2},  # the tokenizer's vocabulary
     "0.5b": {"hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 24, "num_attention_heads": 16,
              "num_key_value_heads": 4, "vocab_size": 32000},
 }
@@ -221,18 +221,9 @@ def build_rows(tokenizer: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 def build_model(size: str, tokenizer: Any, max_length: int) -> Any:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from tests.inference.tiny_model import random_chat_model
 
-    from tests.inference.tiny_model import IM_END, PAD
-
-    shape = dict(SIZES[size])
-    shape["vocab_size"] = shape["vocab_size"] or len(tokenizer)
-    config = LlamaConfig(**shape, max_position_embeddings=max(2048, max_length), tie_word_embeddings=False,
-                         eos_token_id=tokenizer.convert_tokens_to_ids(IM_END),
-                         pad_token_id=tokenizer.convert_tokens_to_ids(PAD), bos_token_id=None)
-    torch.manual_seed(SEED)
-    return LlamaForCausalLM(config).to(torch.float32)
+    return random_chat_model(tokenizer, SIZES[size], max_positions=max(2048, max_length))
 
 
 def step_timer(warmup: int, cuda: bool) -> Any:
@@ -311,8 +302,9 @@ def run_side(side: str, args: argparse.Namespace) -> dict[str, Any]:
         out = Path(args.workdir) / f"{side}{args.repeat}"
         stage = "config"
         if side == "A":
-            targs = trainer_args(TrainConfig(data=[Path("x")], out=out, max_steps=steps, batch_size=args.batch_size,
-                                             max_length=args.max_length))
+            ours = TrainConfig(data=[Path("x")], out=out, max_steps=steps, batch_size=args.batch_size,
+                               max_length=args.max_length)
+            targs = trainer_args(ours, precision_flags(ours))
         else:
             targs = SFTConfig(output_dir=str(out / "checkpoints"), max_steps=steps,
                               per_device_train_batch_size=args.batch_size, max_length=args.max_length,

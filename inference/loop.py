@@ -134,13 +134,13 @@ def _load_profile(state: LoopState, judge: Judge, log: Callable[[str], None]) ->
 
 def choose_focus(profile: Profile | None, formula: str | None, log: Callable[[str], None]) -> str:
     """The bottleneck to target: --formula when given, else the most severe diagnosis (empty when none)."""
+    if not formula:
+        return prompt.default_focus(profile)
     names = [d.name for d in profile.diagnoses] if profile else []
-    if formula:
-        if formula not in names:
-            log(f"note: {formula} is not among the original's diagnoses ({', '.join(names) or 'none'}); "
-                "targeting it as asked")
-        return formula
-    return names[0] if names else ""
+    if formula not in names:
+        log(f"note: {formula} is not among the original's diagnoses ({', '.join(names) or 'none'}); targeting it "
+            "as asked")
+    return formula
 
 
 def _round_answers(state: LoopState, number: int, directory: Path,

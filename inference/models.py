@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 from pathlib import Path
 
 from perfforge.errors import PerfforgeError
+from perfforge.io import atomic_dir
 
 DEFAULT_MODEL = "default"  # the name that selects the embedded model wherever a model is asked for
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"  # the name `perfforge serve` serves it under
@@ -60,18 +60,13 @@ def default_model_dir() -> Path:
     except ImportError:
         raise PerfforgeError("converting the embedded model needs transformers and gguf: "
                              "pip install -e . (see the README)") from None
-    staging = target.with_name(target.name + ".incomplete")
-    shutil.rmtree(staging, ignore_errors=True)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # The dequantised model still carries the GGUF quantizer, which save_pretrained refuses (STACK.md).
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.save_pretrained(staging)
-    tokenizer.save_pretrained(staging)
-    if target.exists():  # another process converted it meanwhile: keep theirs
-        shutil.rmtree(staging)
-    else:
-        staging.replace(target)
+    with atomic_dir(target, keep_existing=True) as staging:  # another process may convert it meanwhile
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
     return target

@@ -117,7 +117,6 @@ class Server:
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             time.sleep(POLL_S)
-        self.stop()
         raise BackendError(f"the vLLM server did not answer within {self.config.startup_timeout_s:.0f} s "
                            f"(--startup-timeout-s); its log ({self.log_path}) ends:\n{self.log_tail()}")
 

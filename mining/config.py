@@ -9,9 +9,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from mining.classify import PERF_THRESHOLD
-from mining.dedup import NEAR_DUPLICATE_JACCARD
 from perfforge.errors import ConfigError
 from perfforge.records import SCHEMA_VERSION
+
+# MinHash Jaccard at which two pairs count as near-duplicates (mining/dedup.py's docstring gives its reason).
+NEAR_DUPLICATE_JACCARD = 0.85
 
 # Bump when a change to mining makes earlier shards wrong, so resumed runs refuse to mix them.
 MINER_VERSION = "1"

@@ -13,12 +13,12 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # datasketch (and scipy) load only when deduplicating: every CLI command imports this
-    from datasketch import MinHash
+from datasketch import MinHash, MinHashLSH
 
-NEAR_DUPLICATE_JACCARD = 0.85
+from mining.config import NEAR_DUPLICATE_JACCARD
+
 MINHASH_PERMUTATIONS = 128
 SHINGLE_TOKENS = 5
 # datasketch 2's default hashing scheme, named so that signatures rebuilt from stored values use the same one.
@@ -38,8 +38,6 @@ def _shingles(text: str, mark: str) -> set[str]:
 
 
 def _signature(shingles: set[str]) -> MinHash:
-    from datasketch import MinHash
-
     signature = MinHash(num_perm=MINHASH_PERMUTATIONS, scheme=MINHASH_SCHEME)
     signature.update_batch([shingle.encode("utf-8", "surrogatepass") for shingle in shingles])
     return signature
@@ -62,8 +60,6 @@ def pair_signatures(function_before: str, function_after: str) -> list[list[int]
 def deduplicate(rows: list[dict[str, Any]], threshold: float = NEAR_DUPLICATE_JACCARD) -> tuple[list[dict], DedupStats]:
     """Rows without exact or near duplicates, oldest kept. Rows need code_hash, date, repo, commit, path,
     kernel_name, function_before/after, and may carry precomputed `signatures` (pair_signatures)."""
-    from datasketch import MinHashLSH
-
     stats = DedupStats()
     seen_hashes: set[str] = set()
     edits = MinHashLSH(threshold=threshold, num_perm=MINHASH_PERMUTATIONS)  # indexed by the edit
@@ -86,8 +82,6 @@ def deduplicate(rows: list[dict[str, Any]], threshold: float = NEAR_DUPLICATE_JA
 
 
 def _restore(row: dict[str, Any]) -> tuple[MinHash, MinHash]:
-    from datasketch import MinHash
-
     if "signatures" not in row:
         return _signatures(row["function_before"], row["function_after"])
     edit, before = (MinHash(num_perm=MINHASH_PERMUTATIONS, hashvalues=values, scheme=MINHASH_SCHEME)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,23 @@ def atomic_path(path: Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+@contextmanager
+def atomic_dir(path: Path, *, keep_existing: bool = False) -> Iterator[Path]:
+    """Yield an empty staging directory beside `path`; it takes the place of `path` only if the block succeeds,
+    so a reader never sees half a directory. keep_existing: when `path` appeared meanwhile (another process made
+    it), keep that one and drop the staging."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(path.name + INCOMPLETE_SUFFIX)
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        yield staging
+        if not (keep_existing and path.exists()):
+            shutil.rmtree(path, ignore_errors=True)
+            staging.rename(path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def write_text(path: Path, text: str) -> None:

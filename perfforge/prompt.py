@@ -96,6 +96,11 @@ class Answer:
         return bool(self.code)
 
 
+def default_focus(profile: records.Profile | None) -> str:
+    """The bottleneck a prompt targets unless told otherwise: the most severe diagnosis (empty when none)."""
+    return profile.diagnoses[0].name if profile and profile.diagnoses else ""
+
+
 def build_messages(code: CodeUnderTest, profile: records.Profile | None, *, sources: Iterable[str] | str = ("all",),
                    token_budget: int = DEFAULT_TOKEN_BUDGET, focus: str = "",
                    earlier: Sequence[EarlierAttempt] = (), note: str = "",

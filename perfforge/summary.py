@@ -39,9 +39,6 @@ LETTERS_PER_TOKEN = 4  # BPE vocabularies average about four characters of Engli
 DIGITS_PER_TOKEN = 3  # Llama 3 / GPT-4-style tokenizers split digit runs into groups of at most three
 
 
-SOURCES_HELP = "insight sources of the prompt's profile summary: none, roofline, counters, stalls, all"
-
-
 class Source(StrEnum):
     """What a summary may draw on (a closed set)."""
 
@@ -51,6 +48,8 @@ class Source(StrEnum):
     STALLS = "stalls"  # the warp-stall breakdown and the per-line hot spots
     ALL = "all"  # roofline, counters and stalls
 
+
+SOURCES_HELP = f"insight sources of the prompt's profile summary: {', '.join(Source)}"
 
 # A few counters worth a line of their own when the profile has them, per target: (tool name, short label).
 KEY_COUNTERS: dict[str, tuple[tuple[str, str], ...]] = {

@@ -5,7 +5,7 @@
 #     scripts/train_multi_gpu.sh OUT_DIR [PAIRS_PARQUET]          (PAIRS_PARQUET: data/train-pairs.parquet)
 #
 # e.g. run(kind=nvidia-h200-x2, carry=[".wheels"], command="scripts/train_multi_gpu.sh $OUT")
-# (data/train-pairs.parquet is not ignored by git, so it travels with the working tree; .wheels/ is, so carry it).
+# (carry data/ too when it is git-ignored there, as it is when data/ is listed in .git/info/exclude).
 #
 # What it does, in about 3-5 minutes:
 #   1. installs the carried wheels (.wheels/, made by scripts/carry_wheels.sh: trl, datasets, the HF stack) into
@@ -106,33 +106,22 @@ MGPU_TINY=$TINY MGPU_LAYERS=${MGPU_LAYERS:-12} MGPU_HIDDEN=${MGPU_HIDDEN:-768} "
 import os, shutil, sys, time
 from pathlib import Path
 
-import torch
-from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
-
-from tests.inference.tiny_model import IM_END, PAD, build_tokenizer
+from tests.inference.tiny_model import TINY_SHAPE, build_tokenizer, random_chat_model, save_chat_model
 
 started = time.perf_counter()
 target = Path(sys.argv[1])
 tokenizer = build_tokenizer()
 if os.environ.get("MGPU_TINY") == "1":
-    shape = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                 num_key_value_heads=2)
+    shape = TINY_SHAPE
 else:
     hidden, layers = int(os.environ["MGPU_HIDDEN"]), int(os.environ["MGPU_LAYERS"])
     heads = max(1, hidden // 64)
     shape = dict(hidden_size=hidden, intermediate_size=(hidden * 8 // 3 + 255) // 256 * 256,
                  num_hidden_layers=layers, num_attention_heads=heads,
                  num_key_value_heads=4 if heads % 4 == 0 else heads)
-eos, pad = tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(PAD)
-config = LlamaConfig(vocab_size=len(tokenizer), max_position_embeddings=2048, tie_word_embeddings=False,
-                     eos_token_id=eos, pad_token_id=pad, bos_token_id=None, dtype="float32", **shape)
-torch.manual_seed(1234)
-model = LlamaForCausalLM(config).to(torch.float32)
-model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad)
+model = random_chat_model(tokenizer, shape)
 shutil.rmtree(target, ignore_errors=True)
-target.mkdir(parents=True)
-model.save_pretrained(target, safe_serialization=True)
-tokenizer.save_pretrained(target)
+save_chat_model(model, tokenizer, target)
 print(f"model: {sum(p.numel() for p in model.parameters()):,} parameters, {shape}, vocab {len(tokenizer)}; "
       f"saved in {time.perf_counter() - started:.1f} s")
 EOF

@@ -1,9 +1,11 @@
-"""Shared fixtures: small real git repositories built by the tests themselves (never downloaded)."""
+"""Shared fixtures and helpers: small real git repositories built by the tests themselves (never downloaded), the
+CLI run in process, a local JSON endpoint, and one tiny chat model per session."""
 
 from __future__ import annotations
 
 import contextlib
 import http.server
+import io
 import json
 import os
 import subprocess
@@ -194,3 +196,25 @@ def openai_endpoint() -> Iterator[OpenAIEndpoint]:
     with json_post_server(reply) as url:
         state.base_url = url
         yield state
+
+
+def invoke(argv: list[str]) -> tuple[int, str, str]:
+    """`perfforge ARGV` in this process: (exit code, stdout, stderr)."""
+    from perfforge.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("perfforge: error:")]
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tests' tiny chat model (tests/inference/tiny_model.py), built once per session."""
+    from tests.inference.tiny_model import build_tiny_chat_model
+
+    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny-model") / "tiny")

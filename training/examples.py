@@ -1,10 +1,13 @@
 """Training examples from the datasets: prompt/completion for SFT, prompt/chosen/rejected for DPO.
 
 The prompt is the optimisation loop's own (perfforge.prompt.build_messages: the code before and its
-token-budgeted diagnosis with the chosen insight sources), so a model learns exactly the question it is asked at
-inference. The completion is the answer format the loop parses (perfforge.prompt.completion_text): a hypothesis
-(the change, from the commit message), the evidence (the before profile's top diagnosis and its first finding,
-or the classifier's evidence for an unprofiled mined pair), and the code after.
+token-budgeted diagnosis with the chosen insight sources, targeting the same default focus), so a model learns the
+question it is asked at inference. The summary's budget is counted with perfforge.summary's estimate, as the loop
+counts it for a served (OpenAI-compatible) model; in-process backends count with the tokenizer, so there the
+summary may be cut a little differently. The completion is the answer format the loop parses
+(perfforge.prompt.completion_text): a hypothesis (the change, from the commit message), the evidence (the before
+profile's top diagnosis and its first finding, or the classifier's evidence for an unprofiled mined pair), and the
+code after.
 
 Sources:
   pairs.parquet      (perfforge mine, perfforge synth): one SFT example per pair
@@ -24,12 +27,16 @@ from typing import Any
 from perfforge import prompt
 from perfforge.errors import DatasetError
 from perfforge.records import Profile, normalise_code
+from profiling.verdict import Status
 
 PAIRS_FILE = "pairs.parquet"
 ATTEMPTS_FILE = "attempts.parquet"
-# Statuses whose candidate is worse than any improved one for the same prompt (DPO's rejected side).
-REJECTED_STATUSES = ("unparsable", "build_failed", "rejected", "incorrect", "crashed", "timeout", "slower",
-                     "no_change")
+UNPARSABLE = "unparsable"  # an attempt whose answer held no code (the loop's status outside the verdict's)
+# Statuses whose candidate is worse than any improved one for the same prompt (DPO's rejected side): every
+# failure, and correct but not faster. task_invalid says nothing of the candidate; needs_review and untimed
+# correct results are not known to be worse.
+REJECTED_STATUSES = frozenset({UNPARSABLE, Status.SLOWER.value, Status.NO_CHANGE.value} |
+                              {s.value for s in Status if not s.correct and s is not Status.TASK_INVALID})
 # A faster candidate is preferred over a slower correct one only when their speedups differ by this factor:
 # closer than that, two verdicts' intervals usually overlap and the order is noise.
 MIN_PREFERENCE_RATIO = 1.1
@@ -40,7 +47,8 @@ class Example:
     """One training example and what the split needs to know of it."""
 
     group: str  # the split's unit: the pattern (target/name) of a synthetic example, else the repository
-    dedup_key: str  # formatting-blind hash of the code before: near-identical examples share a split
+    dedup_key: str  # formatting-blind hash of the function before (attempts: of the prompt): near-duplicates
+    # share a split
     prompt: list[dict[str, str]]  # system and user messages
     completion: list[dict[str, str]] = field(default_factory=list)  # the assistant message (SFT)
     rejected: list[dict[str, str]] = field(default_factory=list)  # the worse answer (DPO; completion is chosen)
@@ -99,10 +107,13 @@ def pair_example(row: dict[str, Any], *, sources: list[str], token_budget: int, 
     code = prompt.CodeUnderTest(target=row["target"], language=row["language"], file_name=Path(row["path"]).name,
                                 kernel=row["kernel_name"], code=before)
     messages = prompt.build_messages(code, profile, sources=sources, token_budget=token_budget,
-                                     focus=profile.diagnoses[0].name if profile and profile.diagnoses else "")
+                                     focus=prompt.default_focus(profile))
     answer = prompt.completion_text(after, language=row["language"], hypothesis=_hypothesis(row),
                                     evidence=_evidence(row, profile))
-    return Example(group=_group(row.get("pattern", ""), row["repo"]), dedup_key=_dedup_key(before, row["language"]),
+    # keyed on the function, whatever part of the file is shown: the same edit in another file or at another
+    # --max-code-chars is the same example
+    return Example(group=_group(row.get("pattern", ""), row["repo"]),
+                   dedup_key=_dedup_key(row["function_before"] or before, row["language"]),
                    prompt=messages, completion=[{"role": "assistant", "content": answer}])
 
 
@@ -141,12 +152,15 @@ def preference_examples(rows: list[dict[str, Any]]) -> list[Example]:
     for candidates in by_prompt.values():
         wins = sorted((r for r in candidates if r["status"] == "improved" and r["speedup"]),
                       key=lambda r: -r["speedup"])
+        if not wins:
+            continue
+        first = wins[0]  # every candidate of the group shares the prompt, task and pattern
+        group, key, messages = _group(first["pattern"], first["task"]), _attempt_key(first), _attempt_prompt(first)
+        failed = [r for r in candidates if r["status"] in REJECTED_STATUSES]
         for win in wins:
-            worse = [r for r in candidates if r["status"] in REJECTED_STATUSES]
-            worse += [r for r in wins if r["speedup"] * MIN_PREFERENCE_RATIO <= win["speedup"] * (1 + 1e-9)]
-            for loser in worse:
-                examples.append(Example(group=_group(win["pattern"], win["task"]), dedup_key=_attempt_key(win),
-                                        prompt=_attempt_prompt(win),
+            slower = [r for r in wins if r["speedup"] * MIN_PREFERENCE_RATIO <= win["speedup"] * (1 + 1e-9)]
+            for loser in failed + slower:
+                examples.append(Example(group=group, dedup_key=key, prompt=messages,
                                         completion=[{"role": "assistant", "content": win["completion"]}],
                                         rejected=[{"role": "assistant", "content": loser["completion"]}]))
     return examples

@@ -13,8 +13,8 @@ with trl 1.16). Multi-GPU: `accelerate launch -m perfforge.cli train ...` (docs/
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any
 
 from inference.models import resolve_model
 from perfforge.errors import ConfigError, PerfforgeError
-from perfforge.io import read_json, write_json
+from perfforge.io import atomic_dir, read_json, write_json
 from training.config import TrainConfig
 from training.examples import Example, load_examples
 from training.splits import assign_splits, split
@@ -53,8 +53,9 @@ def precision_flags(config: TrainConfig) -> dict[str, Any]:
             "gradient_checkpointing": checkpointing}
 
 
-def trainer_args(config: TrainConfig) -> Any:
-    """trl's SFTConfig or DPOConfig from our fields (the eval split is evaluated once, after training)."""
+def trainer_args(config: TrainConfig, flags: dict[str, Any]) -> Any:
+    """trl's SFTConfig or DPOConfig from our fields and precision_flags (the eval split is evaluated once, after
+    training)."""
     from trl import DPOConfig, SFTConfig
 
     common = dict(output_dir=str(config.out / "checkpoints"), max_steps=config.max_steps,
@@ -63,7 +64,7 @@ def trainer_args(config: TrainConfig) -> Any:
                   gradient_accumulation_steps=config.gradient_accumulation, logging_steps=config.logging_steps,
                   save_steps=config.save_steps, save_total_limit=2, seed=config.seed, report_to="none",
                   max_length=config.max_length, eval_strategy="no", include_num_input_tokens_seen="all",
-                  **precision_flags(config))
+                  **flags)
     if config.method == "dpo":
         return DPOConfig(beta=config.beta, **common)
     return SFTConfig(packing=config.packing, completion_only_loss=True, **common)
@@ -99,6 +100,7 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
             log(f"already trained to --max-steps {config.max_steps}: nothing to do")
             return read_json(config.out / "metrics.json")
     _one_gpu_per_process()
+    flags = precision_flags(config)  # a precision this machine cannot train in fails before any work
     train_examples, eval_examples, description = prepare(config)
     if is_main_process():
         write_json(config.out / "splits.json", description)
@@ -109,10 +111,10 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=_load_dtype(config))
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=_load_dtype(flags))
     train_set = datasets.Dataset.from_list([e.row() for e in train_examples])
     eval_set = datasets.Dataset.from_list([e.row() for e in eval_examples]) if eval_examples else None
-    trainer = _trainer(config, model, tokenizer, train_set, eval_set)
+    trainer = _trainer(config, flags, model, tokenizer, train_set, eval_set)
     if len(trainer.train_dataset) == 0:
         raise PerfforgeError(f"no training example fits --max-length {config.max_length} tokens (trl drops "
                              "examples whose prompt alone fills it); raise --max-length")
@@ -154,21 +156,21 @@ def _finished(config: TrainConfig, checkpoint: Path) -> bool:
     return read_json(state).get("global_step", 0) >= config.max_steps and (config.out / "adapter").is_dir()
 
 
-def _load_dtype(config: TrainConfig) -> Any:
+def _load_dtype(flags: dict[str, Any]) -> Any:
     """The weights' dtype: fp32 unless training in bf16/fp16 (a bf16 checkpoint would otherwise keep bf16 weights
     on the CPU, where precision auto means fp32)."""
     import torch
 
-    flags = precision_flags(config)
     return torch.bfloat16 if flags["bf16"] else torch.float16 if flags["fp16"] else torch.float32
 
 
-def _trainer(config: TrainConfig, model: Any, tokenizer: Any, train_set: Any, eval_set: Any) -> Any:
+def _trainer(config: TrainConfig, flags: dict[str, Any], model: Any, tokenizer: Any, train_set: Any,
+             eval_set: Any) -> Any:
     from trl import DPOTrainer, SFTTrainer
 
     cls = DPOTrainer if config.method == "dpo" else SFTTrainer
     try:
-        return cls(model=model, args=trainer_args(config), train_dataset=train_set,
+        return cls(model=model, args=trainer_args(config, flags), train_dataset=train_set,
                    eval_dataset=eval_set, processing_class=tokenizer, peft_config=lora_config(config))
     except ValueError as exc:  # peft's NoMatchingPeftModuleError is one: no module of the model matches
         if "target_module" not in str(exc).lower() and "target module" not in str(exc).lower():
@@ -185,7 +187,7 @@ def _metrics(config: TrainConfig, trainer: Any, result: Any, seconds: float, eva
         "last_logged_loss": losses[-1] if losses else None, "losses": losses,
         "train_seconds": round(seconds, 3), "processes": trainer.args.world_size,
         "train_samples_per_second": (result.metrics or {}).get("train_samples_per_second"),
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
+        "settings": json.loads(json.dumps(asdict(config), default=str)),  # paths as strings
     }
     # after a resume the counter includes the earlier session's tokens; this session's rate uses its own
     tokens = getattr(trainer.state, "num_input_tokens_seen", 0) - getattr(trainer, "_initial_num_input_tokens_seen", 0)
@@ -193,24 +195,16 @@ def _metrics(config: TrainConfig, trainer: Any, result: Any, seconds: float, eva
     metrics["train_tokens_per_second"] = round(tokens / max(seconds, 1e-9), 1) if tokens else None
     if eval_set is not None:
         metrics["eval_loss"] = trainer.evaluate().get("eval_loss")
-    metrics["settings"]["data"] = [str(p) for p in config.data]
     return metrics
 
 
 def _save_adapter(trainer: Any, target: Path) -> None:
     """The adapter, written beside and renamed into place (a crash never leaves half an adapter)."""
-    staging = target.with_name(target.name + ".incomplete")
-    shutil.rmtree(staging, ignore_errors=True)
-    trainer.model.save_pretrained(str(staging))
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
+    with atomic_dir(target) as staging:
+        trainer.model.save_pretrained(str(staging))
 
 
 def _save_merged(trainer: Any, tokenizer: Any, target: Path) -> None:
-    staging = target.with_name(target.name + ".incomplete")
-    shutil.rmtree(staging, ignore_errors=True)
-    merged = trainer.model.merge_and_unload()
-    merged.save_pretrained(str(staging))
-    tokenizer.save_pretrained(str(staging))
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
+    with atomic_dir(target) as staging:
+        trainer.model.merge_and_unload().save_pretrained(str(staging))
+        tokenizer.save_pretrained(str(staging))

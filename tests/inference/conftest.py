@@ -10,8 +10,6 @@ after the script ran out gets HTTP 400, so that a test that asks the model once 
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +19,9 @@ from typing import Any
 import pytest
 
 import perfforge.llm_client
+from perfforge.io import read_json  # noqa: F401 (re-exported for the tests)
 from perfforge.records import Diagnosis, Profile, Timing
-from tests.conftest import json_post_server
+from tests.conftest import invoke, json_post_server  # noqa: F401 (invoke is re-exported)
 from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
 
 # The task's hang limit: small, so that a candidate that never returns costs seconds, yet well above what a correct
@@ -120,16 +119,6 @@ def cpu_task(tmp_path: Path) -> Path:
     return write_cpu_task(tmp_path / "task")
 
 
-def invoke(argv: list[str]) -> tuple[int, str, str]:
-    """`perfforge ARGV` in this process: (exit code, stdout, stderr)."""
-    from perfforge.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
-
-
 def optimize_argv(task: Path, out: Path, endpoint: ScriptedEndpoint, *extra: str, candidates: int = 1,
                   rounds: int = 1, model: str | None = None) -> list[str]:
     return ["optimize", str(task), "--url", endpoint.base_url, "--model", model or endpoint.model,
@@ -144,7 +133,3 @@ def hand_profile() -> Profile:
                                         evidence=["D1_miss_rate = 25 % (>= 10) at line 5"],
                                         hint="walk memory in the order it is laid out")],
                    target="cpu", kernel="matvec", source_file="kernel.c")
-
-
-def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))

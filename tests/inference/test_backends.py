@@ -11,15 +11,9 @@ from pathlib import Path
 import pytest
 
 from inference.backends import make_backend
-from tests.inference.tiny_model import build_tiny_chat_model
 
 ROOT = Path(__file__).resolve().parents[2]
 MESSAGES = [{"role": "system", "content": "You optimise kernels."}, {"role": "user", "content": "Make it faster."}]
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
 def test_transformers_backend_samples_n_completions_reproducibly(tiny_model: Path) -> None:

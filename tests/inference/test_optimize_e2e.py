@@ -19,6 +19,7 @@ import pytest
 
 from perfforge.io import write_json
 from perfforge.records import SCHEMA_VERSION
+from tests.conftest import error_lines
 from tests.inference.conftest import (
     FAST_TASK_TOML,
     ScriptedEndpoint,
@@ -123,10 +124,6 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def error_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("perfforge: error:")]
 
 
 # --- the main run ---------------------------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from inference.serve import Server, load_adapter
 from perfforge.cli import main
 from perfforge.io import read_json
 from perfforge.llm_client import ChatClient
-from tests.inference.tiny_model import build_tiny_chat_model
 from tests.profiling.conftest import write_task
 from tests.training.conftest import write_pairs
 
@@ -45,11 +44,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny-model") / "tiny")
 
 
 @pytest.fixture(scope="module")

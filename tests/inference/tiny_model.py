@@ -10,6 +10,7 @@ safetensors; vLLM and transformers both load the directory.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.profiling.conftest import FAST_C
 
@@ -152,24 +153,40 @@ def build_tokenizer():  # noqa: ANN201 (a transformers PreTrainedTokenizerFast; 
                                    chat_template=CHAT_TEMPLATE, model_max_length=2048)
 
 
-def build_tiny_chat_model(directory: Path) -> Path:
-    """Write the tiny chat model (config, float32 safetensors, tokenizer with chat template) into `directory`."""
+TINY_SHAPE = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
+              "num_key_value_heads": 2}
+
+
+def random_chat_model(tokenizer: Any, shape: dict[str, Any], *, max_positions: int = 2048,
+                      initializer_range: float = 0.02) -> Any:
+    """A float32 Llama of `shape` with random weights (seed SEED) for `tokenizer`'s vocabulary (unless the shape
+    sets vocab_size) and chat tokens: the tests' model, and the benchmarks' larger ones."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-    directory = Path(directory)
-    if (directory / "config.json").is_file() and (directory / "tokenizer.json").is_file():
-        return directory
-    tokenizer = build_tokenizer()
     eos, pad = tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(PAD)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=2048,
-                         initializer_range=0.2, tie_word_embeddings=False, eos_token_id=eos, pad_token_id=pad,
-                         bos_token_id=None, dtype="float32")
+    config = LlamaConfig(**{"vocab_size": len(tokenizer), **shape}, max_position_embeddings=max_positions,
+                         initializer_range=initializer_range, tie_word_embeddings=False, eos_token_id=eos,
+                         pad_token_id=pad, bos_token_id=None, dtype="float32")
     torch.manual_seed(SEED)
-    model = LlamaForCausalLM(config).to(torch.float32).eval()
+    model = LlamaForCausalLM(config).to(torch.float32)
     model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad)
+    return model
+
+
+def save_chat_model(model: Any, tokenizer: Any, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory, safe_serialization=True)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+def build_tiny_chat_model(directory: Path) -> Path:
+    """Write the tiny chat model (config, float32 safetensors, tokenizer with chat template) into `directory`."""
+    directory = Path(directory)
+    if (directory / "config.json").is_file() and (directory / "tokenizer.json").is_file():
+        return directory
+    tokenizer = build_tokenizer()
+    # a wide initialisation spreads the logits: no near-ties for float rounding to flip (module docstring)
+    model = random_chat_model(tokenizer, TINY_SHAPE, initializer_range=0.2).eval()
+    return save_chat_model(model, tokenizer, directory)

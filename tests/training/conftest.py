@@ -18,7 +18,6 @@ import pytest
 from perfforge import prompt
 from perfforge.io import write_parquet
 from perfforge.records import AttemptRecord, Diagnosis, PairRecord, Profile, Timing, as_row
-from tests.inference.tiny_model import build_tiny_chat_model
 
 PATTERNS = ("cpu/matvec_colwalk", "cpu/loop_interchange", "cpu/sum_unroll", "cpu/strided_copy")
 REPOS = ("alice/blas", "bob/stencil")
@@ -116,10 +115,10 @@ DIAGNOSES = [
 ]
 
 
-def hand_profile(kernel: str, *, with_diagnoses: bool = True) -> Profile:
+def hand_profile(kernel: str) -> Profile:
     return Profile(machine="Test CPU", tool_versions="gcc 12",
                    timing=Timing(median_ms=6.5, p10_ms=6.3, p90_ms=7.0, trials=7, method="monotonic_clock"),
-                   diagnoses=list(DIAGNOSES) if with_diagnoses else [], target="cpu", kernel=kernel,
+                   diagnoses=list(DIAGNOSES), target="cpu", kernel=kernel,
                    source_file="kernel.c")
 
 
@@ -214,15 +213,5 @@ def write_attempts(path: Path, records: list[AttemptRecord] | None = None) -> Pa
 
 
 @pytest.fixture
-def pairs_parquet(tmp_path: Path) -> Path:
-    return write_pairs(tmp_path / "data" / "pairs.parquet")
-
-
-@pytest.fixture
 def attempts_parquet(tmp_path: Path) -> Path:
     return write_attempts(tmp_path / "attempts" / "attempts.parquet")
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny-model") / "tiny")

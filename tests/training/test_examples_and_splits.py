@@ -314,10 +314,11 @@ def test_holdout_by_pattern_name_and_by_repository(tmp_path: Path) -> None:
 def test_groups_sharing_a_near_identical_code_before_share_a_split(tmp_path: Path) -> None:
     records = [pair_record(i, pattern=PATTERNS[i % 2], profiled=i == 0) for i in range(2)]
     records += [pair_record(i, repo=REPOS[i % 2]) for i in range(2, 6)]
-    # repo bob/stencil mined a copy of pattern 0's code, reformatted and commented
-    twin = records[0].file_before.replace("    ", "\t").replace("{\n", "{ /* hot */\n")
-    assert twin != records[0].file_before
-    records.append(replace(pair_record(7, repo="bob/stencil"), file_before=twin))
+    # repo bob/stencil mined a copy of pattern 0's function, reformatted and commented, in a file of its own
+    twin = records[0].function_before.replace("    ", "\t").replace("{\n", "{ /* hot */\n")
+    assert twin != records[0].function_before
+    records.append(replace(pair_record(7, repo="bob/stencil"), function_before=twin,
+                           file_before="/* stencil.c */\n" + twin))
     path = write_pairs(tmp_path / "pairs.parquet", records)
     examples = load_examples([path], method="sft", sources=SOURCES, token_budget=BUDGET, max_code_chars=6000)
     assert examples[0].dedup_key == examples[-1].dedup_key
@@ -361,8 +362,6 @@ def test_the_draw_is_stable_across_row_orders_and_the_seed_changes_it(tmp_path: 
             assert assign_splits(list(reversed(shuffled)), eval_fraction=0.4, seed=seed) == first
         draws[seed] = tuple(sorted(first.items()))
     assert len(set(draws.values())) > 1
-    # the same inputs give the same split on every call (no process-dependent hashing)
-    assert assign_splits(examples, eval_fraction=0.4, seed=3) == dict(draws[3])
 
 
 def test_a_larger_fraction_holds_out_at_least_the_same_groups(tmp_path: Path) -> None:
@@ -437,7 +436,8 @@ def test_near_identical_python_code_before_shares_a_dedup_key() -> None:
     rows = []
     for index, (code, repo) in enumerate([(TRITON_BEFORE, "alice/triton"), (commented, "bob/triton")]):
         record = replace(pair_record(index, repo=repo), language="python", target="triton", path="k/scale.py",
-                         kernel_name="scale_kernel", file_before=code, file_after=code.replace(" / 1.0", ""))
+                         kernel_name="scale_kernel", function_before=code, file_before=code,
+                         file_after=code.replace(" / 1.0", ""))
         rows.append(as_row(record))
     first, second = (make(row) for row in rows)
     assert first.dedup_key == second.dedup_key

@@ -7,16 +7,14 @@ Each training run takes seconds; the SFT run that several tests read is made onc
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from perfforge.cli import main
+from perfforge.io import read_json
+from tests.conftest import error_lines, invoke
 from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
 from tests.training.conftest import write_attempts, write_pairs
 
@@ -26,22 +24,6 @@ PROMPT = [{"role": "system", "content": "You are a performance engineer."},
           {"role": "user", "content": "Target: cpu (c). File: kernel.c. Kernel: matvec.\n\nThe file kernel.c:\n"
                                       "```c\nvoid matvec(int n, const float *m, const float *w, float *out);\n```"}]
 GREEDY_TOKENS = 8
-
-
-def invoke(argv: list[str]) -> tuple[int, str, str]:
-    """`perfforge ARGV` in this process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
-
-
-def error_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("perfforge: error:")]
-
-
-def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +124,7 @@ def test_the_same_command_with_more_steps_resumes_from_the_last_checkpoint(tiny_
     assert code == 0, stderr[-3000:]
     assert "resuming from" not in stderr
     assert read_json(out / "metrics.json")["steps"] == 6
+    first_tokens = read_json(out / "metrics.json")["train_tokens"]
     assert sorted(p.name for p in (out / "checkpoints").iterdir() if p.is_dir()) == ["checkpoint-3", "checkpoint-6"]
     first_adapter = (out / "adapter" / "adapter_model.safetensors").read_bytes()
 
@@ -155,24 +138,11 @@ def test_the_same_command_with_more_steps_resumes_from_the_last_checkpoint(tiny_
     assert state["global_step"] == 9
     assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [3, 6, 9]
     assert (out / "adapter" / "adapter_model.safetensors").read_bytes() != first_adapter
-
-
-def test_a_resumed_run_reports_the_token_rate_of_its_own_steps(tiny_model: Path, tmp_path: Path) -> None:
-    pairs = write_pairs(tmp_path / "pairs.parquet")
-    out = tmp_path / "out"
-    argv = ["train", str(pairs), "--base-model", str(tiny_model), "--out", str(out), "--batch-size", "1",
-            "--max-length", "512", "--logging-steps", "2", "--save-steps", "2", "--lora-target-modules", "q_proj"]
-    code, _, stderr = invoke([*argv, "--max-steps", "2"])
-    assert code == 0, stderr[-3000:]
-    first = read_json(out / "metrics.json")
-    code, _, stderr = invoke([*argv, "--max-steps", "4"])
-    assert code == 0 and "resuming from" in stderr, stderr[-3000:]
-    metrics = read_json(out / "metrics.json")
+    # the token rate is this session's: its tokens (steps 7-9), not the counter restored from the checkpoint
     seen = {step: read_json(out / "checkpoints" / f"checkpoint-{step}" / "trainer_state.json")["num_input_tokens_seen"]
-            for step in (2, 4)}
-    assert first["train_tokens"] == seen[2] > 0
-    # this session's tokens (steps 3 and 4), not the counter restored from the checkpoint, over its seconds
-    assert metrics["train_tokens"] == seen[4] - seen[2] > 0
+            for step in (6, 9)}
+    assert first_tokens == seen[6] > 0
+    assert metrics["train_tokens"] == seen[9] - seen[6] > 0
     assert metrics["train_tokens_per_second"] == pytest.approx(metrics["train_tokens"] / metrics["train_seconds"],
                                                                rel=0.01)
 
@@ -249,6 +219,10 @@ def test_dpo_on_pairs_only_is_one_error_line(tiny_model: Path, tmp_path: Path) -
     (["--lora-r", "0"], "--lora-r must be at least 1"),
     (["--eval-fraction", "1"], "--eval-fraction must be in [0, 1)"),
     (["--sources", "everything"], "everything"),
+    (["--lora-dropout", "2"], "--lora-dropout must be in [0, 1), got 2.0"),
+    (["--learning-rate", "-1"], "--learning-rate must be above 0, got -1.0"),
+    (["--epochs", "0", "--max-steps", "-1"], "--epochs must be above 0 (or give --max-steps), got 0.0"),
+    (["--lora-target-modules", "nonexistent_proj"], "--lora-target-modules nonexistent_proj: "),
     (["--holdout", "cpu/matvec_colwalk", "cpu/loop_interchange", "cpu/sum_unroll", "cpu/strided_copy",
       "alice/blas", "bob/stencil"], "every one of the 12 examples fell in the eval split"),
 ])
@@ -262,19 +236,6 @@ def test_config_errors_are_one_line_and_exit_2(tiny_model: Path, tmp_path: Path,
     [line] = error_lines(stderr)
     assert stderr.strip().splitlines()[-1] == line and message in line
     assert "Traceback" not in stderr
-    assert not (tmp_path / "out" / "adapter").exists()
-
-
-@pytest.mark.parametrize("flags", [["--lora-dropout", "2"], ["--learning-rate", "-1"], ["--epochs", "0"],
-                                   ["--lora-target-modules", "nonexistent_proj"]],
-                         ids=["dropout", "learning_rate", "epochs", "target_modules"])
-def test_unchecked_options_are_one_error_line(tiny_model: Path, tmp_path: Path, flags: list[str]) -> None:
-    pairs = write_pairs(tmp_path / "pairs.parquet")
-    code, _, stderr = invoke(["train", str(pairs), "--base-model", str(tiny_model), "--out", str(tmp_path / "out"),
-                              "--max-length", "512", "--eval-fraction", "0", *flags])
-    assert code == 2
-    [line] = error_lines(stderr)
-    assert flags[0] in line
     assert not (tmp_path / "out" / "adapter").exists()
 
 
