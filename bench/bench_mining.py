@@ -30,7 +30,7 @@ from pydriller import ModificationType, Repository  # noqa: E402
 from mining import functions  # noqa: E402
 from mining.classify import PERF_THRESHOLD, classify_commit  # noqa: E402
 from mining.config import MineConfig  # noqa: E402
-from mining.gitlog import CommitMeta, FileDiff, parse_patch_body, shared_clone  # noqa: E402
+from mining.gitlog import CommitMeta, FileDiff, parse_patch, shared_clone  # noqa: E402
 from mining.pipeline import mine  # noqa: E402
 from mining.prefilter import kernel_python_files_at, prefilter  # noqa: E402
 
@@ -62,7 +62,7 @@ def run_miner(repo: Path, out: Path, jobs: int, pairs: bool) -> tuple[SideResult
 
 def _file_diff(modified) -> FileDiff:
     diff = FileDiff(path=modified.new_path or modified.old_path, status=_STATUS.get(modified.change_type, "modified"))
-    parse_patch_body(diff, modified.diff.splitlines(), max_patch_lines=20_000)
+    parse_patch(diff, modified.diff, max_patch_lines=20_000)
     return diff
 
 

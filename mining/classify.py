@@ -20,7 +20,6 @@ with the most evidence. Every signal that fired is returned as evidence, stronge
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import Counter
@@ -41,8 +40,7 @@ _OUTCOME_RE = re.compile(
     r"(reduce|lower|less|save|saving)s?\s+(memory|time|latency|overhead|register|allocation)|"
     r"improve[sd]?\s+(the\s+)?(perf|speed|throughput|bandwidth)|"
     r"(more|big|bigger|significant|nice|huge|major|substantial)\s+improvements?|"
-    r"(substantially|significantly|greatly|much)\s+(improved|better|faster))",
-    re.IGNORECASE)
+    r"(substantially|significantly|greatly|much)\s+(improved|better|faster))")
 
 # Technique words in the message, per category: (specific, generic). Specific phrases are performance
 # techniques and little else ("bank conflict", "float4", "online softmax"); generic ones also name features
@@ -51,7 +49,7 @@ _TECHNIQUE_WORDS: dict[Category, tuple[str, str]] = {
     Category.MEMORY_ACCESS: (r"coalesc|access pattern|aligned (loads?|access)|memory access|"
                              r"\bpad(ded|ding)? (vocab|to)|loop (order|interchange)|\w-\w-\w loop order|"
                              r"\brestrict\b|aliasing",
-                             r"strided?\b|contiguous|alignment|transpose[sd]? (the )?(weights?|layout)|\bTMA\b"),
+                             r"strided?\b|contiguous|alignment|transpose[sd]? (the )?(weights?|layout)|\btma\b"),
     Category.SHARED_MEMORY: (r"shared mem|\bsmem\b|bank conflicts?|__shared__|swizzl|double[- ]?buffer",
                              r"\blds\b|local memory"),
     Category.ATOMICS: (r"atomic contention|(remove|avoid|fewer|no) atomic|atomic\w* per (block|warp)|"
@@ -61,7 +59,7 @@ _TECHNIQUE_WORDS: dict[Category, tuple[str, str]] = {
                            r"persistent kernel|split-?k|"
                            r"all (available )?threads|more (blocks|warps|threads)|"
                            r"(remove|avoid|fewer|no) (waits?|sync)|"
-                           r"warp speciali[sz]|\bLPT\b|overlap|openmp|\bomp\b|(fewer|less|more) stages",
+                           r"warp speciali[sz]|\blpt\b|overlap|openmp|\bomp\b|(fewer|less|more) stages",
                            r"block ?size|grid size|\bstreams?\b|\bwaits?\b|pipelin|\bstages?\b|"
                            r"parallel(i[sz]e|ism)|\bnum_warps|scheduler"),
     Category.VECTORIZATION: (r"vectori[sz]|float4|\bx128\b|\bsimd\b|\bavx\d*|\bneon\b|vector (loads?|stores?)|"
@@ -70,7 +68,7 @@ _TECHNIQUE_WORDS: dict[Category, tuple[str, str]] = {
     Category.TILING: (r"til(ed|ing)\b|tile sizes?|(larger|smaller|bigger) (block|tile|chunk)",
                       r"\btiles?\b|blocking|block_size|chunk size|\bmmvq?\b|coopmat"),
     Category.FUSION: (r"\bfus(e|ed|es|ing|ion)\b|single kernel|one kernel|merge (the )?kernels", r"combine"),
-    Category.ALGORITHMIC: (r"online softmax|\bO\(n|avoid (re)?comput|early exit|fast path|lookup table|"
+    Category.ALGORITHMIC: (r"online softmax|\bo\(n|avoid (re)?comput|early exit|fast path|lookup table|"
                            r"separat(e|ing) the loops|one pass|single pass|(reduce|fewer|less) \w+ calls|"
                            r"(remove|delete|avoid|drop|skip)s? (unnecessary|redundant|unneeded|extra)|"
                            r"less (index )?math|fewer instructions|hoist",
@@ -84,28 +82,27 @@ _TECHNIQUE_WORDS: dict[Category, tuple[str, str]] = {
                        r"avoid repeated|(consolidate|reduce|save|saving|less|lower|smaller) (\w+ )?memory|"
                        r"memoi[sz]|don'?t return|no longer (return|materiali)|precompute",
                        r"\bcach(e|ed|es|ing)\b|\breuse|in-?place"),
-    Category.OTHER: (r"auto-?tun|\btun(e|ed|es|ing)\b|use_fast_math|\bR2P\b", r"heuristic|-O3"),
+    Category.OTHER: (r"auto-?tun|\btun(e|ed|es|ing)\b|use_fast_math|\br2p\b", r"heuristic|-o3"),
 }
-_TECHNIQUE_RES = {cat: (re.compile(strong, re.IGNORECASE), re.compile(weak, re.IGNORECASE))
-                  for cat, (strong, weak) in _TECHNIQUE_WORDS.items()}
+_TECHNIQUE_RES = {cat: (re.compile(strong), re.compile(weak)) for cat, (strong, weak) in _TECHNIQUE_WORDS.items()}
 
 # Words that mark work other than a performance change. Matched on the subject line only: bodies of real
 # perf commits often mention fixes, tests and docs in passing.
 _OTHER_WORK_RE = re.compile(
     r"^(revert|merge|bump|release|version|docs?\b|readme|typo|lint|format|style|ci\b|test|tests\b|build|cmake)|"
-    r"\b(fix(es|ed)?|bug|crash|segfault|typo|warning|nan|overflow|incorrect|wrong|compile|build)\b|"
+    r"\b(fix(es|ed)?|bug|bug-?fix(es)?|hotfix(es)?|crash|segfault|typo|warning|nan|overflow|incorrect|wrong|"
+    r"compile|build)\b|"
     r"\b(add|adds|added|support|implement|introduce)\b.*\b(op|ops|operator|support|model|backend|option|"
     r"feature|api|test|loss|layer)s?\b|"
     r"^(\[[^\]]*\]\s*)*(allow|enable|support|feat(ure)?)\b|\bfallback\b|\bsimplif(y|ies|ied|ication)\b|"
     r"\b(skeleton|scaffold\w*|wip|draft)\b|"
     # removing a technique undoes it; removing waste (redundant work, waits, copies) is the optimisation
     r"^(\S+\s?:\s*)?(rm|remove[sd]?|drop(s|ped)?|disable[sd]?|undo)\b"
-    r"(?!.*\b(redundant|unnecessary|unneeded|extra|waits?|syncs?|synchroni[sz]\w*|copies|copy|overhead)\b)",
-    re.IGNORECASE)
+    r"(?!.*\b(redundant|unnecessary|unneeded|extra|waits?|syncs?|synchroni[sz]\w*|copies|copy|overhead)\b)")
+_REVERT_RE = re.compile(r"^(\S+\s?:\s*)?revert\b")
 # Benchmark tables and before/after figures in a body: "| 1.23 | 2.34 |", "12.3 ms -> 8.1 ms", "+35%".
 _MEASUREMENT_RE = re.compile(r"(\|\s*[\d.]+\s*(ms|us|t/s|gb/s|tflops?)?\s*\|)|([\d.]+\s*(->|→)\s*[\d.]+)|"
-                             r"(\+\d+(\.\d+)?\s?%)|(\d+(\.\d+)?\s?%\s+(faster|speedup|improvement|better))",
-                             re.IGNORECASE)
+                             r"(\+\d+(\.\d+)?\s?%)|(\d+(\.\d+)?\s?%\s+(faster|speedup|improvement|better))")
 
 # Constructs in kernel code whose introduction is a performance edit, per category.
 _CONSTRUCTS: dict[Category, str] = {
@@ -138,7 +135,7 @@ _TUNING_NAME_RE = re.compile(
     r"\btile_?(size|[mnk])?s?\b|"
     r"\bnum_?(warps|stages|threads|blocks|ctas)\b|\bn?threads\b|\bwarps\b|\bchunk_?size\b|\bunroll\b|"
     r"\bthreads?_?per_?block\b|\bsplit_?k\b|<<<|\b(BM|BN|BK|TM|TN)\b|launch_bounds", re.IGNORECASE)
-_DIGITS_RE = re.compile(r"\d+")
+_LINE_WITH_DIGIT_RE = re.compile(r"^[^\n\d]*\d[^\n]*$", re.MULTILINE)
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
@@ -184,8 +181,10 @@ class _Tally:
     log_odds: float = PRIOR_LOG_ODDS
     evidence: list[tuple[float, str]] = field(default_factory=list)
     technique_votes: dict[Category, float] = field(default_factory=dict)
+    signals: dict[str, float] = field(default_factory=dict)  # how many times each signal fired
 
     def add(self, signal: str, detail: str, times: float = 1.0) -> None:
+        self.signals[signal] = self.signals.get(signal, 0.0) + times
         weight = WEIGHTS[signal] * times
         self.log_odds += weight
         self.evidence.append((weight, f"{signal} ({weight:+.1f}): {detail}"))
@@ -211,39 +210,59 @@ def classify_commit(message: str, diffs: list[FileDiff], threshold: float = PERF
     return Classification(perf_score=score, category=category, evidence=evidence, threshold=threshold)
 
 
-def _score_message(message: str, tally: _Tally) -> set[Category]:
+@dataclass(frozen=True)
+class _Lowered:
+    """A text and its lower-case form. The message patterns are written in lower case and search the lower-case
+    form, twice as fast as re.IGNORECASE; what they find is reported in the text's own case."""
+
+    text: str
+    lower: str
+
+    @classmethod
+    def of(cls, text: str) -> _Lowered:
+        return cls(text, text.lower())
+
+    def search(self, pattern: re.Pattern[str]) -> str | None:
+        match = pattern.search(self.lower)
+        if match is None:
+            return None
+        # lower() keeps the length except for a few letters (İ); then the lower-case words are reported
+        return self.text[match.start():match.end()] if len(self.lower) == len(self.text) else match.group(0)
+
+
+def _score_message(text: str, tally: _Tally) -> set[Category]:
     """Add the message's signals; return the categories of the specific technique words it names."""
-    subject = message.strip().splitlines()[0] if message.strip() else ""
-    outcome = _OUTCOME_RE.search(subject)
-    if outcome:
-        tally.add("message_outcome_subject", repr(outcome.group(0)))
-    else:
-        outcome = _OUTCOME_RE.search(message)
-        if outcome:
-            tally.add("message_outcome_body", repr(outcome.group(0)))
+    message = _Lowered.of(text)
+    subject = _Lowered.of(text.strip().splitlines()[0] if text.strip() else "")
+    subject_outcome = subject.search(_OUTCOME_RE)
+    if subject_outcome is not None:
+        tally.add("message_outcome_subject", repr(subject_outcome))
+    elif (body_outcome := message.search(_OUTCOME_RE)) is not None:
+        tally.add("message_outcome_body", repr(body_outcome))
     techniques: set[Category] = set()
     specific_hits: list[tuple[bool, str]] = []  # (in the subject, description)
     generic_hit = ""
     for category, (specific, generic) in _TECHNIQUE_RES.items():
-        match = specific.search(message)
-        if match:
-            specific_hits.append((specific.search(subject) is not None, f"{category.value}: {match.group(0)!r}"))
+        found = message.search(specific)
+        if found is not None:
+            specific_hits.append((subject.search(specific) is not None, f"{category.value}: {found!r}"))
             techniques.add(category)
             tally.vote(category, 2.0)
-        elif match := generic.search(message):
-            generic_hit = generic_hit or f"{category.value}: {match.group(0)!r}"
+        elif (found := message.search(generic)) is not None:
+            generic_hit = generic_hit or f"{category.value}: {found!r}"
             tally.vote(category, 1.0)
     if specific_hits:
         in_subject, description = max(specific_hits, key=lambda hit: hit[0])
         tally.add("message_technique" if in_subject else "message_technique_body", description)
     elif generic_hit:
         tally.add("message_technique_generic", generic_hit)
-    measurement = _MEASUREMENT_RE.search(message)
-    if measurement:
-        tally.add("message_measurement", repr(measurement.group(0)))
-    other = _OTHER_WORK_RE.search(subject)
-    if other and not _OUTCOME_RE.search(subject):
-        tally.add("other_work_subject", repr(other.group(0)))
+    measurement = message.search(_MEASUREMENT_RE)
+    if measurement is not None:
+        tally.add("message_measurement", repr(measurement))
+    other = subject.search(_OTHER_WORK_RE)
+    revert = subject.search(_REVERT_RE)  # quotes the reverted subject, performance words and all
+    if revert is not None or other is not None and subject_outcome is None:
+        tally.add("other_work_subject", repr(revert if revert is not None else other))
     return techniques
 
 
@@ -259,9 +278,10 @@ def _score_diff(diffs: list[FileDiff], tally: _Tally) -> set[Category]:
     changed = sum(len(d.added_lines) + len(d.removed_lines) for d in text_diffs)
     if changed < 3:
         tally.add("tiny_kernel_edit", f"{changed} changed lines")
-    rewritten = [h for d in modified for h in d.hunks if h[0] and h[1]]  # hunks that replace lines
-    introduced = _introduced_constructs(rewritten)
-    appended = {c: e for c, e in _introduced_constructs([h for d in modified for h in d.hunks]).items()
+    hunks = [(_tokens(removed), _tokens(added), bool(removed and added))
+             for d in modified for removed, added in d.hunks]
+    introduced = _introduced_constructs([(r, a) for r, a, rewrites in hunks if rewrites])  # replaced lines
+    appended = {c: e for c, e in _introduced_constructs([(r, a) for r, a, _ in hunks]).items()
                 if c not in introduced}
     for category in (*introduced, *appended):
         tally.vote(category, 1.0)
@@ -285,33 +305,55 @@ def _lines_matching(pattern: re.Pattern[str], lines: list[str]) -> int:
     return sum(1 for line in lines if pattern.search(line))
 
 
-@functools.lru_cache(maxsize=65536)
+# Categories of each token seen so far: a plain dict, looked up for every token of every diff; emptied when it
+# holds _MAX_KNOWN_TOKENS (ggml's whole history has 70,000 distinct tokens).
+_TOKEN_CATEGORIES: dict[str, tuple[str, ...]] = {}
+_MAX_KNOWN_TOKENS = 500_000
+
+
 def _token_categories(token: str) -> tuple[str, ...]:
-    return tuple(cat.value for cat, pattern in _CONSTRUCT_RES.items() if pattern.search(token))
+    categories = _TOKEN_CATEGORIES.get(token)
+    if categories is None:
+        categories = tuple(cat.value for cat, pattern in _CONSTRUCT_RES.items() if pattern.search(token))
+        if len(_TOKEN_CATEGORIES) >= _MAX_KNOWN_TOKENS:
+            _TOKEN_CATEGORIES.clear()
+        _TOKEN_CATEGORIES[token] = categories
+    return categories
 
 
-def _construct_counts(lines: list[str]) -> tuple[dict[str, int], dict[str, str]]:
-    """Occurrences of each category's constructs in lines, and the first one of each."""
+def _tokens(lines: list[str]) -> Counter[str]:
+    """How often each token (see _TOKEN_RE) occurs in lines, in order of first occurrence."""
+    return Counter(_TOKEN_RE.findall("\n".join(lines))) if lines else Counter()
+
+
+def _construct_counts(token_counts: list[Counter[str]]) -> tuple[dict[str, int], dict[str, str]]:
+    """Occurrences of each category's constructs in the token counts, and the first construct of each."""
     counts: dict[str, int] = {}
     examples: dict[str, str] = {}
-    for token, n in Counter(_TOKEN_RE.findall("\n".join(lines))).items():
-        for name in _token_categories(token):
-            counts[name] = counts.get(name, 0) + n
-            examples.setdefault(name, token)
+    known = _TOKEN_CATEGORIES
+    for tokens in token_counts:
+        for token, n in tokens.items():
+            categories = known.get(token)
+            for name in categories if categories is not None else _token_categories(token):
+                counts[name] = counts.get(name, 0) + n
+                examples.setdefault(name, token)
     return counts, examples
 
 
-def _introduced_constructs(hunks: list[tuple[list[str], list[str]]]) -> dict[Category, str]:
-    """Categories whose constructs occur more often in the added than in the removed lines of the hunks."""
-    added, examples = _construct_counts([line for _, lines in hunks for line in lines])
-    removed, _ = _construct_counts([line for lines, _ in hunks for line in lines])
+def _introduced_constructs(hunks: list[tuple[Counter[str], Counter[str]]]) -> dict[Category, str]:
+    """Categories whose constructs occur more often in the added than in the removed lines of the hunks, given
+    as (removed, added) token counts: each hunk is cut into tokens once for both of its uses."""
+    added, examples = _construct_counts([tokens for _, tokens in hunks])
+    removed, _ = _construct_counts([tokens for tokens, _ in hunks])
     return {Category(name): examples[name] for name, n in added.items() if n > removed.get(name, 0)}
 
 
 def _atomics_replaced(modified: list[FileDiff]) -> bool:
     """Warp or block reductions added while atomics were removed, or fenced to one thread per warp/block."""
-    added = [line for d in modified for line in d.added_lines]
     removed = [line for d in modified for line in d.removed_lines]
+    if "atomic" not in "\n".join(removed):  # every atomic of _ATOMIC_RE says so: one scan, not one per line
+        return False
+    added = [line for d in modified for line in d.added_lines]
     atomics_removed = _lines_matching(_ATOMIC_RE, removed)
     if not atomics_removed or not _lines_matching(_CONSTRUCT_RES[Category.ATOMICS], added):
         return False
@@ -325,14 +367,17 @@ def _numeric_tuning(modified: list[FileDiff]) -> str:
     candidate lists that grow, `block_ns = range(16, 129, 8)` -> `block_ns = range(16, 129, 8) + (144, 160)`.
     """
     for diff in modified:  # cheap tests first: most changed lines of a large diff hold no number
-        removed_shapes = {_words(line): line.strip() for line in diff.removed_lines if _DIGITS_RE.search(line)}
-        for line in diff.added_lines:
-            if not _DIGITS_RE.search(line):
-                continue
+        removed_shapes = {_words(line): line.strip() for line in _lines_with_digits(diff.removed_lines)}
+        for line in _lines_with_digits(diff.added_lines):
             before = removed_shapes.get(_words(line))
             if before is not None and before != line.strip() and _TUNING_NAME_RE.search(line):
                 return f"{before[:60]!r} -> {line.strip()[:60]!r}"
     return ""
+
+
+def _lines_with_digits(lines: list[str]) -> list[str]:
+    """The lines holding a digit, in order, found in one scan of their text."""
+    return _LINE_WITH_DIGIT_RE.findall("\n".join(lines)) if lines else []
 
 
 def _category(tally: _Tally) -> Category:

@@ -11,6 +11,7 @@ two successive edits of one function (A->B, then B->C) stay apart. The earliest 
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -37,8 +38,19 @@ def _shingles(text: str, mark: str) -> set[str]:
     return {mark + " ".join(tokens[i:i + SHINGLE_TOKENS]) for i in range(max(len(tokens) - SHINGLE_TOKENS + 1, 1))}
 
 
+@functools.cache
+def _permutations() -> tuple:
+    """The permutation parameters every signature shares: drawing them for each one cost more than hashing."""
+    return MinHash(num_perm=MINHASH_PERMUTATIONS, scheme=MINHASH_SCHEME).permutations
+
+
+def _minhash(hashvalues: list[int] | None = None) -> MinHash:
+    return MinHash(num_perm=MINHASH_PERMUTATIONS, hashvalues=hashvalues, permutations=_permutations(),
+                   scheme=MINHASH_SCHEME)
+
+
 def _signature(shingles: set[str]) -> MinHash:
-    signature = MinHash(num_perm=MINHASH_PERMUTATIONS, scheme=MINHASH_SCHEME)
+    signature = _minhash()
     signature.update_batch([shingle.encode("utf-8", "surrogatepass") for shingle in shingles])
     return signature
 
@@ -84,6 +96,5 @@ def deduplicate(rows: list[dict[str, Any]], threshold: float = NEAR_DUPLICATE_JA
 def _restore(row: dict[str, Any]) -> tuple[MinHash, MinHash]:
     if "signatures" not in row:
         return _signatures(row["function_before"], row["function_after"])
-    edit, before = (MinHash(num_perm=MINHASH_PERMUTATIONS, hashvalues=values, scheme=MINHASH_SCHEME)
-                    for values in row["signatures"])
+    edit, before = (_minhash(values) for values in row["signatures"])
     return edit, before

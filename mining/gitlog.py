@@ -11,6 +11,7 @@ Everything here only reads the repository it is given.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -25,6 +26,10 @@ from perfforge.errors import SourceError
 
 # ASCII separators that never occur in commit messages or paths: record, field, end of message.
 _RS, _FS, _EOM = "\x1e", "\x1f", "\x1d"
+_RS_BYTES = _RS.encode()
+_SEPARATOR = b"\n" + _RS_BYTES  # between two records of a stream
+# Bytes read from git per call: large enough that Python's per-read cost vanishes, small enough to stream.
+_READ_BLOCK_BYTES = 1 << 20
 _META_FORMAT = "--format=%x1e%H%x1f%P%x1f%at%x1f%B%x1d"
 
 
@@ -102,8 +107,8 @@ def list_shas(git_dir: Path, rev: str) -> list[str]:
 
 
 def _stream(git_dir: Path, shas: list[str], args: list[str],
-            failures: list[StreamFailure]) -> Iterator[tuple[str, list[str]]]:
-    """(sha, output lines) per commit of `git diff-tree --stdin ARGS`, restarting after unreadable commits.
+            failures: list[StreamFailure]) -> Iterator[tuple[str, str]]:
+    """(sha, output text) per commit of `git diff-tree --stdin ARGS`, restarting after unreadable commits.
 
     Each commit's output starts with a line beginning with the record separator, then the sha; ARGS must hold
     `--always`, so that a commit with an empty diff prints it too and headers match input shas one to one.
@@ -141,7 +146,7 @@ class _DiffTreeRun:
         self._feeder = threading.Thread(target=self._feed, args=(("\n".join(shas) + "\n").encode(),), daemon=True)
         self._feeder.start()
         self.headers_seen = 0
-        self.last_record: tuple[str, list[str]] | None = None
+        self.last_record: tuple[str, str] | None = None
         self.returncode: int | None = None
         self.error = ""
 
@@ -152,28 +157,43 @@ class _DiffTreeRun:
         except BrokenPipeError:  # git stopped reading: its exit status and stderr say why
             pass
 
-    def complete_records(self) -> Iterator[tuple[str, list[str]]]:
-        """Records followed by another header, then the last one too if git succeeded."""
-        current: tuple[str, list[str]] | None = None
-        for raw in self._proc.stdout:
-            line = decode_text(raw).rstrip("\n")
-            if line.startswith(_RS):
-                if current is not None:
-                    yield current
-                current = (line[1:41], [line[1:]])
-                self.headers_seen += 1
-            elif current is not None:
-                current[1].append(line)
+    def complete_records(self) -> Iterator[tuple[str, str]]:
+        """Records followed by another header, then the last one too if git succeeded.
+
+        The output is read in large blocks and cut at record headers (a separator at a line start), and each
+        record is decoded at once: per-line reads and decodes cost more than git itself on large patches."""
+        buffer = bytearray()
+        scan_from = 0  # where the next separator may start: bytes before it were searched already
+        for block in iter(functools.partial(self._proc.stdout.read1, _READ_BLOCK_BYTES), b""):
+            if not buffer and not self.headers_seen:  # the output opens with the first header's separator
+                block = block.removeprefix(_RS_BYTES)
+            buffer += block
+            start = 0
+            while (cut := buffer.find(_SEPARATOR, scan_from)) >= 0:
+                yield self._record(bytes(buffer[start:cut]))
+                start = scan_from = cut + len(_SEPARATOR)
+            del buffer[:start]  # once per block: a record longer than a block is never copied over and over
+            scan_from = max(len(buffer) - len(_SEPARATOR) + 1, 0)
         self._feeder.join()
         self.returncode = self._proc.wait()
         self._stderr.seek(0)
         stderr = self._stderr.read().decode("utf-8", errors="replace").strip()
         self._stderr.close()
         self.error = stderr.splitlines()[-1] if stderr else f"git diff-tree exited with {self.returncode}"
-        if self.returncode == 0 and current is not None:
-            yield current
+        last = self._record(bytes(buffer).removesuffix(b"\n")) if buffer else None
+        if self.returncode == 0 and last is not None:
+            yield last
         else:
-            self.last_record = current
+            self.last_record = last
+
+    def _record(self, raw: bytes) -> tuple[str, str]:
+        """(sha, text) of one record without its separator: the text starts with the header line."""
+        self.headers_seen += 1
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:  # decoded line by line, so only the lines that are not UTF-8 read as Latin-1
+            text = "\n".join(decode_text(line) for line in raw.split(b"\n"))
+        return text[:40], text
 
 
 def decode_text(data: bytes) -> str:
@@ -209,8 +229,7 @@ def _unquote_path(path: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def _parse_meta(lines: list[str]) -> CommitMeta:
-    text = "\n".join(lines)
+def _parse_meta(text: str) -> CommitMeta:
     header, _, rest = text.partition(_EOM)
     sha, parents, timestamp, message = header.split(_FS, 3)
     date = datetime.fromtimestamp(int(timestamp), tz=UTC).isoformat()
@@ -221,8 +240,8 @@ def _parse_meta(lines: list[str]) -> CommitMeta:
 def iter_commit_meta(git_dir: Path, shas: list[str], failures: list[StreamFailure]) -> Iterator[CommitMeta]:
     """Metadata and changed paths of each commit (rename detection off: a move is a delete and an add)."""
     args = ["-r", "--root", "--always", "--no-renames", "--name-only", _META_FORMAT]
-    for _, lines in _stream(git_dir, shas, args, failures):
-        yield _parse_meta(lines)
+    for _, text in _stream(git_dir, shas, args, failures):
+        yield _parse_meta(text)
 
 
 def iter_patches(git_dir: Path, shas: list[str], paths_by_sha: dict[str, list[str]], max_patch_lines: int,
@@ -236,12 +255,15 @@ def iter_patches(git_dir: Path, shas: list[str], paths_by_sha: dict[str, list[st
     wanted = {sha: set(paths) for sha, paths in paths_by_sha.items()}
     pathspecs = sorted({path for paths in wanted.values() for path in paths})
     args = ["-r", "--root", "--always", "--no-renames", "-p", "-U3", "--format=%x1e%H", "--", *pathspecs]
-    for sha, lines in _stream(git_dir, shas, args, failures):
-        diffs = [d for d in _split_patch(lines[1:], max_patch_lines) if d.path in wanted.get(sha, ())]
+    for sha, text in _stream(git_dir, shas, args, failures):
+        diffs = [d for d in _split_patch(text.partition("\n")[2], max_patch_lines) if d.path in wanted.get(sha, ())]
         yield sha, diffs
 
 
-_DIFF_HEADER = "diff --git "
+_FILE_HEADER_RE = re.compile(r"^diff --git ", re.MULTILINE)
+_HUNK_HEADER_RE = re.compile(r"^@@.*\n?", re.MULTILINE)  # the header line with its line break
+_ADDED_LINE_RE = re.compile(r"^\+(.*)", re.MULTILINE)  # `.` stops at the line break, and keeps a \r
+_REMOVED_LINE_RE = re.compile(r"^-(.*)", re.MULTILINE)
 _QUOTED_PAIR_RE = re.compile(r'^("(?:[^"\\]|\\.)*") ')
 
 
@@ -254,48 +276,38 @@ def _header_path(rest: str) -> str:
     return rest[2:2 + (len(rest) - 5) // 2]
 
 
-def _split_patch(lines: list[str], max_patch_lines: int) -> list[FileDiff]:
-    diffs: list[FileDiff] = []
-    current: FileDiff | None = None
-    body: list[str] = []
-    for line in lines:
-        if line.startswith(_DIFF_HEADER):
-            if current is not None:
-                parse_patch_body(current, body, max_patch_lines)
-            current, body = FileDiff(path=_header_path(line[len(_DIFF_HEADER):]), status="modified"), []
-            diffs.append(current)
-        elif current is not None:
-            body.append(line)
-    if current is not None:
-        parse_patch_body(current, body, max_patch_lines)
+def _split_patch(text: str, max_patch_lines: int) -> list[FileDiff]:
+    """The files of one commit's patch text, each parsed (the text before the first header is not a file's)."""
+    diffs = []
+    for chunk in _FILE_HEADER_RE.split(text)[1:]:
+        header, _, body = chunk.removesuffix("\n").partition("\n")  # the line break before the next header
+        diff = FileDiff(path=_header_path(header), status="modified")
+        parse_patch(diff, body, max_patch_lines)
+        diffs.append(diff)
     return diffs
 
 
-def parse_patch_body(diff: FileDiff, body: list[str], max_patch_lines: int) -> None:
-    """Fill diff from the lines of its patch after the `diff --git` header (mode lines, hunks)."""
-    for line in body[:6]:
+def parse_patch(diff: FileDiff, body: str, max_patch_lines: int) -> None:
+    """Fill diff from the text of its patch after the `diff --git` header (mode lines, hunks).
+
+    Whole-text regular expressions, not a loop over lines: large commits have hundreds of thousands of lines."""
+    for line in body.split("\n", 6)[:6]:
         if line.startswith("new file mode"):
             diff.status = "added"
         elif line.startswith("deleted file mode"):
             diff.status = "deleted"
         elif line.startswith("Binary files"):
             diff.is_binary = True
-    if len(body) > max_patch_lines:
+    if body.count("\n") >= max_patch_lines:
         diff.truncated = True
-        body = body[:max_patch_lines]
-    removed: list[str] | None = None
-    added: list[str] = []
-    for line in body:
-        if line.startswith("@@"):
-            removed, added = [], []
-            diff.hunks.append((removed, added))
-        elif removed is not None and line.startswith("+"):
-            added.append(line[1:])
-            diff.added_lines.append(line[1:])
-        elif removed is not None and line.startswith("-"):
-            removed.append(line[1:])
-            diff.removed_lines.append(line[1:])
-    diff.patch = "\n".join(body)
+        body = "\n".join(body.split("\n", max_patch_lines)[:max_patch_lines])
+    first_hunk = _HUNK_HEADER_RE.search(body)  # the `---`/`+++` lines before it are headers, not changes
+    if first_hunk is not None:
+        for hunk in _HUNK_HEADER_RE.split(body[first_hunk.start():])[1:]:
+            diff.hunks.append((_REMOVED_LINE_RE.findall(hunk), _ADDED_LINE_RE.findall(hunk)))
+    diff.added_lines = [line for _, lines in diff.hunks for line in lines]
+    diff.removed_lines = [line for lines, _ in diff.hunks for line in lines]
+    diff.patch = body
 
 
 class BlobReader:

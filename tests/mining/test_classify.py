@@ -89,6 +89,27 @@ def test_optimizer_fix_with_a_small_diff_is_not_perf() -> None:
     assert any(e.startswith("other_work_subject") for e in result.evidence)
 
 
+def test_a_revert_is_other_work_even_when_it_quotes_performance_words() -> None:
+    diff = diff_of("src/softmax.cu", "modified", (["    float m = -FLT_MAX;"], ["    float m = -INFINITY;"]))
+    result = classify_commit('Revert "softmax: 2.1x faster on long rows"', [diff])
+    assert "other_work_subject (-2.0): 'Revert'" in result.evidence
+    assert result.perf_score < classify_commit("softmax: 2.1x faster on long rows", [diff]).perf_score
+
+
+@pytest.mark.parametrize("subject", ["[Bugfix] reduce thread extent", "BugFix: reduce thread extent",
+                                     "hotfix: reduce thread extent"])
+def test_bugfix_and_hotfix_subjects_are_other_work(subject: str) -> None:
+    diff = diff_of("src/reduce.cu", "modified", (["    int extent = 256;"], ["    int extent = blockDim.x;"]))
+    assert any(e.startswith("other_work_subject") for e in classify_commit(subject, [diff]).evidence)
+
+
+def test_message_words_are_found_in_any_case_and_reported_in_their_own() -> None:
+    diff = diff_of("src/sum.cu", "modified", (["    x = a[i];"], ["    x = __ldg(&a[i]);"]))
+    result = classify_commit("Use TMA loads for the K tile\n\nTHROUGHPUT up 20%", [diff])
+    assert "message_outcome_body (+1.4): 'THROUGHPUT'" in result.evidence
+    assert any("'TMA'" in e for e in result.evidence)
+
+
 def test_fast_in_a_name_on_a_bench_file_is_not_perf() -> None:
     """'fast_math' names an option; the only kernel file changed is a benchmark."""
     diff = diff_of("bench/bench_sum.cu", "modified",

@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 from pydriller import Repository
 
+from mining import gitlog
 from mining.gitlog import (
     BlobReader,
     CommitMeta,
+    FileDiff,
     StreamFailure,
     iter_commit_meta,
     iter_patches,
@@ -129,6 +131,23 @@ def test_patches_agree_with_pydriller_on_modified_files(history: RepoBuilder, tm
             assert diff.removed_lines == [text for _, text in modified.diff_parsed["deleted"]]
             compared += 1
     assert compared == 4  # sum.cu, long.c and the two odd names; the logo is binary
+
+
+def test_streams_read_the_same_records_in_blocks_of_any_size(history: RepoBuilder,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records longer than a read block, and separators split between two blocks, come out whole."""
+    git_dir = history.path / ".git"
+    shas = list_shas(git_dir, "HEAD")
+    metas = list(iter_commit_meta(git_dir, shas, []))
+
+    def read_all() -> tuple[list[CommitMeta], list[tuple[str, list[FileDiff]]]]:
+        return list(iter_commit_meta(git_dir, shas, [])), list(iter_patches(git_dir, shas, all_paths(metas), 1000, []))
+
+    whole = read_all()
+    for block_bytes in (1, 2, 7, 64):
+        monkeypatch.setattr(gitlog, "_READ_BLOCK_BYTES", block_bytes)
+        assert read_all() == whole, block_bytes
+    assert len(whole[0]) == len(shas) and any(diffs for _, diffs in whole[1])
 
 
 def test_patch_status_of_added_deleted_and_modified_files(history: RepoBuilder) -> None:
