@@ -16,6 +16,7 @@ it opens).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -33,6 +34,7 @@ from mining.config import MineConfig  # noqa: E402
 from mining.gitlog import CommitMeta, FileDiff, parse_patch, shared_clone  # noqa: E402
 from mining.pipeline import mine  # noqa: E402
 from mining.prefilter import kernel_python_files_at, prefilter  # noqa: E402
+from perfforge.io import write_json  # noqa: E402
 
 _STATUS = {ModificationType.ADD: "added", ModificationType.DELETE: "deleted"}
 
@@ -114,16 +116,17 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--output", choices=["pairs", "commits", "both"], default="both",
                         help="pairs: the full dataset; commits: classification only (perfforge mine --no-pairs)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows to this JSON file")
     args = parser.parse_args()
     print(f"{'repository':<30} {'output':<8} {'commits':>7} | {'miner c/s':>9} {'prefilter c/s':>13} | "
           f"{'pydriller c/s':>13} | {'ratio':>6} | perf agree")
     outputs = ["pairs", "commits"] if args.output == "both" else [args.output]
-    for repo in args.repo:
-        for output in outputs:
-            report_one(repo, args.jobs, output == "pairs")
+    rows = [report_one(repo, args.jobs, output == "pairs") for repo in args.repo for output in outputs]
+    if args.json:
+        write_json(args.json, {"jobs": args.jobs, "cpus": os.cpu_count(), "rows": rows})
 
 
-def report_one(repo: Path, jobs: int, pairs: bool) -> None:
+def report_one(repo: Path, jobs: int, pairs: bool) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         miner, prefilter_rate = run_miner(repo, Path(tmp) / "out", jobs, pairs)
         baseline = run_pydriller(repo, Path(tmp), pairs)
@@ -136,6 +139,11 @@ def report_one(repo: Path, jobs: int, pairs: bool) -> None:
           f"{miner.commits_per_s / baseline.commits_per_s:>5.1f}x | {agree}"
           + (f"  (pydriller read {baseline.commits} commits, {baseline.failures} failures)"
              if baseline.failures else ""), flush=True)
+    return {"repository": name, "output": "pairs" if pairs else "commits", "commits": miner.commits,
+            "miner_seconds": round(miner.seconds, 2), "pydriller_seconds": round(baseline.seconds, 2),
+            "ratio": round(miner.commits_per_s / baseline.commits_per_s, 2), "prefilter_commits_per_s": prefilter_rate,
+            "perf_commits_agree": agree, "pydriller_commits_read": baseline.commits,
+            "pydriller_failures": baseline.failures}
 
 
 if __name__ == "__main__":

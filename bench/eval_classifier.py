@@ -9,7 +9,7 @@ prefilter drops counts as predicted not-perf.
 Within a label set, rows are also split in two halves by sha (even/odd first byte), a check of how stable the
 figures are. Which sets were looked at during development, and which were held out: bench/labels/README.md.
 
-    python bench/eval_classifier.py --mirrors DIR [--labels bench/labels/heldout2] [--show-errors all]
+    python bench/eval_classifier.py --mirrors DIR [--labels bench/labels/heldout4] [--show-errors all]
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class Row:
     true_category: str
     subject: str
     evidence: list[str]
+    candidate: bool  # passed the prefilter: touches a kernel file (the miner never classifies the others)
 
     @property
     def split(self) -> str:
@@ -86,7 +87,7 @@ def evaluate_repo(mirror: Path, labels: list[dict[str, str]], workdir: Path) -> 
             evidence = [f"prefilter: {kept[sha].reason}" if sha in kept else "unreadable"]
         rows.append(Row(label["repo"], sha, label["label"] == "perf", predicted,
                         bool(KEYWORD_BASELINE_RE.search(message)), score, category, label["category"],
-                        message.splitlines()[0][:80] if message else "", evidence))
+                        message.splitlines()[0][:80] if message else "", evidence, sha in patches))
     return rows
 
 
@@ -103,7 +104,7 @@ def scores(pairs: list[tuple[bool, bool]]) -> tuple[float, float, float, int, in
 def report(rows: list[Row]) -> None:
     print(f"{'set':<34} {'n':>4} {'pos':>4} | {'classifier P':>12} {'R':>5} {'F1':>5} | "
           f"{'keywords P':>10} {'R':>5} {'F1':>5}")
-    groups: dict[str, list[Row]] = {"all": rows}
+    groups: dict[str, list[Row]] = {"all": rows, "prefilter candidates": [r for r in rows if r.candidate]}
     for half in ("even-sha half", "odd-sha half"):
         groups[half] = [r for r in rows if r.split == half]
     for repo in sorted({r.repo for r in rows}):
