@@ -71,7 +71,7 @@ def _file_diff(modified) -> FileDiff:
 def run_pydriller(repo: Path, clone_dir: Path, pairs: bool) -> SideResult:
     """The plain traversal: every commit of HEAD (no merges), every modified file's diff, then the same
     prefilter, classifier and, for performance commits, the changed functions of their kernel files."""
-    functions._extract_functions_cached.cache_clear()
+    functions.clear_caches()
     git_dir = shared_clone(repo, clone_dir / "pydriller.git")
     kernel_py_files = kernel_python_files_at(git_dir, "HEAD")
     started = time.perf_counter()
@@ -98,7 +98,8 @@ def run_pydriller(repo: Path, clone_dir: Path, pairs: bool) -> SideResult:
         kept = prefilter(meta, kernel_py_files)
         if not kept.is_candidate:
             continue
-        file_diffs = [_file_diff(diffs[p]) for p in kept.kernel_files if p in diffs]
+        parsed = {p: _file_diff(diffs[p]) for p in kept.kernel_files if p in diffs}
+        file_diffs = list(parsed.values())
         if classify_commit(commit.msg, file_diffs).perf_score >= PERF_THRESHOLD:
             perf.add(commit.hash)
             for path in kept.kernel_files if pairs else ():
@@ -106,7 +107,7 @@ def run_pydriller(repo: Path, clone_dir: Path, pairs: bool) -> SideResult:
                 if path in diffs and language and diffs[path].change_type == ModificationType.MODIFY:
                     before, after = diffs[path].source_code_before, diffs[path].source_code
                     if before is not None and after is not None:
-                        functions.changed_functions(before, after, language)
+                        functions.changed_functions(before, after, language, parsed[path].line_ranges)
     return SideResult(commits, time.perf_counter() - started, perf, failures)
 
 

@@ -128,26 +128,104 @@ def _node_function(data: bytes, node: tree_sitter.Node, name: str, kind: KernelK
     return _function_at(data, node.start_byte, node.end_byte, node.start_point.row, name, kind)
 
 
-def extract_functions(source: str, language: str) -> list[Function]:
-    """Every function definition in source (see _extract_functions). Cached: in a history, each version of a
-    file is usually the after side of one commit and the before side of the next one that touches it."""
-    return list(_extract_functions_cached(source, language))
+def extract_functions(source: str, language: str, edited_from: tuple[str, list[LineRange]] | None = None
+                      ) -> list[Function]:
+    """Every function definition in source (see _extract_functions).
+
+    Cached: in a history, each version of a file is usually the after side of one commit and the before side of
+    the next one that touches it. edited_from = (an earlier version, the hunks turning it into source) lets the
+    parser start from the earlier version's tree and reparse only what the hunks changed (_edited_tree): the same
+    tree, several times faster on large files."""
+    key = (source, language)
+    functions = _FUNCTIONS.get(key)
+    if functions is None:
+        tree = _edited_tree(*edited_from, source, language) if edited_from else None
+        functions = _FUNCTIONS[key] = tuple(_extract_functions(source, language, tree))
+        while len(_FUNCTIONS) > _CACHED_VERSIONS:
+            del _FUNCTIONS[next(iter(_FUNCTIONS))]
+    return list(functions)
 
 
-@functools.lru_cache(maxsize=32)
-def _extract_functions_cached(source: str, language: str) -> tuple[Function, ...]:
-    return tuple(_extract_functions(source, language))
+# Functions of the file versions extracted last, oldest first; each key holds a whole source file.
+_FUNCTIONS: dict[tuple[str, str], tuple[Function, ...]] = {}
+_CACHED_VERSIONS = 32
+# (old_start, old_count, new_start, new_count) of one hunk, as mining.gitlog.FileDiff.line_ranges holds them.
+LineRange = tuple[int, int, int, int]
 
 
-def _extract_functions(source: str, language: str) -> list[Function]:
-    """Every function definition in source (nested Python functions too), in source order.
+def clear_caches() -> None:
+    """Forget every cached extraction and tree (benchmarks start each side cold)."""
+    _FUNCTIONS.clear()
+    _parse.cache_clear()
+
+
+@functools.lru_cache(maxsize=4)
+def _parse(source: str, language: str) -> tree_sitter.Tree:
+    """The tree of a file version. The last few are kept as the starting points of incremental parses."""
+    return _parser(language).parse(source.encode("utf-8", "surrogatepass"))
+
+
+def _edited_tree(before: str, line_ranges: list[LineRange], after: str, language: str) -> tree_sitter.Tree | None:
+    """The tree of after, parsed incrementally from before's tree edited by the hunks; None (parse afresh) when
+    the hunks do not turn before into after exactly: every byte outside them must be the same in both."""
+    old, new = before.encode("utf-8", "surrogatepass"), after.encode("utf-8", "surrogatepass")
+    spans = _byte_spans(old, new, line_ranges)
+    if spans is None:
+        return None
+    tree = _parse(before, language).copy()
+    for (old_start, old_end, old_row, old_end_row), (new_start, new_end, new_row, new_end_row) in reversed(spans):
+        # Edits go last to first, so the text before each one is still the old text: it starts at old_start.
+        tree.edit(start_byte=old_start, old_end_byte=old_end, new_end_byte=old_start + new_end - new_start,
+                  start_point=(old_row, 0), old_end_point=(old_end_row, 0),
+                  new_end_point=(old_row + new_end_row - new_row, 0))
+    return _parser(language).parse(new, tree)
+
+
+Span = tuple[int, int, int, int]  # start byte, end byte, start row, end row (0-based, whole lines)
+
+
+def _byte_spans(old: bytes, new: bytes, line_ranges: list[LineRange]) -> list[tuple[Span, Span]] | None:
+    """The old and new byte spans of each hunk, or None when the text between them differs (the hunks do not
+    describe the whole change: a cut patch, another pair of versions)."""
+    old_lines, new_lines = _line_starts(old), _line_starts(new)
+    spans = []
+    for old_start, old_count, new_start, new_count in line_ranges:
+        old_row = old_start - 1 if old_count else old_start  # a count of 0 inserts or deletes after that line
+        new_row = new_start - 1 if new_count else new_start
+        if old_row < 0 or new_row < 0 or old_row + old_count >= len(old_lines) or new_row + new_count >= len(new_lines):
+            return None
+        spans.append(((old_lines[old_row], old_lines[old_row + old_count], old_row, old_row + old_count),
+                      (new_lines[new_row], new_lines[new_row + new_count], new_row, new_row + new_count)))
+    old_cuts = [0] + [offset for span, _ in spans for offset in span[:2]] + [len(old)]
+    new_cuts = [0] + [offset for _, span in spans for offset in span[:2]] + [len(new)]
+    for i in range(0, len(old_cuts), 2):  # the unchanged stretches: before the first hunk, between, after the last
+        if old[old_cuts[i]:old_cuts[i + 1]] != new[new_cuts[i]:new_cuts[i + 1]]:
+            return None
+    return spans
+
+
+def _line_starts(data: bytes) -> list[int]:
+    """Byte offset of each line's start, then len(data): line k spans [starts[k], starts[k + 1])."""
+    starts = [0]
+    position = data.find(b"\n")
+    while position >= 0:
+        starts.append(position + 1)
+        position = data.find(b"\n", position + 1)
+    if starts[-1] != len(data):
+        starts.append(len(data))
+    return starts
+
+
+def _extract_functions(source: str, language: str, tree: tree_sitter.Tree | None = None) -> list[Function]:
+    """Every function definition in source (nested Python functions too), in source order; tree, when given,
+    is source's parse tree.
 
     language is a mining language name (see LANGUAGE_BY_EXTENSION); an unknown one raises ValueError.
     """
     # surrogatepass: text decoded with errors="surrogateescape" (or holding any lone surrogate) still encodes,
     # and slices of it decode back to the same characters.
     data = source.encode("utf-8", "surrogatepass")
-    root = _parser(language).parse(data).root_node
+    root = (tree if tree is not None else _parse(source, language)).root_node
     if language in _C_FAMILY:
         functions = _c_functions(data, root, language)
     elif language == "python":
@@ -637,18 +715,21 @@ def _fortran_functions(data: bytes, root: tree_sitter.Node) -> Iterable[Function
 # ---- changes -------------------------------------------------------------------------------------------------------
 
 
-def changed_functions(before_source: str, after_source: str, language: str) -> list[FunctionChange]:
+def changed_functions(before_source: str, after_source: str, language: str,
+                      line_ranges: list[LineRange] | None = None) -> list[FunctionChange]:
     """Functions present in both versions whose code differs beyond comments and white space, in after order.
 
     Functions are matched by qualified name; the k-th definition of a name (overloads, #ifdef variants) before is
-    matched with the k-th one after. Functions only added or only removed are not returned.
+    matched with the k-th one after. Functions only added or only removed are not returned. line_ranges, the
+    hunks of the patch from before to after (FileDiff.line_ranges), only make it faster (extract_functions).
     """
     before_by_name: dict[str, list[Function]] = defaultdict(list)
     for function in extract_functions(before_source, language):
         before_by_name[function.name].append(function)
     seen: Counter[str] = Counter()
     changes = []
-    for after in extract_functions(after_source, language):
+    edited_from = (before_source, line_ranges) if line_ranges else None
+    for after in extract_functions(after_source, language, edited_from):
         index = seen[after.name]
         seen[after.name] += 1
         candidates = before_by_name.get(after.name, [])

@@ -53,6 +53,9 @@ class FileDiff:
     added_lines: list[str] = field(default_factory=list)  # without the leading "+"
     removed_lines: list[str] = field(default_factory=list)
     hunks: list[tuple[list[str], list[str]]] = field(default_factory=list)  # (removed, added) per hunk
+    # Per hunk, from its header: (old_start, old_count, new_start, new_count), 1-based lines; a count of 0 means
+    # lines inserted or deleted after the start line. Empty when the headers cannot be read.
+    line_ranges: list[tuple[int, int, int, int]] = field(default_factory=list)
     patch: str = ""  # unified diff text, possibly truncated (see truncated)
     is_binary: bool = False
     truncated: bool = False  # the patch was longer than the limit and was cut
@@ -262,6 +265,7 @@ def iter_patches(git_dir: Path, shas: list[str], paths_by_sha: dict[str, list[st
 
 _FILE_HEADER_RE = re.compile(r"^diff --git ", re.MULTILINE)
 _HUNK_HEADER_RE = re.compile(r"^@@.*\n?", re.MULTILINE)  # the header line with its line break
+_HUNK_RANGE_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)  # a missing count is 1
 _ADDED_LINE_RE = re.compile(r"^\+(.*)", re.MULTILINE)  # `.` stops at the line break, and keeps a \r
 _REMOVED_LINE_RE = re.compile(r"^-(.*)", re.MULTILINE)
 _QUOTED_PAIR_RE = re.compile(r'^("(?:[^"\\]|\\.)*") ')
@@ -303,8 +307,13 @@ def parse_patch(diff: FileDiff, body: str, max_patch_lines: int) -> None:
         body = "\n".join(body.split("\n", max_patch_lines)[:max_patch_lines])
     first_hunk = _HUNK_HEADER_RE.search(body)  # the `---`/`+++` lines before it are headers, not changes
     if first_hunk is not None:
-        for hunk in _HUNK_HEADER_RE.split(body[first_hunk.start():])[1:]:
+        hunks_text = body[first_hunk.start():]
+        for hunk in _HUNK_HEADER_RE.split(hunks_text)[1:]:
             diff.hunks.append((_REMOVED_LINE_RE.findall(hunk), _ADDED_LINE_RE.findall(hunk)))
+        diff.line_ranges = [(int(old_start), int(old_count or 1), int(new_start), int(new_count or 1))
+                            for old_start, old_count, new_start, new_count in _HUNK_RANGE_RE.findall(hunks_text)]
+        if len(diff.line_ranges) != len(diff.hunks):
+            diff.line_ranges = []
     diff.added_lines = [line for _, lines in diff.hunks for line in lines]
     diff.removed_lines = [line for lines, _ in diff.hunks for line in lines]
     diff.patch = body

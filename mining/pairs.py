@@ -95,7 +95,7 @@ def _file_pairs(context: CommitContext, diff: FileDiff, parent: str, blobs: Blob
         return skip("undecodable")
     unified = diff.patch[diff.patch.find("--- "):] + "\n"  # git's patch without its `index` line
     return [_pair(context, diff.path, language, change, before, after, unified, parent)
-            for change in changed_functions(before, after, language)]
+            for change in changed_functions(before, after, language, diff.line_ranges)]
 
 
 def _pair(context: CommitContext, path: str, language: str, change: FunctionChange, before: str, after: str,

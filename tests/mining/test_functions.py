@@ -5,9 +5,14 @@ Every source is a small snippet written for the rule it checks.
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
+from mining import functions
 from mining.functions import Function, changed_functions, extract_functions, language_of
+from mining.gitlog import FileDiff, parse_patch
 from perfforge.records import KernelKind
 
 
@@ -455,3 +460,44 @@ def test_change_reports_the_kind_of_the_after_version() -> None:
     assert change.kind == KernelKind.TRITON_KERNEL
     assert change.before.kind == KernelKind.PYTHON_FUNCTION
     assert (change.after.start_line, change.after.end_line) == (3, 5)
+
+
+# ---- incremental parses -----------------------------------------------------------------------------------------
+
+MANY_KERNELS = "".join(f"__global__ void k{i}(float *x) {{\n    x[threadIdx.x] *= {i}.0f;\n}}\n\n" for i in range(30))
+
+
+def git_line_ranges(before: str, after: str, tmp_path: Path) -> list[tuple[int, int, int, int]]:
+    """The hunks git writes for before -> after, read the way the miner reads them."""
+    (tmp_path / "a.cu").write_text(before)
+    (tmp_path / "b.cu").write_text(after)
+    patch = subprocess.run(["git", "diff", "--no-index", "-U3", "a.cu", "b.cu"], cwd=tmp_path,
+                           capture_output=True, text=True).stdout
+    diff = FileDiff(path="b.cu", status="modified")
+    parse_patch(diff, patch.partition("\n")[2], 10_000)
+    return diff.line_ranges
+
+
+def test_incremental_parse_from_the_hunks_finds_the_same_changes(tmp_path: Path) -> None:
+    """Insertions at the top, edits in the middle, a deletion and a last line without a line break."""
+    after = ("#include <cuda.h>\n\n" + MANY_KERNELS.replace("*= 7.0f", "*= 7.5f").replace("*= 20.0f", "+= 1.0f")
+             .replace("__global__ void k25(float *x) {\n    x[threadIdx.x] *= 25.0f;\n}\n\n", "")
+             + "__global__ void tail(float *x) { x[0] = 0; }")
+    ranges = git_line_ranges(MANY_KERNELS, after, tmp_path)
+    assert len(ranges) == 5
+    assert functions._edited_tree(MANY_KERNELS, ranges, after, "cuda") is not None
+    functions.clear_caches()
+    incremental = changed_functions(MANY_KERNELS, after, "cuda", ranges)
+    functions.clear_caches()
+    assert incremental == changed_functions(MANY_KERNELS, after, "cuda")
+    assert [change.name for change in incremental] == ["k7", "k20"]
+
+
+def test_hunks_that_do_not_describe_the_change_fall_back_to_a_fresh_parse() -> None:
+    after = MANY_KERNELS.replace("*= 7.0f", "*= 7.5f")
+    elsewhere = [(1, 2, 1, 2)]  # the first two lines: the edit further down lies outside every hunk
+    beyond = [(900, 1, 900, 1)]
+    for wrong in (elsewhere, beyond):
+        assert functions._edited_tree(MANY_KERNELS, wrong, after, "cuda") is None
+        functions.clear_caches()
+        assert [c.name for c in changed_functions(MANY_KERNELS, after, "cuda", wrong)] == ["k7"]

@@ -203,6 +203,7 @@ def test_hunks_hold_removed_and_added_lines_per_hunk(history: RepoBuilder) -> No
     assert diff.hunks == [(["int f1(void) { return 1; }"], ["int f1(void) { return -1; }"]),
                           (["int f38(void) { return 38; }"], ["int f38(void) { return 83; }"])]
     assert diff.patch.startswith("index ") and "@@ -1,5 +1,5 @@" in diff.patch
+    assert diff.line_ranges == [(1, 5, 1, 5), (36, 5, 36, 5)]  # 3 lines of context around lines 2 and 39
 
 
 # ---- missing objects ----------------------------------------------------------------------------------------------
