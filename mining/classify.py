@@ -182,10 +182,8 @@ class _Tally:
     log_odds: float = PRIOR_LOG_ODDS
     evidence: list[tuple[float, str]] = field(default_factory=list)
     technique_votes: dict[Category, float] = field(default_factory=dict)
-    signals: dict[str, float] = field(default_factory=dict)  # how many times each signal fired
 
     def add(self, signal: str, detail: str, times: float = 1.0) -> None:
-        self.signals[signal] = self.signals.get(signal, 0.0) + times
         weight = WEIGHTS[signal] * times
         self.log_odds += weight
         self.evidence.append((weight, f"{signal} ({weight:+.1f}): {detail}"))

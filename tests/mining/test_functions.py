@@ -501,3 +501,15 @@ def test_hunks_that_do_not_describe_the_change_fall_back_to_a_fresh_parse() -> N
         assert functions._edited_tree(MANY_KERNELS, wrong, after, "cuda") is None
         functions.clear_caches()
         assert [c.name for c in changed_functions(MANY_KERNELS, after, "cuda", wrong)] == ["k7"]
+
+
+def test_versions_with_syntax_errors_are_parsed_afresh(tmp_path: Path) -> None:
+    """Error recovery may settle differently when reparsing, so a broken version is never the starting point."""
+    broken = MANY_KERNELS.replace("__global__ void k3(float *x) {", "__global__ void k3(float *x) {{ (")
+    after = broken.replace("*= 7.0f", "*= 7.5f")
+    ranges = git_line_ranges(broken, after, tmp_path)
+    assert ranges and functions._edited_tree(broken, ranges, after, "cuda") is None
+    functions.clear_caches()
+    with_ranges = changed_functions(broken, after, "cuda", ranges)
+    functions.clear_caches()
+    assert with_ranges == changed_functions(broken, after, "cuda") != []
