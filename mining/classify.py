@@ -329,11 +329,9 @@ def _construct_counts(token_counts: list[Counter[str]]) -> tuple[dict[str, int],
     """Occurrences of each category's constructs in the token counts, and the first construct of each."""
     counts: dict[str, int] = {}
     examples: dict[str, str] = {}
-    known = _TOKEN_CATEGORIES
     for tokens in token_counts:
         for token, n in tokens.items():
-            categories = known.get(token)
-            for name in categories if categories is not None else _token_categories(token):
+            for name in _token_categories(token):
                 counts[name] = counts.get(name, 0) + n
                 examples.setdefault(name, token)
     return counts, examples

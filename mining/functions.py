@@ -137,16 +137,17 @@ def extract_functions(source: str, language: str, edited_from: tuple[str, list[L
     parser start from the earlier version's tree and reparse only what the hunks changed (_edited_tree): the same
     tree, several times faster on large files."""
     key = (source, language)
-    functions = _FUNCTIONS.get(key)
+    functions = _FUNCTIONS.pop(key, None)  # put back last: the least recently used goes first
     if functions is None:
         tree = _edited_tree(*edited_from, source, language) if edited_from else None
-        functions = _FUNCTIONS[key] = tuple(_extract_functions(source, language, tree))
-        while len(_FUNCTIONS) > _CACHED_VERSIONS:
-            del _FUNCTIONS[next(iter(_FUNCTIONS))]
+        functions = tuple(_extract_functions(source, language, tree))
+    _FUNCTIONS[key] = functions
+    while len(_FUNCTIONS) > _CACHED_VERSIONS:
+        del _FUNCTIONS[next(iter(_FUNCTIONS))]
     return list(functions)
 
 
-# Functions of the file versions extracted last, oldest first; each key holds a whole source file.
+# Functions of the file versions used last, least recently used first; each key holds a whole source file.
 _FUNCTIONS: dict[tuple[str, str], tuple[Function, ...]] = {}
 _CACHED_VERSIONS = 32
 # (old_start, old_count, new_start, new_count) of one hunk, as mining.gitlog.FileDiff.line_ranges holds them.

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -23,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from perfforge.errors import SourceError
+from perfforge.io import atomic_dir
 
 # ASCII separators that never occur in commit messages or paths: record, field, end of message.
 _RS, _FS, _EOM = "\x1e", "\x1f", "\x1d"
@@ -92,15 +92,11 @@ def shared_clone(source_git_dir: Path, dest: Path) -> Path:
     source_objects = str((source_git_dir / "objects").resolve())
     if alternates.exists() and alternates.read_text().strip() == source_objects:
         return dest
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp = dest.with_name(dest.name + ".incomplete")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["git", "clone", "--bare", "--shared", "--quiet", str(source_git_dir), str(tmp)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SourceError(f"cannot clone {source_git_dir}: {proc.stderr.strip()}")
-    tmp.rename(dest)
+    with atomic_dir(dest) as staging:
+        proc = subprocess.run(["git", "clone", "--bare", "--shared", "--quiet", str(source_git_dir), str(staging)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SourceError(f"cannot clone {source_git_dir}: {proc.stderr.strip()}")
     return dest
 
 
@@ -264,8 +260,8 @@ def iter_patches(git_dir: Path, shas: list[str], paths_by_sha: dict[str, list[st
 
 
 _FILE_HEADER_RE = re.compile(r"^diff --git ", re.MULTILINE)
-_HUNK_HEADER_RE = re.compile(r"^@@.*\n?", re.MULTILINE)  # the header line with its line break
-_HUNK_RANGE_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)  # a missing count is 1
+_HUNK_HEADER_RE = re.compile(r"^(@@.*)\n?", re.MULTILINE)  # the header line (captured) with its line break
+_HUNK_RANGE_RE = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")  # a missing count is 1
 _ADDED_LINE_RE = re.compile(r"^\+(.*)", re.MULTILINE)  # `.` stops at the line break, and keeps a \r
 _REMOVED_LINE_RE = re.compile(r"^-(.*)", re.MULTILINE)
 _QUOTED_PAIR_RE = re.compile(r'^("(?:[^"\\]|\\.)*") ')
@@ -305,15 +301,14 @@ def parse_patch(diff: FileDiff, body: str, max_patch_lines: int) -> None:
     if body.count("\n") >= max_patch_lines:
         diff.truncated = True
         body = "\n".join(body.split("\n", max_patch_lines)[:max_patch_lines])
-    first_hunk = _HUNK_HEADER_RE.search(body)  # the `---`/`+++` lines before it are headers, not changes
-    if first_hunk is not None:
-        hunks_text = body[first_hunk.start():]
-        for hunk in _HUNK_HEADER_RE.split(hunks_text)[1:]:
-            diff.hunks.append((_REMOVED_LINE_RE.findall(hunk), _ADDED_LINE_RE.findall(hunk)))
+    # [text before the first hunk (`---`/`+++` headers, not changes), header 1, hunk 1, header 2, hunk 2, ...]
+    pieces = _HUNK_HEADER_RE.split(body)
+    headers, hunks = pieces[1::2], pieces[2::2]
+    diff.hunks = [(_REMOVED_LINE_RE.findall(hunk), _ADDED_LINE_RE.findall(hunk)) for hunk in hunks]
+    ranges = [_HUNK_RANGE_RE.match(header) for header in headers]
+    if all(ranges):
         diff.line_ranges = [(int(old_start), int(old_count or 1), int(new_start), int(new_count or 1))
-                            for old_start, old_count, new_start, new_count in _HUNK_RANGE_RE.findall(hunks_text)]
-        if len(diff.line_ranges) != len(diff.hunks):
-            diff.line_ranges = []
+                            for old_start, old_count, new_start, new_count in (r.groups() for r in ranges)]
     diff.added_lines = [line for _, lines in diff.hunks for line in lines]
     diff.removed_lines = [line for lines, _ in diff.hunks for line in lines]
     diff.patch = body

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mining.gitlog import is_git_dir
 from perfforge.errors import SourceError
+from perfforge.io import atomic_dir
 
 DEMO_NAME = "perfforge/minikern-demo"
 _URL_RE = re.compile(r"^(https?|git|ssh|file)://|^[\w.-]+@[\w.-]+:")
@@ -135,11 +136,9 @@ def _clone_once(url: str, name: str, repos_dir: Path) -> Source:
     """A bare clone of url under repos_dir, made on the first run only (clones are resumable work)."""
     dest = repos_dir / (name.replace("/", "+") + ".git")
     if not (dest.exists() and is_git_dir(dest)):
-        tmp = dest.with_name(dest.name + ".incomplete")
-        subprocess.run(["rm", "-rf", str(tmp)], check=False)
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["git", "clone", "--bare", "--quiet", url, str(tmp)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise SourceError(f"cannot clone {url}: {proc.stderr.strip() or 'git clone failed'}")
-        tmp.rename(dest)
+        with atomic_dir(dest) as staging:
+            proc = subprocess.run(["git", "clone", "--bare", "--quiet", url, str(staging)], capture_output=True,
+                                  text=True)
+            if proc.returncode != 0:
+                raise SourceError(f"cannot clone {url}: {proc.stderr.strip() or 'git clone failed'}")
     return Source(name=name, url=url, git_dir=dest)

@@ -36,9 +36,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
 
 @contextmanager
 def atomic_dir(path: Path, *, keep_existing: bool = False) -> Iterator[Path]:
-    """Yield an empty staging directory beside `path`; it takes the place of `path` only if the block succeeds,
-    so a reader never sees half a directory. keep_existing: when `path` appeared meanwhile (another process made
-    it), keep that one and drop the staging."""
+    """Yield a staging path beside `path` (absent: the block creates it); it takes the place of `path` only if
+    the block succeeds, so a reader never sees half a directory. keep_existing: when `path` appeared meanwhile
+    (another process made it), keep that one and drop the staging."""
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_name(path.name + INCOMPLETE_SUFFIX)
     shutil.rmtree(staging, ignore_errors=True)

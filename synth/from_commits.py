@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 import time
 import traceback
 from collections import Counter
@@ -37,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from perfforge.errors import BackendError, PerfforgeError
-from perfforge.io import read_json, write_json
+from perfforge.io import atomic_dir, read_json, write_json
 from perfforge.llm_client import ChatClient
 from synth.check import InstanceCheck, check_task, first_line, speedup_range
 from synth.config import SynthCommitsConfig
@@ -345,13 +344,10 @@ def _add_file(files: dict[str, str], name: str, content: str) -> None:
 
 def write_task_files(directory: Path, files: dict[str, str]) -> Path:
     """The task directory holding exactly `files`, replacing an earlier attempt's (made aside, then renamed)."""
-    tmp = directory.with_name(directory.name + ".incomplete")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for name, content in files.items():
-        (tmp / name).write_text(content, encoding="utf-8")
-    shutil.rmtree(directory, ignore_errors=True)
-    tmp.rename(directory)
+    with atomic_dir(directory) as staging:
+        staging.mkdir()
+        for name, content in files.items():
+            (staging / name).write_text(content, encoding="utf-8")
     return directory
 
 

@@ -23,6 +23,7 @@ from mining.gitlog import (
     iter_commit_meta,
     iter_patches,
     list_shas,
+    parse_patch,
     shared_clone,
 )
 from tests.conftest import NAIVE_SUM_CU, REDUCED_SUM_CU, RepoBuilder, git
@@ -204,6 +205,17 @@ def test_hunks_hold_removed_and_added_lines_per_hunk(history: RepoBuilder) -> No
                           (["int f38(void) { return 38; }"], ["int f38(void) { return 83; }"])]
     assert diff.patch.startswith("index ") and "@@ -1,5 +1,5 @@" in diff.patch
     assert diff.line_ranges == [(1, 5, 1, 5), (36, 5, 36, 5)]  # 3 lines of context around lines 2 and 39
+
+
+def test_hunk_line_ranges_read_zero_and_missing_counts_and_give_up_on_an_odd_header() -> None:
+    body = "--- a/x.c\n+++ b/x.c\n@@ -0,0 +1 @@\n+int a;\n@@ -5 +4,0 @@ int f(void)\n-int b;"
+    diff = FileDiff(path="x.c", status="modified")
+    parse_patch(diff, body, 100)
+    assert diff.line_ranges == [(0, 0, 1, 1), (5, 1, 4, 0)]
+    assert diff.hunks == [([], ["int a;"]), (["int b;"], [])]
+    odd = FileDiff(path="x.c", status="modified")
+    parse_patch(odd, body.replace("@@ -5 +4,0 @@", "@@ five lines on @@"), 100)
+    assert odd.line_ranges == [] and odd.hunks == diff.hunks
 
 
 # ---- missing objects ----------------------------------------------------------------------------------------------
