@@ -10,6 +10,10 @@ Within a label set, rows are also split in two halves by sha (even/odd first byt
 figures are. Which sets were looked at during development, and which were held out: bench/labels/README.md.
 
     python bench/eval_classifier.py --mirrors DIR [--labels bench/labels/heldout4] [--show-errors all]
+
+With `--judge-url URL --judge-model NAME` the commits whose rule score falls in the uncertain band go to that
+LLM judge, as in `perfforge mine --judge-url`, and the figures are those of the judged decisions; the judge's
+tallies (asked, answered, changed decisions, unparsable answers) are printed after them.
 """
 
 from __future__ import annotations
@@ -19,15 +23,18 @@ import csv
 import re
 import sys
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mining.classify import classify_commit  # noqa: E402
-from mining.gitlog import iter_commit_meta, iter_patches, shared_clone  # noqa: E402
-from mining.prefilter import kernel_python_files_at, prefilter  # noqa: E402
+from mining.config import MineConfig  # noqa: E402
+from mining.gitlog import CommitMeta, FileDiff, iter_commit_meta, iter_patches, shared_clone  # noqa: E402
+from mining.judge import classify_with_judge, judge_client  # noqa: E402
+from mining.prefilter import PrefilterResult, kernel_python_files_at, prefilter  # noqa: E402
+from perfforge.errors import BackendError, ConfigError  # noqa: E402
+from perfforge.llm_client import ChatClient  # noqa: E402
 
 LABELS_DIR = Path(__file__).parent / "labels" / "dev"
 MAX_PATCH_LINES = 20_000
@@ -63,7 +70,26 @@ def load_labels(labels_dirs: list[Path]) -> dict[str, list[dict[str, str]]]:
     return by_repo
 
 
-def evaluate_repo(mirror: Path, labels: list[dict[str, str]], workdir: Path) -> list[Row]:
+@dataclass
+class Judge:
+    """The optional LLM judge of the uncertain band, and its tallies over the whole evaluation."""
+
+    config: MineConfig
+    client: ChatClient | None
+    counts: Counter[str]
+
+
+@dataclass
+class LabelledCommits:
+    """What the pipeline reads of labelled commits: metadata, the prefilter's result, and the kernel files'
+    patches of the candidates (a commit missing from patches was dropped by the prefilter or unreadable)."""
+
+    metas: dict[str, CommitMeta]
+    kept: dict[str, PrefilterResult]
+    patches: dict[str, list[FileDiff]]
+
+
+def read_labelled(mirror: Path, labels: list[dict[str, str]], workdir: Path) -> LabelledCommits:
     git_dir = shared_clone(mirror, workdir / (mirror.parent.name + ".git"))
     kernel_py_files = kernel_python_files_at(git_dir, "HEAD")
     shas = [row["sha"] for row in labels]
@@ -73,13 +99,26 @@ def evaluate_repo(mirror: Path, labels: list[dict[str, str]], workdir: Path) -> 
     candidates = [sha for sha, r in kept.items() if r.is_candidate]
     patches = dict(iter_patches(git_dir, candidates, {s: kept[s].kernel_files for s in candidates},
                                 MAX_PATCH_LINES, failures))
+    return LabelledCommits(metas, kept, patches)
+
+
+def mirror_of(mirrors: Path, repo: str) -> Path:
+    mirror = mirrors / repo.replace("/", "+") / "repo"
+    if not mirror.exists():
+        sys.exit(f"error: no mirror of {repo} at {mirror}; fetch it first")
+    return mirror
+
+
+def evaluate_repo(mirror: Path, labels: list[dict[str, str]], workdir: Path, judge: Judge) -> list[Row]:
+    read = read_labelled(mirror, labels, workdir)
+    metas, kept, patches = read.metas, read.kept, read.patches
     rows = []
     for label in labels:
         sha = label["sha"]
         meta = metas.get(sha)
         message = meta.message if meta else ""
         if sha in patches:
-            result = classify_commit(message, patches[sha])
+            result, _ = classify_with_judge(message, patches[sha], judge.config, judge.client, judge.counts)
             predicted, score, category, evidence = result.is_perf, result.perf_score, result.category.value, \
                 result.evidence
         else:
@@ -146,15 +185,31 @@ def main() -> None:
     parser.add_argument("--labels", type=Path, action="append",
                         help="directory of label CSVs, repeatable (default bench/labels/dev; bench/labels/README.md)")
     parser.add_argument("--sweep", action="store_true", help="print P/R/F1 at several score thresholds")
+    parser.add_argument("--judge-url", default=None, help="OpenAI-compatible endpoint of an LLM judge (see above)")
+    parser.add_argument("--judge-model", default="default", help="model name the judge endpoint serves")
+    parser.add_argument("--judge-band-low", type=float, default=MineConfig.judge_band_low,
+                        help="lowest rule score sent to the judge (0 and 1: the judge decides every candidate)")
+    parser.add_argument("--judge-band-high", type=float, default=MineConfig.judge_band_high,
+                        help="highest rule score sent to the judge")
+    parser.add_argument("--judge-diff-chars", type=int, default=MineConfig.judge_diff_chars,
+                        help="characters of diff in the judge's prompt")
     args = parser.parse_args()
+    config = MineConfig(judge_url=args.judge_url, judge_model=args.judge_model, judge_band_low=args.judge_band_low,
+                        judge_band_high=args.judge_band_high, judge_diff_chars=args.judge_diff_chars)
+    try:
+        config.validate()
+        client = judge_client(config, check=True)
+    except (ConfigError, BackendError) as exc:
+        sys.exit(f"error: {exc}")
+    judge = Judge(config, client, Counter())
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         for repo, labels in load_labels(args.labels or [LABELS_DIR]).items():
-            mirror = args.mirrors / repo.replace("/", "+") / "repo"
-            if not mirror.exists():
-                sys.exit(f"error: no mirror of {repo} at {mirror}; fetch it first")
-            rows.extend(evaluate_repo(mirror, labels, Path(tmp)))
+            rows.extend(evaluate_repo(mirror_of(args.mirrors, repo), labels, Path(tmp), judge))
     report(rows)
+    if client is not None:
+        print(f"judge {args.judge_model} on scores in [{config.judge_band_low}, {config.judge_band_high}]: "
+              f"{dict(judge.counts)}")
     if args.sweep:
         threshold_sweep(rows)
     if args.show_errors:

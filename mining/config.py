@@ -12,11 +12,14 @@ from mining.classify import PERF_THRESHOLD
 from perfforge.errors import ConfigError
 from perfforge.records import SCHEMA_VERSION
 
+# Characters of diff shown to the LLM judge by default: enough for the changed kernels of a focused commit, small
+# enough for a 4k-token context with the instructions.
+JUDGE_DIFF_CHARS = 6000
 # MinHash Jaccard at which two pairs count as near-duplicates (mining/dedup.py's docstring gives its reason).
 NEAR_DUPLICATE_JACCARD = 0.85
 
 # Bump when a change to mining makes earlier shards wrong, so resumed runs refuse to mix them.
-MINER_VERSION = "1"
+MINER_VERSION = "2"  # 2: the judge sees at most 2,000 characters of message
 
 
 @dataclass
@@ -38,6 +41,8 @@ class MineConfig:
     judge_model: str = field(default="default", metadata={"help": "model name the judge endpoint serves"})
     judge_band_low: float = field(default=0.3, metadata={"help": "lowest rule score sent to the judge"})
     judge_band_high: float = field(default=0.7, metadata={"help": "highest rule score sent to the judge"})
+    judge_diff_chars: int = field(default=JUDGE_DIFF_CHARS, metadata={
+        "help": "characters of the kernel files' diff in the judge's prompt (lower it for a small context)"})
     max_patch_lines: int = field(default=20_000, metadata={
         "help": "a file's patch longer than this is cut and the file recorded as a huge diff"})
     max_file_bytes: int = field(default=2_000_000, metadata={
@@ -61,8 +66,9 @@ class MineConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
         if self.judge_band_low >= self.judge_band_high:
             raise ConfigError("--judge-band-low must be below --judge-band-high")
-        if self.max_patch_lines < 1 or self.max_file_bytes < 1:
-            raise ConfigError("--max-patch-lines and --max-file-bytes must be positive")
+        for name in ("max_patch_lines", "max_file_bytes", "judge_diff_chars"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
 
     def fingerprint(self) -> str:
         """Identity of the options that change results; finished work made under another one is not reused."""

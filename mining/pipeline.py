@@ -25,18 +25,17 @@ from typing import Any
 
 from tqdm import tqdm
 
-from mining.classify import Classification, classify_commit
+from mining.classify import Classification
 from mining.config import MINER_VERSION, MineConfig
 from mining.dedup import deduplicate, pair_signatures
 from mining.gitlog import BlobReader, CommitMeta, StreamFailure, iter_commit_meta, iter_patches, list_shas, shared_clone
-from mining.judge import apply_judgement, judge_commit
+from mining.judge import classify_with_judge, judge_client
 from mining.licence import licence_of
 from mining.pairs import CommitContext, pairs_of_commit
 from mining.prefilter import MAX_KERNEL_FILES, kernel_python_files_at, prefilter
 from mining.sources import Source, resolve_sources
-from perfforge.errors import BackendError, ConfigError
+from perfforge.errors import ConfigError
 from perfforge.io import read_json, write_json, write_parquet, write_parquet_batches
-from perfforge.llm_client import ChatClient
 from perfforge.records import (
     COMMIT_FEATURES,
     PAIR_FEATURES,
@@ -148,7 +147,7 @@ def run_chunk(task: ChunkTask) -> int:
     started = time.perf_counter()
     git_dir = _worker_clone(task)
     config = task.config
-    judge = ChatClient(config.judge_url, config.judge_model, timeout_s=60.0) if config.judge_url else None
+    judge = judge_client(config)
     judge_counts: Counter[str] = Counter()
     failures: list[StreamFailure] = []
     by_sha = {c.sha: c for c in task.commits}
@@ -157,7 +156,7 @@ def run_chunk(task: ChunkTask) -> int:
     with BlobReader(git_dir) as blobs:
         for sha, diffs in iter_patches(git_dir, list(by_sha), task.kernel_files, config.max_patch_lines, failures):
             meta = by_sha[sha]
-            classification, found_by = _classify(meta, diffs, config, judge, judge_counts)
+            classification, found_by = classify_with_judge(meta.message, diffs, config, judge, judge_counts)
             commit_pairs = []
             if config.pairs and classification.is_perf:
                 context = CommitContext(task.repo, task.repo_url, task.licence, meta, classification.perf_score,
@@ -191,27 +190,6 @@ def _record_pair(row: dict[str, Any], files: dict[str, list[str]]) -> dict[str, 
     return record
 
 
-def _classify(meta: CommitMeta, diffs: list, config: MineConfig, judge: ChatClient | None,
-              judge_counts: Counter[str]) -> tuple[Classification, FoundBy]:
-    rules = classify_commit(meta.message, diffs, config.perf_threshold)
-    if judge is None or not config.judge_band_low <= rules.perf_score <= config.judge_band_high:
-        return rules, FoundBy.MINED_RULES
-    judge_counts["asked"] += 1
-    try:
-        judgement = judge_commit(judge, meta.message, diffs)
-    except BackendError:
-        judge_counts["endpoint_errors"] += 1
-        return rules, FoundBy.MINED_RULES
-    if judgement is None:
-        judge_counts["unparsable_answers"] += 1
-        return rules, FoundBy.MINED_RULES
-    judge_counts["answered"] += 1
-    judged = apply_judgement(rules, judgement)
-    if judged.is_perf != rules.is_perf:
-        judge_counts["changed_decision"] += 1
-    return judged, FoundBy.MINED_LLM_JUDGE
-
-
 def _commit_record(repo: str, meta: CommitMeta, kernel_files: list[str], classification: Classification,
                    found_by: FoundBy, n_pairs: int) -> CommitRecord:
     return CommitRecord(
@@ -230,8 +208,8 @@ def check_work_dir(work_dir: Path, config: MineConfig) -> None:
     if config.overwrite and work_dir.exists():
         shutil.rmtree(work_dir)
     if marker.exists() and marker.read_text().strip() != config.fingerprint():
-        raise ConfigError(f"{config.out} holds unfinished work made with other options; rerun with the same "
-                          "options to resume it, or pass --overwrite to start afresh")
+        raise ConfigError(f"{config.out} holds unfinished work made with other options or another miner "
+                          "version; rerun with the same options to resume it, or pass --overwrite to start afresh")
     work_dir.mkdir(parents=True, exist_ok=True)
     marker.write_text(config.fingerprint() + "\n")
 
@@ -241,9 +219,7 @@ def mine(config: MineConfig) -> MineResult:
     check_work_dir(work_dir, config)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     sources = resolve_sources(config.sources, work_dir / "repos")
-    if config.judge_url:  # a dead endpoint or a wrong model name fails now, not once per judged commit
-        ChatClient(config.judge_url, config.judge_model, timeout_s=30.0).chat(
-            [{"role": "user", "content": "Answer OK."}], max_tokens=1)
+    judge_client(config, check=True)
     plans = [plan_repo(source, work_dir / "clones", config) for source in sources]
     tasks = [task for plan in plans for task in chunk_tasks(plan, work_dir, config)]
     interrupted = not _run_tasks([t for t in tasks if not t.shard_path.exists()], config)

@@ -327,6 +327,21 @@ class AttemptRecord:
 
 
 @dataclass
+class JudgementRecord:
+    """One labelled commit as a training example of the mining judge (judgements.parquet, written by
+    bench/judge_examples.py from bench/labels): the judge's own prompt and the labelled answer in its format."""
+
+    repo: str = _doc("owner/name of the commit's repository")
+    sha: str = _doc("the commit")
+    is_perf: bool = _doc("the label: a performance change or not")
+    category: str = _doc("the label's Category value (none when not a performance change)")
+    system: str = _doc("the judge's instructions (mining.judge.judge_prompt)")
+    prompt: str = _doc("the user message: commit message and the kernel files' diff, cut to the judge's limit")
+    completion: str = _doc("the labelled answer as the judge writes it: JSON with is_perf, category and reason")
+    schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
+
+
+@dataclass
 class EvalRecord:
     """One evaluated (task, configuration, variant, seed) of `perfforge eval` (results.parquet): what the model (or
     the human-optimised reference) achieved against the task's original. The table is keyed by suite, task,
@@ -454,7 +469,7 @@ def _feature_for(annotation: str) -> Any:
 def __getattr__(name: str) -> Any:
     """COMMIT_FEATURES and PAIR_FEATURES, built on first use: `datasets` is a heavy import, and profiling/ reads
     these records on GPU machines that do not have it."""
-    if name not in ("COMMIT_FEATURES", "PAIR_FEATURES", "ATTEMPT_FEATURES", "EVAL_FEATURES"):
+    if name not in ("COMMIT_FEATURES", "PAIR_FEATURES", "ATTEMPT_FEATURES", "EVAL_FEATURES", "JUDGEMENT_FEATURES"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import datasets
 
@@ -464,6 +479,8 @@ def __getattr__(name: str) -> Any:
         return datasets.Features(_features_of(AttemptRecord))
     if name == "EVAL_FEATURES":
         return datasets.Features(_features_of(EvalRecord))
+    if name == "JUDGEMENT_FEATURES":
+        return datasets.Features(_features_of(JudgementRecord))
     return datasets.Features(_features_of(PairRecord))
 
 
@@ -474,10 +491,10 @@ def field_docs(cls: type) -> list[tuple[str, str, str]]:
 
 # Every record class, in the order the documentation presents them.
 RECORD_CLASSES = (CommitRecord, PairRecord, Profile, Timing, CounterValue, Stall, RooflinePoint, HotLine, Diagnosis,
-                  Finding, AttemptRecord, CounterDelta, EvalRecord)
+                  Finding, AttemptRecord, CounterDelta, EvalRecord, JudgementRecord)
 
 
-def as_row(record: CommitRecord | PairRecord | AttemptRecord | EvalRecord) -> dict[str, Any]:
+def as_row(record: CommitRecord | PairRecord | AttemptRecord | EvalRecord | JudgementRecord) -> dict[str, Any]:
     """Plain dict for datasets (nested dataclasses become dicts, None stays None)."""
     return asdict(record)
 

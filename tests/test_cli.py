@@ -67,6 +67,7 @@ def test_card_writes_a_hugging_face_card_from_the_data(demo_dataset: Path, tmp_p
 @pytest.mark.parametrize(("argv", "message"), [
     (["mine", "/no/such/repo"], "perfforge: error: source /no/such/repo does not exist"),
     (["mine", "--jobs", "0"], "perfforge: error: --jobs must be at least 1"),
+    (["mine", "--judge-diff-chars", "0"], "perfforge: error: --judge-diff-chars must be positive, got 0"),
     (["card", "/no/such/dataset"], "perfforge: error: /no/such/dataset is not a perfforge dataset"),
 ])
 def test_bad_input_gets_one_clear_error_line(argv: list[str], message: str, tmp_path: Path,

@@ -14,6 +14,9 @@ Sources:
   attempts.parquet   (perfforge optimize): improved attempts are SFT examples; for DPO, within one prompt, every
                      improved candidate is preferred over each candidate that is incorrect, failed or slower, and
                      a faster improved one over a slower improved one
+  judgements.parquet (bench/judge_examples.py, from labelled commits): one SFT example per commit, the mining
+                     judge's own prompt (mining.judge.judge_prompt) and the labelled answer in its JSON format;
+                     grouped by repository
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from profiling.verdict import Status
 
 PAIRS_FILE = "pairs.parquet"
 ATTEMPTS_FILE = "attempts.parquet"
+JUDGEMENTS_FILE = "judgements.parquet"
+DATASET_FILES = (PAIRS_FILE, ATTEMPTS_FILE, JUDGEMENTS_FILE)
 UNPARSABLE = "unparsable"  # an attempt whose answer held no code (the loop's status outside the verdict's)
 # Statuses whose candidate is worse than any improved one for the same prompt (DPO's rejected side): every
 # failure, and correct but not faster. task_invalid says nothing of the candidate; needs_review and untimed
@@ -60,25 +65,26 @@ class Example:
 
 
 def dataset_files(paths: list[Path]) -> list[Path]:
-    """The parquet files that `paths` name: files, or directories holding pairs.parquet / attempts.parquet."""
+    """The parquet files that `paths` name: files, or directories holding any of DATASET_FILES."""
     files = []
     for path in paths:
         if path.is_dir():
-            found = [path / name for name in (PAIRS_FILE, ATTEMPTS_FILE) if (path / name).is_file()]
+            found = [path / name for name in DATASET_FILES if (path / name).is_file()]
             if not found:
-                raise DatasetError(f"{path} holds neither {PAIRS_FILE} nor {ATTEMPTS_FILE}; give a dataset "
-                                   "directory written by perfforge mine, synth or optimize")
+                raise DatasetError(f"{path} holds none of {', '.join(DATASET_FILES)}; give a dataset "
+                                   "directory written by perfforge mine, synth or optimize, or by "
+                                   "bench/judge_examples.py")
             files.extend(found)
         elif path.is_file() and path.suffix == ".parquet":
             files.append(path)
         else:
-            raise DatasetError(f"{path} is neither a parquet file nor a directory; give a pairs.parquet or an "
-                               "attempts.parquet")
+            raise DatasetError(f"{path} is neither a parquet file nor a directory; give a pairs.parquet, an "
+                               "attempts.parquet or a judgements.parquet")
     return files
 
 
 def read_rows(path: Path) -> tuple[str, list[dict[str, Any]]]:
-    """("pairs" or "attempts", the rows) of one parquet file."""
+    """("pairs", "attempts" or "judgements", the rows) of one parquet file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -86,13 +92,15 @@ def read_rows(path: Path) -> tuple[str, list[dict[str, Any]]]:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
         raise DatasetError(f"{path} is not a readable parquet file ({str(exc).splitlines()[0]}); give a "
-                           "pairs.parquet or an attempts.parquet written by perfforge") from None
+                           "pairs.parquet, an attempts.parquet or a judgements.parquet") from None
     columns = set(table.column_names)
     if {"function_before", "file_after"} <= columns:
         return "pairs", table.to_pylist()
     if {"completion", "status", "prompt"} <= columns:
         return "attempts", table.to_pylist()
-    raise DatasetError(f"{path} holds neither pair records nor attempt records (columns: "
+    if {"system", "prompt", "completion", "sha"} <= columns:
+        return "judgements", table.to_pylist()
+    raise DatasetError(f"{path} holds neither pair, attempt nor judgement records (columns: "
                        f"{', '.join(sorted(columns)[:8])}...)")
 
 
@@ -143,6 +151,13 @@ def attempt_examples(rows: list[dict[str, Any]]) -> list[Example]:
     return examples
 
 
+def judgement_examples(rows: list[dict[str, Any]]) -> list[Example]:
+    """SFT examples of labelled commits: the judge's prompt and the labelled answer, grouped by repository."""
+    return [Example(group=_group("", row["repo"]), dedup_key=f"{row['repo']}@{row['sha']}",
+                    prompt=_attempt_prompt(row), completion=[{"role": "assistant", "content": row["completion"]}])
+            for row in rows]
+
+
 def preference_examples(rows: list[dict[str, Any]]) -> list[Example]:
     """DPO examples: for each prompt, every improved candidate over each worse one (see the module docstring)."""
     by_prompt: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -183,12 +198,23 @@ def _dedup_key(code: str, language: str) -> str:
     return hashlib.sha256(normalise_code(code, language).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+def _refuse_judge_mix(kinds: dict[str, Path]) -> None:
+    """A judge and an optimiser are different models: one adapter trained on both answers neither way well."""
+    if "judgements" in kinds and len(kinds) > 1:
+        other = next(k for k in kinds if k != "judgements")
+        raise DatasetError(f"{kinds['judgements']} holds judge examples and {kinds[other]} holds {other}; train a "
+                           "judge and an optimiser apart (two perfforge train runs)")
+
+
 def load_examples(paths: list[Path], *, method: str, sources: list[str], token_budget: int,
                   max_code_chars: int) -> list[Example]:
     """Every example the datasets give for the method (sft or dpo)."""
     examples: list[Example] = []
+    kinds: dict[str, Path] = {}
     for path in dataset_files(paths):
         kind, rows = read_rows(path)
+        kinds.setdefault(kind, path)
+        _refuse_judge_mix(kinds)
         if method == "dpo":
             if kind == "attempts":
                 examples.extend(preference_examples(rows))
@@ -196,11 +222,13 @@ def load_examples(paths: list[Path], *, method: str, sources: list[str], token_b
             made = (pair_example(r, sources=sources, token_budget=token_budget, max_code_chars=max_code_chars)
                     for r in rows)
             examples.extend(e for e in made if e is not None)
+        elif kind == "judgements":
+            examples.extend(judgement_examples(rows))
         else:
             examples.extend(attempt_examples(rows))
     if not examples:
         wanted = "preference pairs (attempts.parquet with improved and failed candidates of one prompt)" \
-            if method == "dpo" else "examples (pairs, or improved attempts)"
+            if method == "dpo" else "examples (pairs, improved attempts or judgements)"
         raise DatasetError(f"the datasets give no {wanted}; check what was passed: "
                            f"{', '.join(str(p) for p in paths)}")
     return examples

@@ -3,25 +3,30 @@
 from __future__ import annotations
 
 import socket
+from collections import Counter
 
 import pytest
 
 import perfforge.llm_client
-from mining.classify import PERF_THRESHOLD, Classification
+from mining.classify import PERF_THRESHOLD, Classification, classify_commit
+from mining.config import JUDGE_DIFF_CHARS, MineConfig
 from mining.gitlog import FileDiff
 from mining.judge import (
     JUDGED_NOT_PERF_SCORE,
     JUDGED_PERF_SCORE,
-    MAX_DIFF_CHARS,
+    MAX_MESSAGE_CHARS,
     Judgement,
     apply_judgement,
+    classify_with_judge,
+    judge_answer,
+    judge_client,
     judge_commit,
     judge_prompt,
     parse_judgement,
 )
 from perfforge.errors import BackendError
 from perfforge.llm_client import ChatClient
-from perfforge.records import Category
+from perfforge.records import Category, FoundBy
 from tests.conftest import OpenAIEndpoint
 
 MODEL = "judge-7b"
@@ -100,7 +105,7 @@ def test_prompt_holds_message_and_diff_cut_to_the_limit() -> None:
     system, user = judge_prompt("speed up sum", [DIFF, huge])
     assert system["role"] == "system" and '"is_perf"' in system["content"] and "atomics" in system["content"]
     assert user["content"].startswith("Commit message:\nspeed up sum\n\nDiff:\n--- src/sum.cu\n@@ -5 +5 @@")
-    assert len(user["content"]) <= len("Commit message:\nspeed up sum\n\nDiff:\n") + MAX_DIFF_CHARS
+    assert len(user["content"]) <= len("Commit message:\nspeed up sum\n\nDiff:\n") + JUDGE_DIFF_CHARS
 
 
 # ---- a real endpoint ----------------------------------------------------------------------------------------------
@@ -147,3 +152,48 @@ def test_nothing_listening_is_a_backend_error(no_retry_delay: None) -> None:
     client = ChatClient(f"http://127.0.0.1:{port}/v1", MODEL, timeout_s=5.0)
     with pytest.raises(BackendError, match=rf"http://127.0.0.1:{port}/v1/chat/completions is not answering"):
         judge_commit(client, "rework reduce", [DIFF])
+
+
+def test_prompt_cut_to_a_smaller_limit_for_a_small_context() -> None:
+    huge = FileDiff(path="gen.cu", status="modified", patch="+x\n" * 10_000)
+    _, user = judge_prompt("speed up sum", [huge], max_diff_chars=500)
+    assert len(user["content"]) == len("Commit message:\nspeed up sum\n\nDiff:\n") + 500
+
+
+def test_the_answer_a_judge_learns_parses_back() -> None:
+    answer = judge_answer(True, Category.TILING, "larger tiles in the GEMM")
+    assert parse_judgement(answer) == Judgement(True, Category.TILING, "larger tiles in the GEMM")
+
+
+def test_classify_with_judge_asks_only_in_the_band(endpoint: OpenAIEndpoint) -> None:
+    config = MineConfig(judge_url=endpoint.base_url, judge_model=MODEL, judge_diff_chars=40)
+    client, counts = ChatClient(endpoint.base_url, MODEL, timeout_s=5.0), Counter()
+    confident, found_by = classify_with_judge("Update README", [], config, client, counts)
+    assert confident.perf_score < config.judge_band_low and found_by is FoundBy.MINED_RULES and not counts
+    shuffle = "v += __shfl_down_sync(0xffffffff, v, 16);"
+    uncertain = FileDiff(path="sum.cu", status="modified", added_lines=[shuffle], removed_lines=["v += x;"],
+                         hunks=[(["v += x;"], [shuffle])], patch=f"@@ -5 +5 @@\n-v += x;\n+{shuffle}\n" * 10)
+    rules = classify_commit("rework sum\n\nwith a block reduction", [uncertain])
+    assert config.judge_band_low <= rules.perf_score <= config.judge_band_high
+    judged, found_by = classify_with_judge("rework sum\n\nwith a block reduction", [uncertain], config, client, counts)
+    assert judged.is_perf and judged.category == Category.ATOMICS and found_by is FoundBy.MINED_LLM_JUDGE
+    assert counts == Counter(asked=1, answered=1) + (Counter(changed_decision=1) if not rules.is_perf else Counter())
+    [request] = endpoint.requests
+    assert request["messages"][1]["content"].endswith("Diff:\n" + ("--- sum.cu\n" + uncertain.patch)[:40])
+
+
+def test_a_huge_message_is_cut_too() -> None:
+    _, user = judge_prompt("sync upstream\n" + "* a listed commit\n" * 5000, [DIFF])
+    message = user["content"].removeprefix("Commit message:\n").partition("\n\nDiff:\n")[0]
+    assert len(message) == MAX_MESSAGE_CHARS and message.startswith("sync upstream\n")
+
+
+def test_judge_client_is_none_without_a_url_and_checks_the_endpoint_when_asked(endpoint: OpenAIEndpoint,
+                                                                               no_retry_delay: None) -> None:
+    assert judge_client(MineConfig()) is None
+    client = judge_client(MineConfig(judge_url=endpoint.base_url, judge_model=MODEL))
+    assert client is not None and not endpoint.requests  # made, not yet asked
+    judge_client(MineConfig(judge_url=endpoint.base_url, judge_model=MODEL), check=True)
+    assert len(endpoint.requests) == 1
+    with pytest.raises(BackendError, match="does not serve model 'no-such-model'"):
+        judge_client(MineConfig(judge_url=endpoint.base_url, judge_model="no-such-model"), check=True)

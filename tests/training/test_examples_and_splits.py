@@ -14,15 +14,18 @@ import pytest
 
 from inference.config import OptimizeConfig
 from inference.loop import LoopState, choose_focus, round_messages
+from mining.gitlog import FileDiff
+from mining.judge import judge_prompt, judgement_record, parse_judgement
 from perfforge import prompt
 from perfforge.errors import DatasetError, PerfforgeError
 from perfforge.io import write_parquet
-from perfforge.records import Diagnosis, Profile, as_row
+from perfforge.records import JUDGEMENT_FEATURES, Category, Diagnosis, Profile, as_row
 from profiling.task import load_task
 from tests.profiling.conftest import SLOW_C, write_task
 from tests.training.conftest import PATTERNS, REPOS, attempt_records, hand_profile, pair_record, write_pairs
 from training.examples import (
     ATTEMPTS_FILE,
+    JUDGEMENTS_FILE,
     MIN_PREFERENCE_RATIO,
     PAIRS_FILE,
     Example,
@@ -265,6 +268,29 @@ def test_load_examples_by_method(tmp_path: Path, attempts_parquet: Path) -> None
     assert str(pairs) in str(caught.value)
 
 
+def test_judgement_examples_are_the_judges_prompt_and_the_labelled_answer(tmp_path: Path) -> None:
+    diff = FileDiff(path="sum.cu", status="modified", patch="@@ -1 +1 @@\n-atomicAdd(o, v);\n+v = warpReduce(v);\n")
+    records = [judgement_record("o/kernels", f"{n:040x}", f"reduce {n}", [diff], is_perf=n % 2 == 0,
+                                category=Category.ATOMICS if n % 2 == 0 else Category.NONE, reason=f"reason {n}",
+                                max_diff_chars=20) for n in range(3)]
+    (tmp_path / "labelled").mkdir()
+    write_parquet(tmp_path / "labelled" / JUDGEMENTS_FILE, [as_row(r) for r in records], JUDGEMENT_FEATURES)
+    assert dataset_files([tmp_path / "labelled"]) == [tmp_path / "labelled" / JUDGEMENTS_FILE]
+    kw = {"sources": SOURCES, "token_budget": BUDGET, "max_code_chars": 6000}
+    examples = load_examples([tmp_path / "labelled"], method="sft", **kw)
+    assert [e.prompt for e in examples] == [judge_prompt(f"reduce {n}", [diff], 20) for n in range(3)]
+    answers = [parse_judgement(e.completion[0]["content"]) for e in examples]
+    assert [(a.is_perf, a.category, a.reason) for a in answers] == [
+        (True, Category.ATOMICS, "reason 0"), (False, Category.NONE, "reason 1"), (True, Category.ATOMICS, "reason 2")]
+    assert {e.group for e in examples} == {"repo:o/kernels"} and len({e.dedup_key for e in examples}) == 3
+    with pytest.raises(DatasetError, match="preference pairs"):
+        load_examples([tmp_path / "labelled"], method="dpo", **kw)
+    pairs = write_pairs(tmp_path / "pairs.parquet")
+    with pytest.raises(DatasetError, match="train a judge and an optimiser apart") as caught:
+        load_examples([pairs, tmp_path / "labelled"], method="sft", **kw)
+    assert str(tmp_path / "labelled" / JUDGEMENTS_FILE) in str(caught.value) and str(pairs) in str(caught.value)
+
+
 # --- splits --------------------------------------------------------------------------------------------------------
 
 
@@ -407,7 +433,7 @@ def test_read_rows_of_other_records_names_the_path(tmp_path: Path) -> None:
 
     commits = tmp_path / "commits.parquet"
     write_parquet(commits, [], COMMIT_FEATURES)
-    with pytest.raises(DatasetError, match="neither pair records nor attempt records") as caught:
+    with pytest.raises(DatasetError, match="neither pair, attempt nor judgement records") as caught:
         read_rows(commits)
     assert str(commits) in str(caught.value)
 

@@ -247,7 +247,7 @@ def test_data_and_model_errors_are_one_line(tiny_model: Path, tmp_path: Path, ca
     data, model, message = {
         "no_data": ([], str(tiny_model), "give at least one dataset"),
         "missing": ([str(tmp_path / "nowhere.parquet")], str(tiny_model), str(tmp_path / "nowhere.parquet")),
-        "empty_dir": ([str(empty)], str(tiny_model), f"{empty} holds neither pairs.parquet nor attempts.parquet"),
+        "empty_dir": ([str(empty)], str(tiny_model), f"{empty} holds none of pairs.parquet, attempts.parquet"),
         "no_model": ([str(pairs)], str(tmp_path), "is not a local model directory"),
     }[case]
     code, stdout, stderr = invoke(["train", *data, "--base-model", model, "--out", str(tmp_path / "out")])
