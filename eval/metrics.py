@@ -30,6 +30,12 @@ CORRECT_STATUSES = frozenset(s.value for s in Status if s.correct)
 TRUSTED_TIMED_STATUSES = frozenset(s.value for s in Status if s.trusted_speedup)
 IMPROVED = Status.IMPROVED.value
 NEEDS_REVIEW = Status.NEEDS_REVIEW.value
+
+
+def best_attempt_key(status: str, speedup: float) -> tuple[bool, float]:
+    """Order of a row's trusted attempts: a proven win (improved) before any unproven one however fast its point
+    estimate, then the faster; the row's speedup and its proof then always come from one attempt."""
+    return status == IMPROVED, speedup
 REFERENCE_KIND = "reference"
 MODEL_KIND = "model"
 
@@ -98,7 +104,7 @@ def best_within(row: EvalRecord, *, rounds: int | None = None,
     the feedback of every earlier candidate, so its attempts cannot be cut down to k after the fact.
     """
     _check_attempt_lists(row)
-    correct, best, proven = False, None, False
+    correct, best = False, None
     for round_, candidate, status, speedup in zip(row.attempt_rounds, row.attempt_candidates,
                                                   row.attempt_statuses, row.attempt_speedups, strict=True):
         if rounds is not None and round_ > rounds:
@@ -106,10 +112,10 @@ def best_within(row: EvalRecord, *, rounds: int | None = None,
         if first_candidates is not None and (round_ != 1 or candidate > first_candidates):
             continue
         correct = correct or status in CORRECT_STATUSES
-        proven = proven or status == IMPROVED
         if status in TRUSTED_TIMED_STATUSES and speedup is not None:
-            best = speedup if best is None else max(best, speedup)
-    return correct, best, proven
+            key = best_attempt_key(status, speedup)
+            best = key if best is None else max(best, key)
+    return correct, best[1] if best else None, bool(best and best[0])
 
 
 def _prefix_outcome(correct: bool, speedup: float | None, proven: bool) -> Outcome:

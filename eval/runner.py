@@ -23,7 +23,7 @@ from typing import Any
 
 from eval.config import EvalConfig
 from eval.configurations import HUMAN, Endpoints, ModelConfiguration
-from eval.metrics import CORRECT_STATUSES, TRUSTED_TIMED_STATUSES, format_variant
+from eval.metrics import CORRECT_STATUSES, TRUSTED_TIMED_STATUSES, best_attempt_key, format_variant
 from eval.results import ResultsTable
 from eval.suites import SuiteTask
 from inference.loop import PROFILE_FILE, candidate_dir, original_profile_path
@@ -273,9 +273,9 @@ def _roofline(profile: dict[str, Any] | None) -> RooflinePoint | None:
 
 
 def _best(attempts: list[AttemptRecord]) -> AttemptRecord | None:
-    """The fastest attempt whose correctness and speedup are both trusted."""
+    """The best attempt whose correctness and speedup are both trusted: the fastest proven win, else the fastest."""
     timed = [a for a in attempts if a.status in TRUSTED_TIMED_STATUSES and a.speedup is not None]
-    return max(timed, key=lambda a: a.speedup or 0.0) if timed else None
+    return max(timed, key=lambda a: best_attempt_key(a.status, a.speedup or 0.0)) if timed else None
 
 
 def _set_attempts(row: EvalRecord, attempts: list[AttemptRecord]) -> None:

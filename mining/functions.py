@@ -725,24 +725,61 @@ def changed_functions(before_source: str, after_source: str, language: str,
                       line_ranges: list[LineRange] | None = None) -> list[FunctionChange]:
     """Functions present in both versions whose code differs beyond comments and white space, in after order.
 
-    Functions are matched by qualified name; the k-th definition of a name (overloads, #ifdef variants) before is
-    matched with the k-th one after. Functions only added or only removed are not returned. line_ranges, the
-    hunks of the patch from before to after (FileDiff.line_ranges), only make it faster (extract_functions).
+    Functions are matched by qualified name. A name defined more than once (overloads, #ifdef variants) is matched
+    by match_definitions: unchanged code first, then the same signature, then position when as many definitions
+    remain on both sides; a definition left over was added or removed. Functions only added or only removed are
+    not returned. line_ranges, the hunks of the patch from before to after (FileDiff.line_ranges), only make it
+    faster (extract_functions).
     """
     before_by_name: dict[str, list[Function]] = defaultdict(list)
     for function in extract_functions(before_source, language):
         before_by_name[function.name].append(function)
-    seen: Counter[str] = Counter()
-    changes = []
     edited_from = (before_source, line_ranges) if line_ranges else None
-    for after in extract_functions(after_source, language, edited_from):
-        index = seen[after.name]
-        seen[after.name] += 1
-        candidates = before_by_name.get(after.name, [])
-        if index >= len(candidates):
-            continue
-        before = candidates[index]
-        # Most functions of a commit are untouched: identical code needs no normalising to compare equal.
-        if before.code != after.code and normalise_code(before.code, language) != normalise_code(after.code, language):
-            changes.append(FunctionChange(name=after.name, kind=after.kind, before=before, after=after))
-    return changes
+    after_by_name: dict[str, list[Function]] = defaultdict(list)
+    for function in extract_functions(after_source, language, edited_from):
+        after_by_name[function.name].append(function)
+    changes = []
+    for name, afters in after_by_name.items():
+        for before, after in match_definitions(before_by_name.get(name, []), afters, language):
+            # Most functions of a commit are untouched: identical code needs no normalising to compare equal.
+            if before.code != after.code and normalise_code(before.code, language) != normalise_code(after.code,
+                                                                                                      language):
+                changes.append(FunctionChange(name=name, kind=after.kind, before=before, after=after))
+    return sorted(changes, key=lambda change: change.after.start_line)
+
+
+def match_definitions(befores: list[Function], afters: list[Function],
+                      language: str) -> list[tuple[Function, Function]]:
+    """(before, after) pairs of the definitions of one name. A single definition on each side is one function
+    edited. Otherwise, so that an added overload or a removed #ifdef variant is never paired with its sibling:
+    identical code pairs first, then identical signatures, then the rest by position only if as many remain on
+    both sides."""
+    if len(befores) == 1 and len(afters) == 1:
+        return [(befores[0], afters[0])]
+    pairs: list[tuple[Function, Function]] = []
+    befores, afters = list(befores), list(afters)
+    for after in list(afters):  # unchanged: the same code on both sides
+        code = normalise_code(after.code, language)
+        match = next((b for b in befores if normalise_code(b.code, language) == code), None)
+        if match is not None:
+            pairs.append((match, after))
+            befores.remove(match)
+            afters.remove(after)
+    before_signatures = Counter(_signature(b.code, language) for b in befores)
+    after_signatures = Counter(_signature(a.code, language) for a in afters)
+    for after in list(afters):  # edited: a signature found once on each side; twice is ambiguous
+        signature = _signature(after.code, language)
+        if before_signatures[signature] == 1 and after_signatures[signature] == 1:
+            match = next(b for b in befores if _signature(b.code, language) == signature)
+            pairs.append((match, after))
+            befores.remove(match)
+            afters.remove(after)
+    if len(befores) == len(afters):
+        pairs.extend(zip(befores, afters, strict=True))
+    return pairs
+
+
+def _signature(code: str, language: str) -> str:
+    """The definition's header, white space collapsed: up to the body's brace (the `def ...:` line in Python)."""
+    head = code.split(":\n", 1)[0] if language == "python" else code.split("{", 1)[0]
+    return " ".join(head.split())

@@ -24,7 +24,8 @@ from pathlib import Path
 from perfforge.errors import SourceError
 from perfforge.io import atomic_dir
 
-# ASCII separators that never occur in commit messages or paths: record, field, end of message.
+# ASCII separators: record, field, end of message. git quotes them in paths; a commit message may hold them, so a
+# record starts only where a separator is followed by a sha asked for, and a message ends at the last _EOM.
 _RS, _FS, _EOM = "\x1e", "\x1f", "\x1d"
 _RS_BYTES = _RS.encode()
 _SEPARATOR = b"\n" + _RS_BYTES  # between two records of a stream
@@ -100,6 +101,18 @@ def shared_clone(source_git_dir: Path, dest: Path) -> Path:
     return dest
 
 
+def resolve_commit(git_dir: Path, rev: str) -> str | None:
+    """The sha of the commit rev names in the repository (read there, so remote-tracking branches such as
+    origin/main count); None when the repository has no commits at all. SourceError when rev names none."""
+    proc = subprocess.run(["git", "--git-dir", str(git_dir), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                          capture_output=True, text=True)
+    if proc.returncode == 0:
+        return proc.stdout.strip()
+    if not run_git(git_dir, "rev-list", "-n", "1", "--all").strip():
+        return None
+    raise SourceError(f"{git_dir} has no commit named {rev!r}; give --rev a branch, tag or sha that exists there")
+
+
 def list_shas(git_dir: Path, rev: str) -> list[str]:
     """Non-merge commits reachable from rev, oldest first."""
     return run_git(git_dir, "rev-list", "--no-merges", "--reverse", rev).split()
@@ -141,6 +154,7 @@ class _DiffTreeRun:
         command = ["git", "--git-dir", str(git_dir), "--literal-pathspecs", "-c", "core.quotepath=off",
                    "diff-tree", "--stdin", *args]
         self._proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        self._headers = {sha.encode() for sha in shas}
         # Fed from a thread: git writes while it reads, and a full stdout pipe would block it (and us) forever.
         self._feeder = threading.Thread(target=self._feed, args=(("\n".join(shas) + "\n").encode(),), daemon=True)
         self._feeder.start()
@@ -167,12 +181,19 @@ class _DiffTreeRun:
             if not buffer and not self.headers_seen:  # the output opens with the first header's separator
                 block = block.removeprefix(_RS_BYTES)
             buffer += block
-            start = 0
+            start, pending = 0, None
             while (cut := buffer.find(_SEPARATOR, scan_from)) >= 0:
+                header = cut + len(_SEPARATOR)
+                if header + 40 > len(buffer):  # whose header this is shows in the next block
+                    pending = cut
+                    break
+                if bytes(buffer[header:header + 40]) not in self._headers:  # the bytes inside a commit message
+                    scan_from = cut + 1
+                    continue
                 yield self._record(bytes(buffer[start:cut]))
-                start = scan_from = cut + len(_SEPARATOR)
+                start = scan_from = header
             del buffer[:start]  # once per block: a record longer than a block is never copied over and over
-            scan_from = max(len(buffer) - len(_SEPARATOR) + 1, 0)
+            scan_from = pending - start if pending is not None else max(len(buffer) - len(_SEPARATOR) + 1, 0)
         self._feeder.join()
         self.returncode = self._proc.wait()
         self._stderr.seek(0)
@@ -188,20 +209,25 @@ class _DiffTreeRun:
     def _record(self, raw: bytes) -> tuple[str, str]:
         """(sha, text) of one record without its separator: the text starts with the header line."""
         self.headers_seen += 1
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:  # decoded line by line, so only the lines that are not UTF-8 read as Latin-1
-            text = "\n".join(decode_text(line) for line in raw.split(b"\n"))
+        text = decode_text(raw)
         return text[:40], text
 
 
 def decode_text(data: bytes) -> str:
-    """Text of file content or a patch line. Source that is not UTF-8 (Latin-1 comments in old C code) is read
-    as Latin-1, which never fails and keeps every byte."""
+    """Text of file content or a patch. A line that is not UTF-8 (a Latin-1 comment in old C code) is read as
+    Latin-1, which never fails and keeps every byte; the other lines stay UTF-8, so one stray byte does not change
+    how every other function of the file reads."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        return data.decode("latin-1")
+        return "\n".join(_decode_line(line) for line in data.split(b"\n"))
+
+
+def _decode_line(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line.decode("latin-1")
 
 
 _C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
@@ -229,7 +255,7 @@ def _unquote_path(path: str) -> str:
 
 
 def _parse_meta(text: str) -> CommitMeta:
-    header, _, rest = text.partition(_EOM)
+    header, _, rest = text.rpartition(_EOM)  # the last one: a message may hold the character, a path never does
     sha, parents, timestamp, message = header.split(_FS, 3)
     date = datetime.fromtimestamp(int(timestamp), tz=UTC).isoformat()
     files = [_unquote_path(p) for p in rest.splitlines() if p]

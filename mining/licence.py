@@ -14,7 +14,11 @@ from mining.gitlog import BlobReader, run_git
 from perfforge.errors import SourceError
 
 NOASSERTION = "NOASSERTION"
-LICENCE_FILE_RE = re.compile(r"^(licen[cs]e|copying|copyright)(\.(md|txt|rst))?$", re.IGNORECASE)
+LICENCE_FILE_RE = re.compile(r"^(licen[cs]e|copying|copyright)([.-](lesser|lib|lgpl))?(\.(md|txt|rst))?$",
+                             re.IGNORECASE)
+# An LGPL project ships the GPL text as COPYING and the LGPL's additional permissions as COPYING.LESSER (or
+# COPYING.LIB): the lesser file names the licence, so it is read first.
+_LESSER_RE = re.compile(r"[.-](lesser|lib|lgpl)\b", re.IGNORECASE)
 
 # Licences with a title: (SPDX id, title phrase that must open the text, phrases that must appear anywhere).
 # The title is looked for in the opening lines only, because licence bodies name other licences (GPL-3.0's
@@ -60,7 +64,7 @@ def licence_of(git_dir: Path, rev: str = "HEAD") -> str:
     except SourceError:  # an empty repository or an unreadable tree
         return NOASSERTION
     with BlobReader(git_dir) as blobs:
-        for name in sorted(n for n in names if LICENCE_FILE_RE.match(n)):
+        for name in sorted((n for n in names if LICENCE_FILE_RE.match(n)), key=lambda n: (not _LESSER_RE.search(n), n)):
             data = blobs.read(rev, name)
             if data:
                 spdx = spdx_of_text(data.decode("utf-8", errors="replace"))

@@ -28,9 +28,18 @@ from tqdm import tqdm
 from mining.classify import Classification
 from mining.config import MINER_VERSION, MineConfig
 from mining.dedup import deduplicate, pair_signatures
-from mining.gitlog import BlobReader, CommitMeta, StreamFailure, iter_commit_meta, iter_patches, list_shas, shared_clone
+from mining.gitlog import (
+    BlobReader,
+    CommitMeta,
+    StreamFailure,
+    iter_commit_meta,
+    iter_patches,
+    list_shas,
+    resolve_commit,
+    shared_clone,
+)
 from mining.judge import classify_with_judge, judge_client
-from mining.licence import licence_of
+from mining.licence import NOASSERTION, licence_of
 from mining.pairs import CommitContext, pairs_of_commit
 from mining.prefilter import MAX_KERNEL_FILES, kernel_python_files_at, prefilter
 from mining.sources import Source, resolve_sources
@@ -95,9 +104,13 @@ class MineResult:
 
 def plan_repo(source: Source, clones_dir: Path, config: MineConfig) -> RepoPlan:
     started = time.perf_counter()
+    head = resolve_commit(source.git_dir, config.rev)  # in the source: its clone has no remote-tracking branches
+    if head is None:  # a repository with no commits yet gives none, and stops no other source
+        return RepoPlan(source=source, licence=NOASSERTION, commits_total=0, candidates=[], kernel_files={},
+                        prefilter_counts={}, failures=[], seconds=time.perf_counter() - started)
     git_dir = shared_clone(source.git_dir, clones_dir / "main" / (_key(source.name) + ".git"))
-    shas = list_shas(git_dir, config.rev)
-    kernel_py_files = kernel_python_files_at(git_dir, config.rev)
+    shas = list_shas(git_dir, head)
+    kernel_py_files = kernel_python_files_at(git_dir, head)
     failures: list[StreamFailure] = []
     counts: Counter[str] = Counter()
     candidates: list[CommitMeta] = []
@@ -108,7 +121,7 @@ def plan_repo(source: Source, clones_dir: Path, config: MineConfig) -> RepoPlan:
         if result.is_candidate:
             candidates.append(meta)
             kernel_files[meta.sha] = result.kernel_files
-    return RepoPlan(source=source, licence=licence_of(git_dir, config.rev), commits_total=len(shas),
+    return RepoPlan(source=source, licence=licence_of(git_dir, head), commits_total=len(shas),
                     candidates=candidates, kernel_files=kernel_files, prefilter_counts=dict(counts),
                     failures=_failure_rows(failures),
                     seconds=time.perf_counter() - started)

@@ -499,10 +499,17 @@ def as_row(record: CommitRecord | PairRecord | AttemptRecord | EvalRecord | Judg
     return asdict(record)
 
 
-_C_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_HASH_COMMENT_RE = re.compile(r"#[^\n]*")  # Python comments
-_FORTRAN_COMMENT_RE = re.compile(r"![^$\n][^\n]*|!$")  # `!` comments, keeping `!$omp` directives
+# Each matches a string literal (group 1, kept: `"http://a"` and `"#"` are code) or a comment (dropped).
+_QUOTED = r"""("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')"""
+_C_COMMENT_RE = re.compile(_QUOTED + r"|//[^\n]*|/\*.*?\*/", re.DOTALL)
+_HASH_COMMENT_RE = re.compile(_QUOTED + r"|#[^\n]*")  # Python comments
+# `!` comments, keeping `!$omp` directives; Fortran doubles a quote inside a string instead of escaping it
+_FORTRAN_COMMENT_RE = re.compile(r"""('(?:''|[^'\n])*'|"(?:""|[^"\n])*")|![^$\n][^\n]*|!$""", re.MULTILINE)
 _SPACE_RE = re.compile(r"\s+")
+
+
+def _strip_comments(pattern: re.Pattern[str], code: str) -> str:
+    return pattern.sub(lambda match: match.group(1) or "", code)
 
 
 def normalise_code(code: str, language: str = "c") -> str:
@@ -513,10 +520,10 @@ def normalise_code(code: str, language: str = "c") -> str:
     indentation depth, which is part of its syntax.
     """
     if language == "python":  # indentation is syntax: keep each line's depth, drop the rest of the spacing
-        lines = (_HASH_COMMENT_RE.sub("", line).rstrip() for line in code.expandtabs(8).splitlines())
+        lines = (_strip_comments(_HASH_COMMENT_RE, line).rstrip() for line in code.expandtabs(8).splitlines())
         return "\n".join(f"{len(line) - len(line.lstrip())}:{_SPACE_RE.sub('', line)}" for line in lines if line)
     comments = _FORTRAN_COMMENT_RE if language == "fortran" else _C_COMMENT_RE
-    return _SPACE_RE.sub("", comments.sub("", code))
+    return _SPACE_RE.sub("", _strip_comments(comments, code))
 
 
 def code_hash(function_before: str, function_after: str, language: str = "c") -> str:

@@ -55,6 +55,15 @@ class HarnessRun:
             raise RuntimeError(f"the harness wrote no timing.json in {self.out_dir}")
         return json.loads(path.read_text())
 
+    def timed_outputs(self) -> dict[str, np.ndarray]:
+        """The outputs of a time-mode run's last call, by name."""
+        return self.buffers(int(self.timing()["outputs_of_call"]))
+
+    def drop_outputs(self) -> None:
+        """Delete the buffers the run wrote (timing.json stays)."""
+        for path in self.out_dir.glob("*.npy"):
+            path.unlink()
+
     def buffers(self, call: int) -> dict[str, np.ndarray]:
         """Every output buffer the harness wrote after call `call`, by name."""
         suffix = f".{call}.npy"

@@ -126,11 +126,17 @@ def _no_device_kernel(code: str, task: Task) -> list[tuple[int, str]]:
 
 
 _ESCAPES = {
-    "c_like": r"\b(fopen|freopen|open|openat|creat|popen|system|fork|vfork|execv\w*|execl\w*|socket|connect|getenv|"
-              r"setenv|putenv|dlopen|dlsym|mmap|ptrace|setrlimit|kill|remove|unlink|rename|syscall)\s*\(|"
+    "c_like": r"\b(f?open(64)?|freopen(64)?|openat(64)?|creat(64)?|fdopen|opendir|popen|system|fork|vfork|execv\w*|"
+              r"execl\w*|socket|connect|getenv|setenv|putenv|getcwd|chdir|readlink|dlopen|dlsym|mmap(64)?|ptrace|"
+              r"setrlimit|kill|remove|unlink|rename|syscall)\s*\(|\b[io]?fstream\b|\bstd::filesystem\b|"
               r"__attribute__\s*\(\(\s*(constructor|destructor)",
-    "python": r"^\s*(import|from)\s+(os|sys|subprocess|socket|shutil|pathlib|ctypes|importlib|pickle|multiprocessing|"
-              r"threading|signal|builtins|inspect)\b|\b(open|eval|exec|compile|__import__|globals|getattr|setattr)\s*\(",
+    # the harness module (perfforge_harness) and __main__ share the candidate's process: touching them rewrites
+    # the clock or reads the run's state; numpy and torch file I/O reads other runs' outputs
+    "python": r"^\s*(import\s+[^\n]*|from\s+)\b(os|sys|subprocess|socket|shutil|pathlib|ctypes|importlib|pickle|"
+              r"multiprocessing|threading|signal|builtins|inspect|gc|io|glob|tempfile|perfforge_harness|__main__)\b|"
+              r"\b(open|eval|exec|compile|__import__|globals|vars|getattr|setattr|breakpoint)\s*\(|"
+              r"\b(np|numpy|torch)\.(load|save|fromfile|memmap|loadtxt|genfromtxt)\b|\.tofile\s*\(|"
+              r"\b__(builtins|globals|subclasses|code|dict)__\b",
 }
 
 

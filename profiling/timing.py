@@ -3,7 +3,8 @@
 Baseline (A) and candidate (B) run in the same session, alternating A B B A A B ... in separate processes, each
 process warming up and then timing many calls with the harness's own clock (device events under CUDA, the
 monotonic clock on the CPU) and a cache flush before each call. The pure statistics live in profiling/score.py.
-Never called under a profiler.
+Never called under a profiler. The last timed call of every process is checked too: the candidate's outputs
+against the baseline's on the same inputs, so a kernel that skips work only when timed is caught.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from profiling.build import Build
-from profiling.harness_run import run_harness
+from profiling.correctness import compare_run
+from profiling.harness_run import HarnessRun, run_harness
 from profiling.task import Task, TaskConfig
 
 
@@ -25,6 +27,7 @@ class TimingRuns:
     method: str
     context: dict
     failure: str = ""  # why timing stopped, when it did
+    timed_mismatch: str = ""  # how the candidate's timed outputs differed from the baseline's, when they did
 
 
 def time_interleaved(task: Task, baseline: Build, candidate: Build, config: TaskConfig, work_dir: Path,
@@ -37,6 +40,7 @@ def time_interleaved(task: Task, baseline: Build, candidate: Build, config: Task
         order = [("baseline", baseline), ("candidate", candidate)]
         if round_index % 2:
             order.reverse()
+        done: dict[str, HarnessRun] = {}
         for side, built in order:
             timeout = candidate_timeout_s if side == "candidate" else None
             run = run_harness(task, built, "time", config, work_dir / f"time-{side}-{round_index}", seed=round_index,
@@ -46,6 +50,13 @@ def time_interleaved(task: Task, baseline: Build, candidate: Build, config: Task
                 return runs
             timing = run.timing()
             runs.method = timing.get("method", "")
-            runs.context = {k: v for k, v in timing.items() if k != "times_ms"}
+            runs.context = {k: v for k, v in timing.items() if k not in ("times_ms", "outputs_of_call")}
             (runs.baseline_ms if side == "baseline" else runs.candidate_ms).append(run.times_ms())
+            done[side] = run
+        same = compare_run(task.outputs, done["candidate"].timed_outputs(), done["baseline"].timed_outputs())
+        for run in done.values():  # the baseline's outputs are reference results: no later candidate may find them
+            run.drop_outputs()
+        if not same.ok:
+            runs.timed_mismatch = f"round {round_index}, last timed call: {same.problem}"
+            return runs
     return runs

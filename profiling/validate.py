@@ -8,10 +8,14 @@ configuration, the plausibility gate. The first failure ends the verdict with it
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from profiling import sandbox
 from profiling.build import Build, build
@@ -63,11 +67,15 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
         _static(task, candidate, verdict)
         session = _build_both(task, candidate, work_dir)
         _check_correctness(session, verdict)
+        interpreted = task.target == "triton" and os.environ.get("TRITON_INTERPRET") == "1"
+        timing = timing and not interpreted
         if timing:
             _time_and_score(session, verdict)
         else:
             verdict.status = Status.CORRECT
-            verdict.reason = f"correct on {len(verdict.checked_runs)} checked runs; not timed (--no-timing)"
+            why = ("Triton's CPU interpreter (TRITON_INTERPRET=1) runs the kernels, and its times say nothing of a "
+                   "GPU" if interpreted else "--no-timing")
+            verdict.reason = f"correct on {len(verdict.checked_runs)} checked runs; not timed ({why})"
     except _Stop as stop:
         verdict.status, verdict.reason = stop.status, stop.reason
     verdict.rules = rule_table(task, verdict, timing)
@@ -92,7 +100,7 @@ def speedup_by_config(task: Task, candidate: Path, work_dir: Path) -> dict[str, 
     for config in task.configs:
         runs, estimate = _timed(session, config)
         if estimate is None:
-            measured[config.name] = {"failure": runs.failure.splitlines()[0]}
+            measured[config.name] = {"failure": (runs.failure or runs.timed_mismatch).splitlines()[0]}
             continue
         measured[config.name] = {"speedup": estimate.speedup, "ci_low": estimate.ci_low,
                                  "ci_high": estimate.ci_high, "baseline_ms": estimate.baseline.median_ms,
@@ -125,8 +133,7 @@ def _check_correctness(session: _Session, verdict: Verdict) -> None:
     for config in task.configs:
         oracle_runs = []
         for seed in range(task.validate.seeds):
-            oracle = _check_seed(session, config, seed, verdict)
-            oracle_runs.append(oracle.buffers(0))
+            oracle_runs.append(_check_seed(session, config, seed, verdict))
             verdict.checked_runs.append(f"{config.name}/seed{seed}")
         reason = degenerate_reason(task.outputs, oracle_runs)
         if reason:
@@ -134,16 +141,24 @@ def _check_correctness(session: _Session, verdict: Verdict) -> None:
                                              "inputs or outputs before judging candidates")
 
 
-def _check_seed(session: _Session, config: TaskConfig, seed: int, verdict: Verdict) -> HarnessRun:
-    """Candidate, oracle, candidate again (another heap perturbation): every call compared. Returns the oracle."""
+def _check_seed(session: _Session, config: TaskConfig, seed: int, verdict: Verdict) -> dict[str, np.ndarray]:
+    """Candidate, oracle, candidate again (another heap perturbation): every call compared. Returns the oracle's
+    outputs of the first call. The oracle's files are read and deleted before the candidate runs again: no
+    candidate process ever finds a reference result on disk (rule 3)."""
     where = f"config {config.name!r}, seed {seed}"
     first = _run_candidate(session, config, seed, 0, where)
     oracle = _run_oracle(session, config, seed)
+    calls = range(session.task.validate.calls)
+    try:
+        oracle_buffers = [oracle.buffers(call) for call in calls]
+        oracle_digests = [oracle.digests(call) for call in calls]
+    finally:
+        shutil.rmtree(oracle.out_dir, ignore_errors=True)
     second = _run_candidate(session, config, seed, 1, where + ", second run")
     outputs = session.task.outputs
-    for call in range(session.task.validate.calls):
-        want = oracle.buffers(call)
-        result = compare_run(outputs, first.buffers(call), want, first.digests(call), oracle.digests(call))
+    for call in calls:
+        want = oracle_buffers[call]
+        result = compare_run(outputs, first.buffers(call), want, first.digests(call), oracle_digests[call])
         if not result.ok:
             raise _Stop(Status.INCORRECT, f"{where}, call {call}: {result.problem}")
         if verdict.worst_margin is None or result.worst_margin > verdict.worst_margin:
@@ -153,7 +168,7 @@ def _check_seed(session: _Session, config: TaskConfig, seed: int, verdict: Verdi
         if not again.ok:
             raise _Stop(Status.INCORRECT, f"{where}, call {call}: two runs on identical inputs disagree "
                                           f"({again.problem}): the kernel reads uninitialised memory or races")
-    return oracle
+    return oracle_buffers[0]
 
 
 def _run_candidate(session: _Session, config: TaskConfig, seed: int, perturbation: int, where: str) -> HarnessRun:
@@ -184,13 +199,17 @@ def _timed(session: _Session, config: TaskConfig) -> tuple[TimingRuns, SpeedupEs
     """Both versions timed interleaved on `config`, and their speedup (None when a run failed)."""
     runs = time_interleaved(session.task, session.original, session.candidate, config, session.work_dir,
                             candidate_timeout_s=session.candidate_timeout_s())
-    return runs, None if runs.failure else estimate_speedup(runs.baseline_ms, runs.candidate_ms, runs.method)
+    failed = runs.failure or runs.timed_mismatch
+    return runs, None if failed else estimate_speedup(runs.baseline_ms, runs.candidate_ms, runs.method)
 
 
 def _time_and_score(session: _Session, verdict: Verdict) -> None:
     task = session.task
     config = task.config()
     runs, estimate = _timed(session, config)
+    if runs.timed_mismatch:
+        raise _Stop(Status.INCORRECT, f"the outputs of the timed runs differ from the original's "
+                                      f"({runs.timed_mismatch}): the kernel behaves differently when timed")
     if estimate is None:
         status = Status.TIMEOUT if "timed out" in runs.failure else Status.CRASHED
         raise _Stop(status, runs.failure)
@@ -230,7 +249,8 @@ def rule_table(task: Task, verdict: Verdict, timed: bool) -> list[RuleCheck]:
                   f"{task.validate.seeds} seeds x {n_configs} configuration(s), inputs redrawn per call"),
         RuleCheck(2, "degenerate tests rejected", E, "oracle outputs checked for zero, constant, input-independent"),
         RuleCheck(3, "candidate never sees reference results", E,
-                  "separate processes; outputs poisoned before each call; candidate runs before and after the oracle"),
+                  "separate processes; outputs poisoned before each call, timed ones too; candidate runs before and "
+                  "after the oracle, whose outputs are deleted once read"),
         RuleCheck(4, "every output compared with dtype-aware tolerances", E,
                   ", ".join(f"{o.name}: {o.dtype} rtol {o.rtol:g} atol {o.atol:g}" for o in task.outputs)),
         RuleCheck(5, "every call checked", E, f"{task.validate.calls} calls per run, fresh inputs per call"),

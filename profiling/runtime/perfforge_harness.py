@@ -488,6 +488,7 @@ class Run:
         if self.mode is Mode.CHECK:
             self._prepare_checked_call()
             return True
+        self._prepare_timed_call()
         if self.mode is Mode.PROFILE and self.iter == self.options.warmup and self.device.type == "cuda":
             torch.cuda.nvtx.range_push("pf_profile")
         if self.mode is Mode.TIME:
@@ -499,13 +500,15 @@ class Run:
         """End of one call: check mode saves and checks every buffer; time and profile modes record its duration."""
         self._synchronize("the kernel")  # the whole device, so no work escapes the timer
         if self.mode is Mode.CHECK:
-            self._save_and_check()
+            self._save_buffers(digests=True)
         else:
             milliseconds = self._stop_clock()
             if self.iter >= self.options.warmup:
                 self.times_ms.append(milliseconds)
             if self.mode is Mode.PROFILE and self.iter == self.options.warmup and self.device.type == "cuda":
                 torch.cuda.nvtx.range_pop()
+            if self.mode is Mode.TIME and self.iter == self._last_timed_call():
+                self._save_buffers(digests=False)
         self.iter += 1
 
     def calls(self) -> Iterator[int]:
@@ -521,6 +524,8 @@ class Run:
         method = "cuda_events" if self.device.type == "cuda" else "monotonic_clock"
         result: dict[str, object] = {"method": method, "flush_bytes": self._flush_bytes if self.options.flush else 0,
                                      "times_ms": self.times_ms, **device_info(self.device)}
+        if self.mode is Mode.TIME:
+            result["outputs_of_call"] = self._last_timed_call()
         path = self.options.out_dir / "timing.json"
         try:
             path.write_text(json.dumps(result) + "\n")
@@ -541,16 +546,34 @@ class Run:
             buffer.arm()
         self._synchronize("set-up before the call")
 
-    def _save_and_check(self) -> None:
+    def _prepare_timed_call(self) -> None:
+        """Outside the timer, a timed call starts as a checked one does: outputs poisoned, in-place buffers back to
+        their first draw. A kernel cannot tell it is being timed from what it finds in its buffers, and the last
+        timed call's outputs are compared with the original's."""
         for buffer in self.buffers:
+            if self.iter > 0 and buffer.role is Role.INOUT:
+                buffer.fill(self.options.seed, 0)
+            if buffer.role in (Role.OUTPUT, Role.INOUT):
+                buffer.arm()
+
+    def _last_timed_call(self) -> int:
+        return self.options.warmup + self.options.trials - 1
+
+    def _save_buffers(self, *, digests: bool) -> None:
+        """Every buffer after the call: guards checked, outputs written as BUF.CALL.npy; with digests, a digest of
+        every input as BUF.CALL.digest (check mode; the last timed call writes its outputs only)."""
+        for buffer in self.buffers:
+            is_output = buffer.role in (Role.OUTPUT, Role.INOUT)
+            if not is_output and not digests:
+                continue
             raw = buffer.host_raw()
             where = buffer.guard_violation(raw)
             if where is not None:
                 raise fail(EXIT_OUT_OF_BOUNDS, f"buffer '{buffer.name}' was written out of bounds: {where} "
                                                f"(call {self.iter})")
-            if buffer.role in (Role.OUTPUT, Role.INOUT) or self.options.dump_inputs:
+            if is_output or self.options.dump_inputs:
                 write_npy(self.options.out_dir / f"{buffer.name}.{self.iter}.npy", buffer, raw)
-            if buffer.role not in (Role.OUTPUT, Role.INOUT):
+            if not is_output:
                 write_digest(self.options.out_dir / f"{buffer.name}.{self.iter}.digest",
                              raw[GUARD_BYTES:GUARD_BYTES + buffer.nbytes])
 

@@ -79,3 +79,12 @@ def test_normalise_code_keeps_pragmas_and_python_floor_division() -> None:
     moved_into_loop = normalise_code("for i in r:\n    f(i)\ng()", "python")
     assert moved_into_loop != normalise_code("for i in r:\n    f(i)\n    g()", "python")
     assert "!$ompparalleldo" in normalise_code("!$omp parallel do\nx = 1 ! note", "fortran")
+
+
+def test_comment_markers_inside_string_literals_are_code() -> None:
+    """An edit on a line with "#" or "http://" in a string is an edit, not a comment change."""
+    assert normalise_code('s = "#"; return x + 1', "python") != normalise_code('s = "#"; return x * 2', "python")
+    assert normalise_code('puts("http://a"); x[0] = 1;') != normalise_code('puts("http://a"); x[0] = 2;')
+    assert normalise_code("c = '/'; /* note */ d = '*';") == "c='/';d='*';"
+    assert normalise_code("print *, 'Hi!' ! note", "fortran") == "print*,'Hi!'"
+    assert code_hash('f("//x"); a();', "b") != code_hash('f("//x"); b();', "b")

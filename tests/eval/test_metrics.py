@@ -169,6 +169,15 @@ def test_best_within_rounds_and_first_candidates() -> None:
     assert best_within(row, first_candidates=4) == (True, 0.9, False)  # round 2 never enters
 
 
+def test_an_unproven_point_estimate_never_lends_its_speedup_to_a_proven_win() -> None:
+    """An improved 1.05x and a no_change 2.5x (its CI spans 1): the row's win is the 1.05x, never 2.5x proven."""
+    row = make_row(speedup=1.05, attempts=[(1, 1, "improved", 1.05), (1, 2, "no_change", 2.5)])
+    assert best_within(row) == (True, 1.05, True)
+    assert best_within(row, first_candidates=1) == (True, 1.05, True)
+    no_win = make_row(status="no_change", speedup=2.5, attempts=[(1, 1, "no_change", 2.5), (1, 2, "slower", 0.8)])
+    assert best_within(no_win) == (True, 2.5, False)
+
+
 def test_best_within_rejects_ragged_attempt_lists() -> None:
     row = make_row(attempts=RUN)
     row.attempt_speedups.pop()
@@ -252,3 +261,20 @@ def test_parse_variant() -> None:
     assert parse_variant("") == {}
     with pytest.raises(ValueError, match="not key=value"):
         parse_variant("sources=all;fast")
+
+
+def test_the_runners_best_attempt_is_the_fastest_proven_win() -> None:
+    from eval.runner import _best
+    from perfforge.records import AttemptRecord
+
+    def attempt(candidate: int, status: str, speedup: float | None) -> AttemptRecord:
+        text = {k: "" for k in ("task", "target", "language", "kernel", "pattern", "bottleneck", "model",
+                                "prompt_version", "sources", "system", "prompt", "completion", "code",
+                                "finish_reason", "reason")}
+        return AttemptRecord(**text, round=1, candidate=candidate, prompt_tokens=0, completion_tokens=0,
+                             status=status, speedup=speedup)
+
+    attempts = [attempt(1, "improved", 1.05), attempt(2, "no_change", 2.5), attempt(3, "needs_review", 30.0)]
+    assert _best(attempts).candidate == 1
+    assert _best([attempt(1, "slower", 0.8), attempt(2, "no_change", 1.02)]).candidate == 2
+    assert _best([attempt(1, "incorrect", None)]) is None

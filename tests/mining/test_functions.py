@@ -440,6 +440,24 @@ def test_changed_overload_is_matched_by_order_of_appearance() -> None:
     assert change.before.start_line == change.after.start_line == 2
 
 
+def test_an_added_overload_is_never_paired_with_its_unchanged_sibling() -> None:
+    before = "__global__ void copy(float *d, const float *s) { d[threadIdx.x] = s[threadIdx.x]; }\n"
+    vector = "__global__ void copy(float4 *d, const float4 *s) { d[threadIdx.x] = s[threadIdx.x]; }\n"
+    assert changed_functions(before, vector + before, "cuda") == []  # added above: no pair, no false edit
+    assert changed_functions(before + vector, before, "cuda") == []  # removed: none either
+    edited = vector.replace("d[threadIdx.x] = s[threadIdx.x]", "d[threadIdx.x] = __ldg(&s[threadIdx.x])")
+    [change] = changed_functions(before + vector, edited + before, "cuda")  # reordered, one edited
+    assert "float4" in change.before.code and "__ldg" in change.after.code
+
+
+def test_a_removed_ifdef_variant_is_not_an_edit_of_the_other() -> None:
+    before = "#ifdef FAST\nint pick(int x) { return x * 2; }\n#else\nint pick(int x) { return x << 1; }\n#endif\n"
+    assert changed_functions(before, "int pick(int x) { return x << 1; }\n", "c") == []
+    assert changed_functions(before, "int pick(int x) { return x + x; }\n", "c") == []  # which one? unknown: none
+    [change] = changed_functions(before, before.replace("x * 2", "x + x"), "c")  # both kept: by signature/order
+    assert "x * 2" in change.before.code and "x + x" in change.after.code
+
+
 def test_formatting_and_comment_changes_are_not_reported() -> None:
     after = BEFORE.replace(
         "    x[threadIdx.x] = scale(x[threadIdx.x]);",

@@ -182,6 +182,26 @@ def test_binary_file_is_flagged_and_has_no_lines(history: RepoBuilder) -> None:
     assert diff.added_lines == diff.removed_lines == [] and diff.hunks == []
 
 
+def test_separator_characters_in_a_message_split_nothing(make_repo: Callable[[str], RepoBuilder],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream's own separators typed into a commit message: no phantom commit, no invented path, the next
+    commit whole, in blocks of any size."""
+    repo = make_repo("ctrl")
+    repo.commit("init", {"k.cu": "int a;\n"})
+    odd = "Speed up k\n\x1efoobar1baz\x1fx\n\x1dsrc/fake.cu\nend"
+    repo.commit(odd, {"k.cu": "int a, b;\n"})
+    repo.commit("next", {"k.cu": "int a, b, c;\n"})
+    git_dir = repo.path / ".git"
+    shas = list_shas(git_dir, "HEAD")
+    for block_bytes in (1, 7, 1 << 20):
+        monkeypatch.setattr(gitlog, "_READ_BLOCK_BYTES", block_bytes)
+        metas = list(iter_commit_meta(git_dir, shas, []))
+        assert [m.sha for m in metas] == shas and [m.files for m in metas] == [["k.cu"]] * 3, block_bytes
+        assert metas[1].message == odd
+        patches = list(iter_patches(git_dir, shas, all_paths(metas), 1000, []))
+        assert [sha for sha, _ in patches] == shas and all(len(diffs) == 1 for _, diffs in patches)
+
+
 def test_max_patch_lines_cuts_the_patch_and_sets_truncated(make_repo: Callable[[str], RepoBuilder]) -> None:
     """A 200-line rewrite read with a 20-line limit: the patch keeps 20 lines, the lines after the cut are gone."""
     repo = make_repo("big")

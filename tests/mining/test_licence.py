@@ -133,7 +133,10 @@ def test_mpl_2_naming_gpl_licences_as_secondary_stays_mpl_2() -> None:
     ({"README.md": "MIT licensed: Permission is hereby granted, free of charge. The above copyright notice."},
      NOASSERTION),  # not a licence file
     ({"LICENSE": UNKNOWN}, NOASSERTION),
-], ids=["LICENSE", "LICENCE.txt", "COPYING", "copying.md", "unrecognised-first", "readme-only", "unknown-text"])
+    ({"COPYING": GPL_3_MENTIONING_MIT, "COPYING.LESSER": LGPL_2_1}, "LGPL-2.1"),  # the GPL text beside the LGPL's
+    ({"COPYING": GPL_3_MENTIONING_MIT, "COPYING.LIB": LGPL_2_1}, "LGPL-2.1"),
+], ids=["LICENSE", "LICENCE.txt", "COPYING", "copying.md", "unrecognised-first", "readme-only", "unknown-text",
+        "COPYING.LESSER", "COPYING.LIB"])
 def test_licence_of_a_repository(make_repo: Callable[[str], RepoBuilder], files: dict[str, str], spdx: str) -> None:
     repo = make_repo("licensed")
     repo.commit("import", {"src/a.cu": "int a;\n", **files})

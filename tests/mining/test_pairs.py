@@ -183,3 +183,12 @@ def test_target_follows_the_kernel_and_the_dsl_of_its_file() -> None:
     assert target_of("cuda", KernelKind.CUDA_KERNEL, "#include <hip/hip_runtime.h>\n") == Target.HIP
     assert target_of("cuda", KernelKind.CUDA_KERNEL, "#include <cuda_runtime.h>\n") == Target.CUDA
     assert target_of("c", KernelKind.OPENMP_REGION, "#include <omp.h>\n") == Target.CPU
+
+
+def test_one_stray_byte_changes_only_its_own_line() -> None:
+    """A file that gains one Latin-1 byte keeps its UTF-8 lines as they were: its untouched functions do not
+    turn into false edits ("µs" read as "Âµs")."""
+    before = "int a() { return 10; } // 10 µs\n".encode()
+    after = before + b"int b() { return 0; } /* \xe9t\xe9 */\n"
+    assert decode_source(before) == "int a() { return 10; } // 10 µs\n"
+    assert decode_source(after) == "int a() { return 10; } // 10 µs\nint b() { return 0; } /* été */\n"

@@ -14,7 +14,7 @@ import mining.pipeline as pipeline
 import perfforge.llm_client
 from mining.config import MineConfig
 from mining.pipeline import mine
-from perfforge.errors import BackendError, ConfigError
+from perfforge.errors import BackendError, ConfigError, SourceError
 from tests.conftest import NAIVE_SUM_CU, REDUCED_SUM_CU, OpenAIEndpoint, RepoBuilder, git
 
 
@@ -180,3 +180,27 @@ def test_a_lower_threshold_gives_every_performance_commit_a_category(perf_repo: 
     perf = [c for c in commits if c["is_perf"]]
     assert len(perf) >= 2 and any(c["perf_score"] < 0.5 for c in perf)
     assert all(c["category"] != "none" for c in perf)
+
+
+def test_rev_is_read_in_the_source_so_remote_tracking_branches_count(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    """A shared clone carries no refs/remotes: origin/main is resolved in the source, then mined by sha."""
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(perf_repo.path), str(clone))
+    git(clone, "checkout", "-q", "--detach", "HEAD~1")
+    git(clone, "branch", "-q", "-D", "main")  # only refs/remotes/origin/main names the tip now
+    result = run([clone], tmp_path / "out", jobs=1, rev="origin/main", pairs=False)
+    assert [c["sha"] for c in rows(result.paths["commits.parquet"])][-1] == perf_repo.shas[3]
+
+
+def test_a_rev_that_names_no_commit_is_one_error_naming_it(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match=r"has no commit named 'no-such-branch'; give --rev") as caught:
+        run([perf_repo.path], tmp_path / "out", jobs=1, rev="no-such-branch")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_repository_without_commits_gives_none_and_stops_no_other(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    git(tmp_path, "init", "-q", str(empty))
+    result = run([empty, perf_repo.path], tmp_path / "out", jobs=1, pairs=False)
+    stats = json.loads(result.paths["stats.json"].read_text())
+    assert stats["repos"]["empty"]["commits_total"] == 0 and stats["repos"]["perf_repo"]["commits_total"] == 4

@@ -96,3 +96,20 @@ def test_triton_checks(tmp_path: Path) -> None:
     assert "precision_downgrade" in _checks(run_static_checks(tf32, task))
     escape = TRITON_KERNEL + "\nimport os\n"
     assert "escapes_sandbox" in _checks(run_static_checks(escape, task))
+
+
+def test_triton_candidate_may_not_touch_the_harness_or_read_files(tmp_path: Path) -> None:
+    """The harness module shares the candidate's process: rewriting its clock would fake any speedup."""
+    task = _task(tmp_path, TRITON_TOML, TRITON_KERNEL, ("kernel.py", "harness.py", "fast.py"))
+    for escape in ("import perfforge_harness as _h\n_h.Run._stop_clock = lambda self: 0.0\n",
+                   "import numpy as np, gc\n", "import __main__\n", "y = np.load('../oracle/out.0.npy')\n",
+                   "z = vars(triton)\n", "w = triton.__dict__\n"):
+        assert "escapes_sandbox" in _checks(run_static_checks(TRITON_KERNEL + escape, task)), escape
+
+
+def test_c_candidate_may_not_read_files_by_any_name(tmp_path: Path) -> None:
+    task = load_task(write_task(tmp_path / "task"))
+    for escape in ('FILE *f = fopen64("../oracle/out.0.npy", "rb");', "getcwd(buf, sizeof buf);",
+                   'std::ifstream in("answers");', "DIR *d = opendir(\"..\");"):
+        code = SLOW_C + "void steal(char *buf) { " + escape + " }\n"
+        assert _checks(run_static_checks(code, task)) == {"escapes_sandbox"}, escape

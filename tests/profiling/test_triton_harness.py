@@ -200,9 +200,44 @@ def test_time_mode_writes_timing_json_with_flush_size(tmp_path: Path) -> None:
     assert len(timing["times_ms"]) == 5 and all(t > 0 for t in timing["times_ms"])
     assert 0 < timing["flush_bytes"] <= pfh.CPU_FLUSH_CAP_BYTES
     assert (tmp_path / "flushed" / "calls.txt").read_text() == "7"  # warm-up calls run but are not recorded
-    assert not list((tmp_path / "flushed").glob("*.npy"))
+    # only the last timed call's outputs are written, for comparison with the original's; every timed call starts
+    # as a checked one does (in-place buffers redrawn, outputs poisoned), so they equal a checked first call's
+    assert timing["outputs_of_call"] == 6
+    assert sorted(p.name for p in (tmp_path / "flushed").glob("*.npy")) == ["io.6.npy", "out.6.npy", "untouched.6.npy"]
+    assert run_harness(script, "check", tmp_path / "checked", "--calls", "1", "n=1000").returncode == 0
+    for name in ("io", "out", "untouched"):
+        assert np.array_equal(np.load(tmp_path / "flushed" / f"{name}.6.npy"),
+                              np.load(tmp_path / "checked" / f"{name}.0.npy"), equal_nan=True)
     run_harness(script, "time", tmp_path / "unflushed", "--trials", "3", "--no-flush", "n=1000")
     assert json.loads((tmp_path / "unflushed" / "timing.json").read_text())["flush_bytes"] == 0
+
+
+def test_every_timed_call_finds_its_outputs_poisoned_and_its_inout_buffers_redrawn(tmp_path: Path) -> None:
+    """What a kernel sees at the start of a timed call is what it sees at the start of a checked one, so it cannot
+    tell that it is being timed (and skip work) from its buffers."""
+    script = write_script(tmp_path, """
+import torch
+from perfforge_harness import Run
+
+r = Run()
+x = r.input("x", "float32", 64, -1.0, 1.0)
+io = r.inout("io", "float32", 64, 0.0, 1.0)
+out = r.output("out", "float32", 64)
+first_io = io.clone()
+seen = []
+while r.begin():
+    seen.append(bool(torch.isnan(out).all()) and bool(torch.equal(io, first_io)))
+    out.copy_(x)
+    io.mul_(2.0)
+    r.end()
+(r.options.out_dir / "seen.txt").write_text(" ".join(map(str, seen)))
+raise SystemExit(r.finish())
+""")
+    for mode in ("time", "profile"):
+        result = run_harness(script, mode, tmp_path / mode, "--warmup", "2", "--trials", "4")
+        assert result.returncode == 0, result.stderr
+        seen = (tmp_path / mode / "seen.txt").read_text().split()
+        assert seen == ["True"] * len(seen) and len(seen) == (6 if mode == "time" else 2)
 
 
 def test_profile_mode_makes_one_warm_up_and_one_profiled_call(tmp_path: Path) -> None:

@@ -40,6 +40,15 @@ def test_fast_candidate_is_improved_with_every_rule_accounted_for(cpu_task_dir: 
     assert "improved" in verdict.headline() and "ms ->" in verdict.headline()
 
 
+def test_no_reference_result_is_left_on_disk_for_a_later_candidate(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """The oracle's outputs (and the baseline's timed ones, which are the same results) are deleted once compared:
+    candidates validated later in the same work directory find nothing to copy."""
+    verdict = judge(cpu_task_dir, tmp_path, FAST_C, timing=True)
+    assert verdict.status == Status.IMPROVED, verdict.reason
+    outputs = [p.relative_to(tmp_path / "work") for p in (tmp_path / "work").rglob("*.npy")]
+    assert outputs and all(p.parts[0].startswith("cand-") for p in outputs)  # the candidate's own check runs only
+
+
 def test_untimed_correct_candidate_is_correct(cpu_task_dir: Path, tmp_path: Path) -> None:
     verdict = judge(cpu_task_dir, tmp_path, FAST_C)
     assert verdict.status == Status.CORRECT and verdict.speedup is None
@@ -67,6 +76,17 @@ def test_output_cache_keyed_by_pointer_is_caught_on_the_second_call(cpu_task_dir
     verdict = judge(cpu_task_dir, tmp_path, code)
     assert verdict.status == Status.INCORRECT
     assert "call 1" in verdict.reason and "output 'out'" in verdict.reason
+
+
+def test_skipping_work_once_timed_is_caught_by_the_last_timed_call(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """A kernel that does half the rows once it has been called more often than a check calls it: it passes every
+    checked call and would time as 2x; the last timed call's outputs, compared with the original's, give it away.
+    (Telling a timed call by its outputs no longer works: each starts poisoned, test_triton_harness.py.)"""
+    code = "static int calls;\n" + HEADER + "    int rows = ++calls > 3 ? n / 2 : n;\n" + \
+        ROW_LOOP.replace("i < n;", "i < rows;") + "}\n"
+    verdict = judge(cpu_task_dir, tmp_path, code, timing=True)
+    assert verdict.status == Status.INCORRECT, verdict.reason
+    assert "behaves differently when timed" in verdict.reason and "never written" in verdict.reason
 
 
 def test_partial_write_is_reported_as_never_written(cpu_task_dir: Path, tmp_path: Path) -> None:

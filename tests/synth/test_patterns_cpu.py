@@ -88,3 +88,18 @@ def test_triton_instances_are_correct_under_the_interpreter(tmp_path: Path, monk
         results = list(pool.map(judge, TRITON_PATTERNS))
     wrong = [(pattern_id, reason) for pattern_id, correct, reason in results if not correct]
     assert not wrong
+
+
+def test_interpreted_triton_is_never_timed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Times under TRITON_INTERPRET=1 are Python's, not a GPU's: a correct candidate is correct, never faster."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from profiling.validate import validate
+    from profiling.verdict import Status
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    task = load_task(write_task(_small(generate(TRITON_PATTERNS[0], 0)), tmp_path / "task"))
+    verdict = validate(task, task.reference_path, tmp_path / "work", timing=True)
+    assert verdict.status == Status.CORRECT and verdict.speedup is None, verdict.reason
+    assert "not timed (Triton's CPU interpreter" in verdict.reason
