@@ -32,6 +32,12 @@ class Build:
     log: str
     duration_s: float
     env: tuple[tuple[str, str], ...] = ()  # extra environment of every run (PYTHONPATH for Python harnesses)
+    digest: str = ""  # of what runs (build_digest), taken when it was built
+
+    def intact(self) -> bool:
+        """Whether what runs is still what was built: the code under test runs with write access to the disk, and a
+        candidate that rewrote the original's binary would slow the baseline down."""
+        return not self.ok or build_digest(self.directory) == self.digest
 
     def reason(self) -> str:
         """The first error line, then the compiler's output (its start: later errors mostly cascade)."""
@@ -47,24 +53,41 @@ def build(task: Task, version: Path, work_dir: Path, *, extra_flags: tuple[str, 
     if not version.is_file():
         raise FileNotFoundError(f"{version} does not exist")
     directory = work_dir.resolve() / f"build-{_build_key(task, version, extra_flags)}"
-    marker = directory / ".built"
-    if marker.is_file():
+    marker, recorded = directory / ".built", directory / ".digest"
+    if marker.is_file() and recorded.is_file() and recorded.read_text() == build_digest(directory):
         return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log=marker.read_text(),
-                     duration_s=0.0, env=_run_env(task, directory))
-    _stage(task, version, directory)
+                     duration_s=0.0, env=_run_env(task, directory), digest=recorded.read_text())
+    _stage(task, version, directory)  # new, or changed since it was built: made again
     if task.language == "python":
-        marker.write_text("")
-        return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log="", duration_s=0.0,
-                     env=_run_env(task, directory))
+        return _finished(task, directory, "", 0.0)
     result = sandbox.run(compile_argv(task, extra_flags), cwd=directory,
                          limits=sandbox.Limits(timeout_s=BUILD_TIMEOUT_S, memory_bytes=None))
     log = (result.stderr + result.stdout).strip()
     if result.timed_out:
         log = f"the compiler did not finish within {BUILD_TIMEOUT_S:.0f} s\n{log}"
     if result.ok and (directory / "bin").is_file():
-        marker.write_text(log)
-    return Build(ok=result.ok, argv=_run_argv(task, directory), directory=directory, log=log,
+        return _finished(task, directory, log, result.duration_s)
+    return Build(ok=False, argv=_run_argv(task, directory), directory=directory, log=log,
                  duration_s=result.duration_s, env=_run_env(task, directory))
+
+
+def _finished(task: Task, directory: Path, log: str, duration_s: float) -> Build:
+    """A successful build, marked done with its digest (the marker last: a build without it is made again)."""
+    digest = build_digest(directory)
+    (directory / ".digest").write_text(digest)
+    (directory / ".built").write_text(log)
+    return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log=log, duration_s=duration_s,
+                 env=_run_env(task, directory), digest=digest)
+
+
+def build_digest(directory: Path) -> str:
+    """sha256 of what a build runs: its binary, or its Python files and the harness runtime they import."""
+    digest = hashlib.sha256()
+    binary = directory / "bin"
+    paths = [binary] if binary.is_file() else [*sorted(directory.glob("*.py")), RUNTIME_DIR / "perfforge_harness.py"]
+    for path in paths:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def compile_argv(task: Task, extra_flags: tuple[str, ...] = ()) -> list[str]:

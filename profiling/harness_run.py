@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfforge.errors import PerfforgeError
 from profiling import sandbox
 from profiling.build import Build
 from profiling.task import Task, TaskConfig
@@ -28,6 +29,10 @@ HARNESS_EXIT_REASONS = {
     4: "a CUDA error (a launch that fails has not run)",
     5: "the harness could not write its results",
 }
+
+
+class TamperedBuild(PerfforgeError):
+    """A build's binary (or Python files) changed between two runs."""
 
 
 @dataclass
@@ -55,10 +60,6 @@ class HarnessRun:
             raise RuntimeError(f"the harness wrote no timing.json in {self.out_dir}")
         return json.loads(path.read_text())
 
-    def timed_outputs(self) -> dict[str, np.ndarray]:
-        """The outputs of a time-mode run's last call, by name."""
-        return self.buffers(int(self.timing()["outputs_of_call"]))
-
     def drop_outputs(self) -> None:
         """Delete the buffers the run wrote (timing.json stays)."""
         for path in self.out_dir.glob("*.npy"):
@@ -81,9 +82,13 @@ def load_npy(path: Path) -> np.ndarray:
 
 def run_harness(task: Task, built: Build, mode: str, config: TaskConfig, out_dir: Path, *, seed: int = 0,
                 calls: int | None = None, warmup: int | None = None, trials: int | None = None, flush: bool = True,
-                timeout_s: float | None = None, malloc_perturb: int | None = None) -> HarnessRun:
+                timeout_s: float | None = None, malloc_perturb: int | None = None,
+                save_calls: tuple[int, ...] = ()) -> HarnessRun:
     """Run the built harness once; out_dir is emptied first. (Profilers wrap the harness themselves:
-    profiling.cpu.callgrind, profiling.cuda.ncu.)"""
+    profiling.cpu.callgrind, profiling.cuda.ncu.) TamperedBuild when the build changed since it was made."""
+    if not built.intact():
+        raise TamperedBuild(f"{built.directory} changed after it was built: code under test wrote outside its "
+                            "scratch directory")
     out_dir = out_dir.resolve()  # the harness runs in its own directory
     if out_dir.exists():
         shutil.rmtree(out_dir)
@@ -94,6 +99,8 @@ def run_harness(task: Task, built: Build, mode: str, config: TaskConfig, out_dir
     if mode == "time":
         argv += ["--warmup", str(task.validate.warmup if warmup is None else warmup),
                  "--trials", str(trials or task.validate.trials)]
+    for call in save_calls:
+        argv += ["--save-call", str(call)]
     if not flush:
         argv.append("--no-flush")
     argv += config.args()

@@ -126,17 +126,23 @@ def _no_device_kernel(code: str, task: Task) -> list[tuple[int, str]]:
 
 
 _ESCAPES = {
+    # calls, and the bare names of the worst (so a function pointer `= fopen;` or a macro argument counts too)
     "c_like": r"\b(f?open(64)?|freopen(64)?|openat(64)?|creat(64)?|fdopen|opendir|popen|system|fork|vfork|execv\w*|"
-              r"execl\w*|socket|connect|getenv|setenv|putenv|getcwd|chdir|readlink|dlopen|dlsym|mmap(64)?|ptrace|"
-              r"setrlimit|kill|remove|unlink|rename|syscall)\s*\(|\b[io]?fstream\b|\bstd::filesystem\b|"
-              r"__attribute__\s*\(\(\s*(constructor|destructor)",
-    # the harness module (perfforge_harness) and __main__ share the candidate's process: touching them rewrites
-    # the clock or reads the run's state; numpy and torch file I/O reads other runs' outputs
+              r"execl\w*|posix_spawnp?|socket|connect|getenv|setenv|putenv|getcwd|chdir|readlink|dlopen|dlsym|"
+              r"mmap(64)?|ptrace|setrlimit|kill|remove|unlink|rename|truncate|ftruncate|link|symlink|chmod|chown|"
+              r"syscall)\s*\(|\b(fopen(64)?|freopen|popen|dlopen|dlsym|posix_spawnp?|execv\w*|execl\w*|"
+              r"syscall)\b|\b[io]?fstream\b|\bstd::filesystem\b|__attribute__\s*\(\(\s*(constructor|destructor)|"
+              # token pasting hides any name from these patterns (fo##pen); an asm label renames a function to a
+              # symbol the harness uses (clock_gettime) without writing its name as a definition
+              r"##|\)\s*(__asm__|__asm|asm)\s*\(\s*\"",
+    # the harness module (perfforge_harness) and __main__ share the candidate's process: touching them, or
+    # assigning to an attribute of a module the harness times with (time, torch), rewrites the clock; numpy and
+    # torch file I/O reads other runs' outputs
     "python": r"^\s*(import\s+[^\n]*|from\s+)\b(os|sys|subprocess|socket|shutil|pathlib|ctypes|importlib|pickle|"
-              r"multiprocessing|threading|signal|builtins|inspect|gc|io|glob|tempfile|perfforge_harness|__main__)\b|"
-              r"\b(open|eval|exec|compile|__import__|globals|vars|getattr|setattr|breakpoint)\s*\(|"
+              r"multiprocessing|threading|signal|builtins|inspect|gc|io|glob|tempfile|time|perfforge_harness|"
+              r"__main__)\b|(?<![\w.])(open|eval|exec|compile|__import__|globals|vars|getattr|setattr|breakpoint)\s*\(|"
               r"\b(np|numpy|torch)\.(load|save|fromfile|memmap|loadtxt|genfromtxt)\b|\.tofile\s*\(|"
-              r"\b__(builtins|globals|subclasses|code|dict)__\b",
+              r"\b__(builtins|globals|subclasses|code|dict)__\b|^\s*(torch|triton|tl|np|numpy)(\.\w+)+\s*=(?!=)",
 }
 
 

@@ -3,12 +3,14 @@
 Baseline (A) and candidate (B) run in the same session, alternating A B B A A B ... in separate processes, each
 process warming up and then timing many calls with the harness's own clock (device events under CUDA, the
 monotonic clock on the CPU) and a cache flush before each call. The pure statistics live in profiling/score.py.
-Never called under a profiler. The last timed call of every process is checked too: the candidate's outputs
-against the baseline's on the same inputs, so a kernel that skips work only when timed is caught.
+Never called under a profiler. Timed calls are checked too: in every round, SAVED_CALLS_PER_ROUND timed calls
+picked at random (the kernel cannot know which) have their outputs compared, the candidate's against the
+baseline's on the same inputs, so a kernel that skips work or answers from memory once timed is caught.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,10 @@ from profiling.build import Build
 from profiling.correctness import compare_run
 from profiling.harness_run import HarnessRun, run_harness
 from profiling.task import Task, TaskConfig
+
+# Timed calls per round whose outputs are written and compared: enough that a kernel skipping a fair share of its
+# calls is caught in some round (4 rounds x 3 calls), few enough that writing them costs little.
+SAVED_CALLS_PER_ROUND = 3
 
 
 @dataclass
@@ -36,7 +42,10 @@ def time_interleaved(task: Task, baseline: Build, candidate: Build, config: Task
     """Alternate the two versions for `rounds` rounds each; the order flips every round (ABBA) so that a slow drift
     of the machine (clocks, a neighbour's load) weighs on both sides equally."""
     runs = TimingRuns(baseline_ms=[], candidate_ms=[], method="", context={})
+    warmup, trials = task.validate.warmup, trials or task.validate.trials
+    picker = random.SystemRandom()  # not seeded: nothing the candidate can read predicts the checked calls
     for round_index in range(rounds or task.validate.rounds):
+        saved = tuple(sorted(picker.sample(range(warmup, warmup + trials), min(SAVED_CALLS_PER_ROUND, trials))))
         order = [("baseline", baseline), ("candidate", candidate)]
         if round_index % 2:
             order.reverse()
@@ -44,19 +53,28 @@ def time_interleaved(task: Task, baseline: Build, candidate: Build, config: Task
         for side, built in order:
             timeout = candidate_timeout_s if side == "candidate" else None
             run = run_harness(task, built, "time", config, work_dir / f"time-{side}-{round_index}", seed=round_index,
-                              trials=trials, timeout_s=timeout)
+                              warmup=warmup, trials=trials, timeout_s=timeout, save_calls=saved)
             if not run.ok:
                 runs.failure = f"{side} failed while being timed: {run.reason()}"
                 return runs
             timing = run.timing()
             runs.method = timing.get("method", "")
-            runs.context = {k: v for k, v in timing.items() if k not in ("times_ms", "outputs_of_call")}
+            runs.context = {k: v for k, v in timing.items() if k not in ("times_ms", "saved_calls")}
             (runs.baseline_ms if side == "baseline" else runs.candidate_ms).append(run.times_ms())
             done[side] = run
-        same = compare_run(task.outputs, done["candidate"].timed_outputs(), done["baseline"].timed_outputs())
+        runs.timed_mismatch = _compare_saved_calls(task, done["candidate"], done["baseline"], saved, round_index)
         for run in done.values():  # the baseline's outputs are reference results: no later candidate may find them
             run.drop_outputs()
-        if not same.ok:
-            runs.timed_mismatch = f"round {round_index}, last timed call: {same.problem}"
+        if runs.timed_mismatch:
             return runs
     return runs
+
+
+def _compare_saved_calls(task: Task, candidate: HarnessRun, baseline: HarnessRun, saved: tuple[int, ...],
+                         round_index: int) -> str:
+    """How the candidate's outputs of the saved timed calls differ from the baseline's, or ''."""
+    for call in saved:
+        same = compare_run(task.outputs, candidate.buffers(call), baseline.buffers(call))
+        if not same.ok:
+            return f"round {round_index}, timed call {call}: {same.problem}"
+    return ""

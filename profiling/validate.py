@@ -20,7 +20,7 @@ import numpy as np
 from profiling import sandbox
 from profiling.build import Build, build
 from profiling.correctness import compare_run, degenerate_reason
-from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, run_harness
+from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, TamperedBuild, run_harness
 from profiling.machine import describe_machine, describe_tools, gpu_peaks
 from profiling.score import SpeedupEstimate, estimate_speedup, plausibility_problems
 from profiling.static_checks import run_static_checks
@@ -78,6 +78,8 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
             verdict.reason = f"correct on {len(verdict.checked_runs)} checked runs; not timed ({why})"
     except _Stop as stop:
         verdict.status, verdict.reason = stop.status, stop.reason
+    except TamperedBuild as tampered:
+        verdict.status, verdict.reason = Status.REJECTED, f"rejected: {tampered}"
     verdict.rules = rule_table(task, verdict, timing)
     verdict.duration_s = round(time.monotonic() - started, 3)
     return verdict

@@ -44,6 +44,7 @@
 #define PF_MAX_BUFS 32
 #define PF_MAX_PARAMS 32
 #define PF_MAX_TIMES 100000
+#define PF_MAX_SAVED_CALLS 16  /* timed calls whose outputs a time run writes (--save-call) */
 /* Bytes of guard zone before and after every buffer. 256 keeps the data 256-byte aligned (float4, AVX-512,
  * CUDA's own allocation alignment) and catches the off-by-a-row writes that real kernels make. */
 #define PF_GUARD_BYTES 256
@@ -76,6 +77,7 @@ typedef struct {
     uint64_t seed;
     const char *out_dir;
     int calls, warmup, trials, flush, dump_inputs;
+    int save_calls[PF_MAX_SAVED_CALLS], nsave; /* time mode: calls whose outputs are written (--save-call) */
     int nparams;
     const char *keys[PF_MAX_PARAMS];
     const char *vals[PF_MAX_PARAMS];
@@ -195,6 +197,8 @@ static void pf_init(pf_run *r, int argc, char **argv) {
         else if (!strcmp(argv[i], "--trials")) r->trials = atoi(pf_arg_value(argc, argv, &i));
         else if (!strcmp(argv[i], "--no-flush")) r->flush = 0;
         else if (!strcmp(argv[i], "--dump-inputs")) r->dump_inputs = 1;
+        else if (!strcmp(argv[i], "--save-call") && r->nsave < PF_MAX_SAVED_CALLS)
+            r->save_calls[r->nsave++] = atoi(pf_arg_value(argc, argv, &i));
         else if (strchr(argv[i], '=') && r->nparams < PF_MAX_PARAMS) {
             char *eq = strchr(argv[i], '=');
             *eq = '\0';
@@ -322,28 +326,24 @@ static void pf_flush_cache(pf_run *r) {
 #endif
 }
 
-/* Start of one call. Returns 0 when every call of the mode has been made. */
+/* Start of one call. Returns 0 when every call of the mode has been made.
+ * Every call, timed or checked, starts the same way, outside the timer: inputs drawn afresh from (seed, call),
+ * outputs poisoned, guards written. A kernel cannot tell a timed call from a checked one by its buffers, nor
+ * answer from a result it kept (no two calls share inputs); the validator compares the outputs of timed calls
+ * it picks at random (--save-call) with the original's. */
 static int pf_begin(pf_run *r) {
     int total = r->mode == PF_MODE_CHECK ? r->calls : r->warmup + r->trials;
     if (r->iter >= total) return 0;
+    for (int i = 0; i < r->nbufs; i++) {
+        pf_buf *b = &r->bufs[i];
+        if (r->iter > 0 && (b->role == PF_INPUT || b->role == PF_INOUT)) pf_fill(b, r->seed, r->iter, i);
+        pf_arm(b);
+    }
     if (r->mode == PF_MODE_CHECK) {
-        for (int i = 0; i < r->nbufs; i++) {
-            pf_buf *b = &r->bufs[i];
-            if (r->iter > 0 && (b->role == PF_INPUT || b->role == PF_INOUT)) pf_fill(b, r->seed, r->iter, i);
-            pf_arm(b);
-        }
 #ifdef __CUDACC__
         pf_cuda_check(cudaDeviceSynchronize(), "set-up before the call");
 #endif
         return 1;
-    }
-    /* Outside the timer, a timed call starts as a checked one does: outputs poisoned, in-place buffers back to
-     * their first draw. A kernel cannot tell it is being timed from what it finds in its buffers, and the last
-     * timed call's outputs are compared with the original's (pf_end). */
-    for (int i = 0; i < r->nbufs; i++) {
-        pf_buf *b = &r->bufs[i];
-        if (r->iter > 0 && b->role == PF_INOUT) pf_fill(b, r->seed, 0, i);
-        if (b->role == PF_OUTPUT || b->role == PF_INOUT) pf_arm(b);
     }
     if (r->mode == PF_MODE_PROFILE && r->iter == r->warmup) {
 #ifdef PF_HAVE_NVTX
@@ -358,6 +358,12 @@ static int pf_begin(pf_run *r) {
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
 #endif
     return 1;
+}
+
+static int pf_saved_call(const pf_run *r) {
+    for (int i = 0; i < r->nsave; i++)
+        if (r->save_calls[i] == r->iter) return 1;
+    return 0;
 }
 
 static void pf_write_npy(pf_run *r, pf_buf *b, const unsigned char *data) {
@@ -419,7 +425,7 @@ static void pf_check_guards(pf_run *r, pf_buf *b, const unsigned char *raw) {
 }
 
 /* Every buffer after the call: guards checked, outputs written as BUF.CALL.npy; with digests, a digest of every
- * input as BUF.CALL.digest (check mode; the last timed call writes its outputs only). */
+ * input as BUF.CALL.digest (check mode; a saved timed call writes its outputs only). */
 static void pf_save_buffers(pf_run *r, int digests) {
     for (int i = 0; i < r->nbufs; i++) {
         pf_buf *b = &r->bufs[i];
@@ -440,7 +446,7 @@ static void pf_save_buffers(pf_run *r, int digests) {
 }
 
 /* End of one call: check mode saves and checks every buffer; time mode records the duration (and saves the
- * outputs of its last call). */
+ * outputs of the calls named by --save-call). */
 static void pf_end(pf_run *r) {
 #ifdef __CUDACC__
     pf_cuda_check(cudaGetLastError(), "the kernel launch");
@@ -469,7 +475,7 @@ static void pf_end(pf_run *r) {
         nvtxRangePop();
 #endif
     }
-    if (r->mode == PF_MODE_TIME && r->iter == r->warmup + r->trials - 1) pf_save_buffers(r, 0);
+    if (r->mode == PF_MODE_TIME && pf_saved_call(r)) pf_save_buffers(r, 0);
     r->iter++;
 }
 
@@ -489,7 +495,9 @@ static int pf_finish(pf_run *r) {
             r->flush ? r->flush_bytes : (size_t)0);
     for (int i = 0; i < r->ntimes; i++) fprintf(f, "%s%.9g", i ? ", " : "", r->times_ms[i]);
     fprintf(f, "]");
-    if (r->mode == PF_MODE_TIME) fprintf(f, ", \"outputs_of_call\": %d", r->warmup + r->trials - 1);
+    fprintf(f, ", \"saved_calls\": [");
+    for (int i = 0; i < r->nsave; i++) fprintf(f, "%s%d", i ? ", " : "", r->save_calls[i]);
+    fprintf(f, "]");
 #ifdef __CUDACC__
     {
         cudaDeviceProp prop;

@@ -21,10 +21,12 @@ Run as `python harness.py MODE --seed N --out DIR [--calls C] [--warmup W] [--tr
            and a C harness draw byte-identical inputs; every output is poisoned (all bytes 0xFF: NaN for floats,
            -1 for integers) before each call; after each call every buffer (inputs too) is written to
            DIR/<name>.<call>.npy and its 256-byte guard zones are checked (exit 3 on an out-of-bounds write).
-  time     inputs drawn once; before each call the cache is flushed (CUDA: a fill of twice the L2; CPU: a write
+  time     each call starts as a checked one does (fresh inputs from (seed, call), outputs poisoned), then the
+           cache is flushed (CUDA: a fill of twice the L2; CPU: a write
            over twice the last-level cache, at most 64 MiB); each call is timed (CUDA: events, after
            torch.cuda.synchronize() of the whole device, so work on other streams cannot escape the timer;
-           CPU: CLOCK_MONOTONIC). DIR/timing.json holds "method", "flush_bytes", "times_ms" (and the device).
+           CPU: CLOCK_MONOTONIC). DIR/timing.json holds "method", "flush_bytes", "times_ms", "saved_calls" (and
+           the device); the outputs of each call named by --save-call are written as in check mode.
   profile  one warm-up call, then one call inside the NVTX range "pf_profile" (CUDA) for the profiler.
 
 Buffers live on "cuda" when torch sees a GPU, else on the CPU, where Triton kernels run only under its
@@ -55,6 +57,14 @@ import torch
 MAX_BUFFERS = 32  # PF_MAX_BUFS
 MAX_PARAMS = 32  # PF_MAX_PARAMS
 MAX_TRIALS = 100_000  # PF_MAX_TIMES
+MAX_SAVED_CALLS = 16  # PF_MAX_SAVED_CALLS
+# The timer, bound when this module loads, before any kernel module: a kernel that reassigns time.clock_gettime_ns
+# or torch.cuda.Event's methods (in the same process) cannot reach the harness's clock.
+_clock_ns = time.clock_gettime_ns
+_CLOCK_MONOTONIC = time.CLOCK_MONOTONIC
+_event_record = torch.cuda.Event.record
+_event_synchronize = torch.cuda.Event.synchronize
+_event_elapsed_ms = torch.cuda.Event.elapsed_time
 GUARD_BYTES = 256  # PF_GUARD_BYTES: keeps the data 256-byte aligned and catches off-by-a-row writes
 GUARD_BYTE = 0xA5  # PF_GUARD_BYTE
 POISON_BYTE = 0xFF  # PF_POISON_BYTE: NaN for floats, -1 for integers
@@ -291,6 +301,7 @@ class Options:
     trials: int = 20
     flush: bool = True
     dump_inputs: bool = False  # --dump-inputs: inputs written whole as .npy too (debugging, tests)
+    save_calls: list[int] = field(default_factory=list)  # --save-call: time-mode calls whose outputs are written
     params: list[tuple[str, str]] = field(default_factory=list)  # in order; a lookup takes the first match
 
 
@@ -326,7 +337,7 @@ def parse_args(argv: Sequence[str]) -> Options:
             opts.flush = False
         elif arg == "--dump-inputs":
             opts.dump_inputs = True
-        elif arg in {"--seed", "--out", "--calls", "--warmup", "--trials"}:
+        elif arg in {"--seed", "--out", "--calls", "--warmup", "--trials", "--save-call"}:
             if i + 1 >= len(argv):
                 raise fail(EXIT_BAD_ARGS, f"option {arg} needs a value")
             i += 1
@@ -349,6 +360,9 @@ def _set_option(opts: Options, option: str, value: str) -> None:
         opts.seed = c_int(value) & _MASK64  # strtoull
     elif option == "--out":
         opts.out_dir = Path(value)
+    elif option == "--save-call":
+        if len(opts.save_calls) < MAX_SAVED_CALLS:
+            opts.save_calls.append(c_int(value))
     else:
         setattr(opts, option[2:], c_int(value))
 
@@ -485,10 +499,9 @@ class Run:
             return False
         if self.iter == 0:
             self._keep_fixed_contents()
+        self._prepare_call()
         if self.mode is Mode.CHECK:
-            self._prepare_checked_call()
             return True
-        self._prepare_timed_call()
         if self.mode is Mode.PROFILE and self.iter == self.options.warmup and self.device.type == "cuda":
             torch.cuda.nvtx.range_push("pf_profile")
         if self.mode is Mode.TIME:
@@ -507,7 +520,7 @@ class Run:
                 self.times_ms.append(milliseconds)
             if self.mode is Mode.PROFILE and self.iter == self.options.warmup and self.device.type == "cuda":
                 torch.cuda.nvtx.range_pop()
-            if self.mode is Mode.TIME and self.iter == self._last_timed_call():
+            if self.mode is Mode.TIME and self.iter in self.options.save_calls:
                 self._save_buffers(digests=False)
         self.iter += 1
 
@@ -525,7 +538,7 @@ class Run:
         result: dict[str, object] = {"method": method, "flush_bytes": self._flush_bytes if self.options.flush else 0,
                                      "times_ms": self.times_ms, **device_info(self.device)}
         if self.mode is Mode.TIME:
-            result["outputs_of_call"] = self._last_timed_call()
+            result["saved_calls"] = self.options.save_calls
         path = self.options.out_dir / "timing.json"
         try:
             path.write_text(json.dumps(result) + "\n")
@@ -539,25 +552,16 @@ class Run:
             if buffer.role is Role.FIXED:
                 buffer.pristine = buffer.data_bytes().clone()
 
-    def _prepare_checked_call(self) -> None:
+    def _prepare_call(self) -> None:
+        """Every call, timed or checked, starts the same way, outside the timer: inputs drawn afresh from (seed,
+        call), outputs poisoned, guards written, fixed buffers restored. A kernel cannot tell a timed call from a
+        checked one by its buffers, nor answer from a result it kept (no two calls share inputs); the validator
+        compares the outputs of timed calls it picks at random (--save-call) with the original's."""
         for buffer in self.buffers:
             if self.iter > 0 and buffer.role in (Role.INPUT, Role.INOUT):
                 buffer.fill(self.options.seed, self.iter)
             buffer.arm()
         self._synchronize("set-up before the call")
-
-    def _prepare_timed_call(self) -> None:
-        """Outside the timer, a timed call starts as a checked one does: outputs poisoned, in-place buffers back to
-        their first draw. A kernel cannot tell it is being timed from what it finds in its buffers, and the last
-        timed call's outputs are compared with the original's."""
-        for buffer in self.buffers:
-            if self.iter > 0 and buffer.role is Role.INOUT:
-                buffer.fill(self.options.seed, 0)
-            if buffer.role in (Role.OUTPUT, Role.INOUT):
-                buffer.arm()
-
-    def _last_timed_call(self) -> int:
-        return self.options.warmup + self.options.trials - 1
 
     def _save_buffers(self, *, digests: bool) -> None:
         """Every buffer after the call: guards checked, outputs written as BUF.CALL.npy; with digests, a digest of
@@ -588,18 +592,18 @@ class Run:
     def _start_clock(self) -> None:
         self._synchronize("set-up before the call")
         if self._events is not None:
-            self._events[0].record()
+            _event_record(self._events[0])
         else:
-            self._t0_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            self._t0_ns = _clock_ns(_CLOCK_MONOTONIC)
 
     def _stop_clock(self) -> float:
         if self._events is None:
-            return (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - self._t0_ns) * 1e-6
+            return (_clock_ns(_CLOCK_MONOTONIC) - self._t0_ns) * 1e-6
         start, stop = self._events
         try:
-            stop.record()
-            stop.synchronize()
-            return float(start.elapsed_time(stop))
+            _event_record(stop)
+            _event_synchronize(stop)
+            return float(_event_elapsed_ms(start, stop))
         except RuntimeError as exc:
             raise fail(EXIT_CUDA, f"CUDA error in the timing events: {exc}") from None
 

@@ -110,6 +110,23 @@ def test_triton_candidate_may_not_touch_the_harness_or_read_files(tmp_path: Path
 def test_c_candidate_may_not_read_files_by_any_name(tmp_path: Path) -> None:
     task = load_task(write_task(tmp_path / "task"))
     for escape in ('FILE *f = fopen64("../oracle/out.0.npy", "rb");', "getcwd(buf, sizeof buf);",
-                   'std::ifstream in("answers");', "DIR *d = opendir(\"..\");"):
+                   'std::ifstream in("answers");', "DIR *d = opendir(\"..\");", "void *(*f)(void) = (void *)fopen;",
+                   "int t = 1;\n#define F(a) fo##pen(a)\n", 'posix_spawn(0, "/bin/sh", 0, 0, 0, 0);',
+                   '__asm__ volatile ("syscall");'):
         code = SLOW_C + "void steal(char *buf) { " + escape + " }\n"
         assert _checks(run_static_checks(code, task)) == {"escapes_sandbox"}, escape
+
+
+def test_c_candidate_may_not_rename_a_function_to_the_harness_clock(tmp_path: Path) -> None:
+    """An asm label gives a function of any name the symbol clock_gettime: it would replace the harness's timer."""
+    task = load_task(write_task(tmp_path / "task"))
+    code = SLOW_C + 'int my_clock(int c, void *t) __asm__("clock_gettime");\n'
+    assert _checks(run_static_checks(code, task)) == {"escapes_sandbox"}
+
+
+def test_python_checks_leave_method_calls_named_like_builtins_alone(tmp_path: Path) -> None:
+    task = _task(tmp_path, TRITON_TOML, TRITON_KERNEL, ("kernel.py", "harness.py", "fast.py"))
+    for fine in ("import re\nPATTERN = re.compile('x')\n", "fast_scale = torch.compile(scale)\n"):
+        assert "escapes_sandbox" not in _checks(run_static_checks(TRITON_KERNEL + fine, task)), fine
+    for clock in ("torch.cuda.Event.elapsed_time = lambda self, other: 0.1\n", "import time\n"):
+        assert "escapes_sandbox" in _checks(run_static_checks(TRITON_KERNEL + clock, task)), clock

@@ -200,21 +200,27 @@ def test_time_mode_writes_timing_json_with_flush_size(tmp_path: Path) -> None:
     assert len(timing["times_ms"]) == 5 and all(t > 0 for t in timing["times_ms"])
     assert 0 < timing["flush_bytes"] <= pfh.CPU_FLUSH_CAP_BYTES
     assert (tmp_path / "flushed" / "calls.txt").read_text() == "7"  # warm-up calls run but are not recorded
-    # only the last timed call's outputs are written, for comparison with the original's; every timed call starts
-    # as a checked one does (in-place buffers redrawn, outputs poisoned), so they equal a checked first call's
-    assert timing["outputs_of_call"] == 6
-    assert sorted(p.name for p in (tmp_path / "flushed").glob("*.npy")) == ["io.6.npy", "out.6.npy", "untouched.6.npy"]
-    assert run_harness(script, "check", tmp_path / "checked", "--calls", "1", "n=1000").returncode == 0
+    assert not list((tmp_path / "flushed").glob("*.npy")) and timing["saved_calls"] == []
+    # --save-call: those calls' outputs are written; every call starts as a checked one does (fresh inputs from
+    # (seed, call), outputs poisoned), so they equal the same calls of a check run
+    saved = run_harness(script, "time", tmp_path / "saved", "--warmup", "2", "--trials", "5", "--save-call", "3",
+                        "--save-call", "6", "n=1000")
+    assert saved.returncode == 0, saved.stderr
+    assert json.loads((tmp_path / "saved" / "timing.json").read_text())["saved_calls"] == [3, 6]
+    assert sorted(p.name for p in (tmp_path / "saved").glob("*.npy")) == [
+        "io.3.npy", "io.6.npy", "out.3.npy", "out.6.npy", "untouched.3.npy", "untouched.6.npy"]
+    assert run_harness(script, "check", tmp_path / "checked", "--calls", "7", "n=1000").returncode == 0
     for name in ("io", "out", "untouched"):
-        assert np.array_equal(np.load(tmp_path / "flushed" / f"{name}.6.npy"),
-                              np.load(tmp_path / "checked" / f"{name}.0.npy"), equal_nan=True)
+        for call in (3, 6):
+            assert np.array_equal(np.load(tmp_path / "saved" / f"{name}.{call}.npy"),
+                                  np.load(tmp_path / "checked" / f"{name}.{call}.npy"), equal_nan=True)
     run_harness(script, "time", tmp_path / "unflushed", "--trials", "3", "--no-flush", "n=1000")
     assert json.loads((tmp_path / "unflushed" / "timing.json").read_text())["flush_bytes"] == 0
 
 
-def test_every_timed_call_finds_its_outputs_poisoned_and_its_inout_buffers_redrawn(tmp_path: Path) -> None:
-    """What a kernel sees at the start of a timed call is what it sees at the start of a checked one, so it cannot
-    tell that it is being timed (and skip work) from its buffers."""
+def test_every_timed_call_finds_its_outputs_poisoned_and_fresh_inputs(tmp_path: Path) -> None:
+    """What a kernel sees at the start of a timed call is what it sees at the start of a checked one: it cannot tell
+    that it is being timed (and skip work) from its buffers, nor answer from a result it kept."""
     script = write_script(tmp_path, """
 import torch
 from perfforge_harness import Run
@@ -223,12 +229,15 @@ r = Run()
 x = r.input("x", "float32", 64, -1.0, 1.0)
 io = r.inout("io", "float32", 64, 0.0, 1.0)
 out = r.output("out", "float32", 64)
-first_io = io.clone()
+last_x, last_io = x.clone(), io.clone() * 2
 seen = []
 while r.begin():
-    seen.append(bool(torch.isnan(out).all()) and bool(torch.equal(io, first_io)))
+    fresh = r.iter == 0 or not (torch.equal(x, last_x) or torch.equal(io, last_io))
+    seen.append(bool(torch.isnan(out).all()) and fresh)
+    last_x = x.clone()
     out.copy_(x)
     io.mul_(2.0)
+    last_io = io.clone()
     r.end()
 (r.options.out_dir / "seen.txt").write_text(" ".join(map(str, seen)))
 raise SystemExit(r.finish())

@@ -89,6 +89,18 @@ def test_skipping_work_once_timed_is_caught_by_the_last_timed_call(cpu_task_dir:
     assert "behaves differently when timed" in verdict.reason and "never written" in verdict.reason
 
 
+def test_timed_calls_never_repeat_inputs_so_nothing_answers_from_memory(cpu_task_dir: Path,
+                                                                          tmp_path: Path) -> None:
+    """A kernel that would answer from memory when it sees the inputs of its previous call (here: write a wrong
+    value) never gets the chance: every call, timed or checked, draws fresh inputs, so the timed calls the
+    validator checks at random are right."""
+    code = ("static float last_m0, last_w0; static int seen;\n" + HEADER
+            + ROW_LOOP + "    if (seen && m[0] == last_m0 && w[0] == last_w0) out[0] = 12345.0f;\n"
+            + "    last_m0 = m[0]; last_w0 = w[0]; seen = 1;\n}\n")
+    verdict = judge(cpu_task_dir, tmp_path, code, timing=True)
+    assert verdict.correct and verdict.speedup is not None, verdict.reason
+
+
 def test_partial_write_is_reported_as_never_written(cpu_task_dir: Path, tmp_path: Path) -> None:
     code = HEADER + ROW_LOOP.replace("i < n;", "i < n / 2;") + "}\n"
     verdict = judge(cpu_task_dir, tmp_path, code)
@@ -229,3 +241,21 @@ def test_original_that_crashes_makes_the_task_invalid(tmp_path: Path) -> None:
 def test_every_status_says_whether_it_is_correct(status: Status) -> None:
     assert status.correct == (status in {Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER, Status.NEEDS_REVIEW,
                                          Status.CORRECT})
+
+
+def test_a_build_changed_after_it_was_made_is_never_run_nor_reused(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Code under test can write to the disk: a rewritten original's binary (a slower baseline, a faster-looking
+    candidate) stops the verdict, and the build cache makes such a build again instead of serving it."""
+    from profiling.build import build
+    from profiling.harness_run import TamperedBuild, run_harness
+
+    task = load_task(cpu_task_dir)
+    original = build(task, task.source_path, tmp_path / "work")
+    assert original.ok and original.intact()
+    binary = original.directory / "bin"
+    binary.write_bytes(binary.read_bytes() + b"\0")  # what a candidate with write access could do
+    assert not original.intact()
+    with pytest.raises(TamperedBuild, match="changed after it was built"):
+        run_harness(task, original, "check", task.config(), tmp_path / "run")
+    again = build(task, task.source_path, tmp_path / "work")
+    assert again.ok and again.intact() and again.duration_s > 0  # compiled anew, not served from the cache
