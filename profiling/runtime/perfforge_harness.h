@@ -45,6 +45,9 @@
 #define PF_MAX_PARAMS 32
 #define PF_MAX_TIMES 100000
 #define PF_MAX_SAVED_CALLS 16  /* timed calls whose outputs a time run writes (--save-call) */
+/* Input sets a time run alternates between: no two consecutive calls share inputs, so a kernel that keeps its last
+ * result and returns it when the inputs repeat never can; two copies of each input is all the memory it costs. */
+#define PF_INPUT_SETS 2
 /* Bytes of guard zone before and after every buffer. 256 keeps the data 256-byte aligned (float4, AVX-512,
  * CUDA's own allocation alignment) and catches the off-by-a-row writes that real kernels make. */
 #define PF_GUARD_BYTES 256
@@ -70,6 +73,7 @@ typedef struct {
     unsigned char *draw; /* device allocation with guard zones */
     unsigned char *dev;  /* draw + PF_GUARD_BYTES */
 #endif
+    unsigned char *sets[PF_INPUT_SETS]; /* time mode: the inputs of calls 0 and 1 (device memory under CUDA) */
 } pf_buf;
 
 typedef struct {
@@ -326,17 +330,46 @@ static void pf_flush_cache(pf_run *r) {
 #endif
 }
 
+/* Time and profile modes: copy input set `k` into the buffer, making the sets on first use (drawn as checked calls
+ * 0, 1, ... draw theirs). A device-to-device or host copy: fast, so the device does not idle between calls. */
+static void pf_use_input_set(pf_run *r, pf_buf *b, int index, int k) {
+    size_t bytes = pf_bytes(b);
+    if (!b->sets[0]) {
+        for (int set = 0; set < PF_INPUT_SETS; set++) {
+            pf_fill(b, r->seed, set, index);
+#ifdef __CUDACC__
+            pf_cuda_check(cudaMalloc((void **)&b->sets[set], bytes), b->name);
+            pf_cuda_check(cudaMemcpy(b->sets[set], b->host, bytes, cudaMemcpyHostToDevice), b->name);
+#else
+            b->sets[set] = (unsigned char *)malloc(bytes);
+            if (!b->sets[set]) pf_fail(2, "cannot allocate the input sets of %s%s", b->name, "");
+            memcpy(b->sets[set], b->host, bytes);
+#endif
+        }
+    }
+#ifdef __CUDACC__
+    pf_cuda_check(cudaMemcpy(b->dev, b->sets[k], bytes, cudaMemcpyDeviceToDevice), b->name);
+#else
+    memcpy(b->host, b->sets[k], bytes);
+#endif
+}
+
 /* Start of one call. Returns 0 when every call of the mode has been made.
- * Every call, timed or checked, starts the same way, outside the timer: inputs drawn afresh from (seed, call),
- * outputs poisoned, guards written. A kernel cannot tell a timed call from a checked one by its buffers, nor
- * answer from a result it kept (no two calls share inputs); the validator compares the outputs of timed calls
- * it picks at random (--save-call) with the original's. */
+ * A checked call draws fresh inputs from (seed, call); a timed one alternates between two input sets (no two
+ * consecutive calls share inputs: nothing answers from a result it kept). Either way outputs are poisoned
+ * before it, outside the timer, so a kernel cannot tell a timed call from a checked one by its buffers; the
+ * validator compares the outputs of timed calls it picks at random (--save-call) with the original's. */
 static int pf_begin(pf_run *r) {
     int total = r->mode == PF_MODE_CHECK ? r->calls : r->warmup + r->trials;
     if (r->iter >= total) return 0;
     for (int i = 0; i < r->nbufs; i++) {
         pf_buf *b = &r->bufs[i];
-        if (r->iter > 0 && (b->role == PF_INPUT || b->role == PF_INOUT)) pf_fill(b, r->seed, r->iter, i);
+        int drawn = b->role == PF_INPUT || b->role == PF_INOUT;
+        if (r->mode != PF_MODE_CHECK && drawn) {
+            pf_use_input_set(r, b, i, r->iter % PF_INPUT_SETS);
+            continue;
+        }
+        if (r->iter > 0 && drawn) pf_fill(b, r->seed, r->iter, i);
         pf_arm(b);
     }
     if (r->mode == PF_MODE_CHECK) {

@@ -21,7 +21,7 @@ Run as `python harness.py MODE --seed N --out DIR [--calls C] [--warmup W] [--tr
            and a C harness draw byte-identical inputs; every output is poisoned (all bytes 0xFF: NaN for floats,
            -1 for integers) before each call; after each call every buffer (inputs too) is written to
            DIR/<name>.<call>.npy and its 256-byte guard zones are checked (exit 3 on an out-of-bounds write).
-  time     each call starts as a checked one does (fresh inputs from (seed, call), outputs poisoned), then the
+  time     calls alternate between the inputs of checked calls 0 and 1, outputs poisoned before each, then the
            cache is flushed (CUDA: a fill of twice the L2; CPU: a write
            over twice the last-level cache, at most 64 MiB); each call is timed (CUDA: events, after
            torch.cuda.synchronize() of the whole device, so work on other streams cannot escape the timer;
@@ -58,6 +58,7 @@ MAX_BUFFERS = 32  # PF_MAX_BUFS
 MAX_PARAMS = 32  # PF_MAX_PARAMS
 MAX_TRIALS = 100_000  # PF_MAX_TIMES
 MAX_SAVED_CALLS = 16  # PF_MAX_SAVED_CALLS
+INPUT_SETS = 2  # PF_INPUT_SETS: input sets a time run alternates between
 # The timer, bound when this module loads, before any kernel module: a kernel that reassigns time.clock_gettime_ns
 # or torch.cuda.Event's methods (in the same process) cannot reach the harness's clock.
 _clock_ns = time.clock_gettime_ns
@@ -440,6 +441,7 @@ class Run:
         self._events: tuple[torch.cuda.Event, torch.cuda.Event] | None = None
         if self.device.type == "cuda":
             self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        self._input_sets: dict[str, list[torch.Tensor]] = {}  # time and profile modes, per drawn buffer
 
     @property
     def mode(self) -> Mode:
@@ -553,19 +555,34 @@ class Run:
                 buffer.pristine = buffer.data_bytes().clone()
 
     def _prepare_call(self) -> None:
-        """Every call, timed or checked, starts the same way, outside the timer: inputs drawn afresh from (seed,
-        call), outputs poisoned, guards written, fixed buffers restored. A kernel cannot tell a timed call from a
-        checked one by its buffers, nor answer from a result it kept (no two calls share inputs); the validator
-        compares the outputs of timed calls it picks at random (--save-call) with the original's."""
+        """pf_begin's set-up, outside the timer: a checked call draws fresh inputs from (seed, call); a timed one
+        alternates between INPUT_SETS input sets (no two consecutive calls share inputs: nothing answers from a
+        result it kept). Either way outputs are poisoned and fixed buffers restored, so a kernel cannot tell a timed
+        call from a checked one by its buffers; the validator compares the outputs of timed calls it picks at random
+        (--save-call) with the original's."""
         for buffer in self.buffers:
-            if self.iter > 0 and buffer.role in (Role.INPUT, Role.INOUT):
+            drawn = buffer.role in (Role.INPUT, Role.INOUT)
+            if drawn and self.mode is not Mode.CHECK:
+                buffer.data_bytes().copy_(self._input_set(buffer, self.iter % INPUT_SETS))
+                continue
+            if self.iter > 0 and drawn:
                 buffer.fill(self.options.seed, self.iter)
             buffer.arm()
         self._synchronize("set-up before the call")
 
+    def _input_set(self, buffer: Buffer, index: int) -> torch.Tensor:
+        """The buffer's input set `index`, made on first use (drawn as checked calls 0, 1, ... draw theirs)."""
+        if buffer.name not in self._input_sets:
+            sets = []
+            for call in range(INPUT_SETS):
+                buffer.fill(self.options.seed, call)
+                sets.append(buffer.data_bytes().clone())
+            self._input_sets[buffer.name] = sets
+        return self._input_sets[buffer.name][index]
+
     def _save_buffers(self, *, digests: bool) -> None:
         """Every buffer after the call: guards checked, outputs written as BUF.CALL.npy; with digests, a digest of
-        every input as BUF.CALL.digest (check mode; the last timed call writes its outputs only)."""
+        every input as BUF.CALL.digest (check mode; a saved timed call writes its outputs only)."""
         for buffer in self.buffers:
             is_output = buffer.role in (Role.OUTPUT, Role.INOUT)
             if not is_output and not digests:

@@ -89,11 +89,11 @@ def test_skipping_work_once_timed_is_caught_by_the_last_timed_call(cpu_task_dir:
     assert "behaves differently when timed" in verdict.reason and "never written" in verdict.reason
 
 
-def test_timed_calls_never_repeat_inputs_so_nothing_answers_from_memory(cpu_task_dir: Path,
+def test_consecutive_calls_never_share_inputs_so_nothing_answers_from_memory(cpu_task_dir: Path,
                                                                           tmp_path: Path) -> None:
     """A kernel that would answer from memory when it sees the inputs of its previous call (here: write a wrong
-    value) never gets the chance: every call, timed or checked, draws fresh inputs, so the timed calls the
-    validator checks at random are right."""
+    value) never gets the chance: checked calls draw fresh inputs and timed calls alternate between two sets, so
+    the timed calls the validator checks at random are right."""
     code = ("static float last_m0, last_w0; static int seen;\n" + HEADER
             + ROW_LOOP + "    if (seen && m[0] == last_m0 && w[0] == last_w0) out[0] = 12345.0f;\n"
             + "    last_m0 = m[0]; last_w0 = w[0]; seen = 1;\n}\n")
