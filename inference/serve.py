@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -151,8 +152,15 @@ def load_adapter(url: str, name: str, path: Path, timeout_s: float = 120.0) -> N
         raise BackendError(f"the server at {url} is not answering ({exc}); start it with perfforge serve") from None
 
 
+def _interrupt_on_sigterm(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run_serve(config: ServeConfig) -> int:
     log_path = Path("perfforge-out") / "serve" / f"vllm-{config.port}.log"
+    # The server runs in a session of its own (so a Ctrl-C reaches us first and we stop it in order): a kill of
+    # `perfforge serve` must stop it too, not leave it holding the port and the GPU.
+    signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     server = Server(config, log_path)
     print(f"starting vLLM for {server.model_dir} as {server.name!r} (log: {log_path}) ...", flush=True)
     with server:

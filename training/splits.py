@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from perfforge.errors import ConfigError
 from training.examples import Example
 
 TRAIN, EVAL = "train", "eval"
@@ -45,6 +46,11 @@ def assign_splits(examples: Sequence[Example], *, eval_fraction: float, holdout:
                   seed: int = 0) -> dict[str, str]:
     """group -> "train" or "eval"."""
     component_of = components(examples)
+    unknown = [h for h in holdout if f"pattern:{h}" not in component_of and f"repo:{h}" not in component_of]
+    if unknown:  # a typo would silently hold nothing out, and the "held-out" figures would be on training data
+        known = sorted(g.split(":", 1)[1] for g in component_of)
+        raise ConfigError(f"--holdout {', '.join(unknown)}: no pattern or repository of that name in the data; "
+                          f"known: {', '.join(known[:12])}{' ...' if len(known) > 12 else ''}")
     held = {f"pattern:{h}" for h in holdout} | {f"repo:{h}" for h in holdout}
     held_components = {component_of[g] for g in component_of if g in held}
     names = sorted(set(component_of.values()))

@@ -111,6 +111,7 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    train_examples, eval_examples = fitting(train_examples, eval_examples, tokenizer, config.max_length, log)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=_load_dtype(flags))
     train_set = datasets.Dataset.from_list([e.row() for e in train_examples])
     eval_set = datasets.Dataset.from_list([e.row() for e in eval_examples]) if eval_examples else None
@@ -162,6 +163,31 @@ def _load_dtype(flags: dict[str, Any]) -> Any:
     import torch
 
     return torch.bfloat16 if flags["bf16"] else torch.float16 if flags["fp16"] else torch.float32
+
+
+def fitting(train_examples: list[Example], eval_examples: list[Example], tokenizer: Any, max_length: int,
+            log=print) -> tuple[list[Example], list[Example]]:  # noqa: ANN001 (a print-like callable)
+    """The examples whose whole conversation fits max_length tokens. trl cuts a longer one at max_length: its answer
+    loses the closing fence and the end-of-turn token, and a model trained on it never learns to stop."""
+    def fits(example: Example) -> bool:
+        answers = [example.completion] + ([example.rejected] if example.rejected else [])
+        return all(_token_count(tokenizer, example.prompt + answer) <= max_length for answer in answers)
+
+    kept_train = [e for e in train_examples if fits(e)]
+    kept_eval = [e for e in eval_examples if fits(e)]
+    dropped = len(train_examples) + len(eval_examples) - len(kept_train) - len(kept_eval)
+    if dropped:
+        log(f"{dropped} examples longer than --max-length {max_length} tokens left out (cut, they would teach no "
+            "end of answer); raise --max-length or lower --max-code-chars to keep them")
+    if not kept_train:
+        raise PerfforgeError(f"no training example fits --max-length {max_length} tokens; raise --max-length or "
+                             "lower --max-code-chars")
+    return kept_train, kept_eval
+
+
+def _token_count(tokenizer: Any, messages: list[dict[str, str]]) -> int:
+    encoded = tokenizer.apply_chat_template(messages, tokenize=True)
+    return len(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
 
 
 def _trainer(config: TrainConfig, flags: dict[str, Any], model: Any, tokenizer: Any, train_set: Any,

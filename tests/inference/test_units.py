@@ -4,8 +4,10 @@ configuration checks, the vLLM server's command line and backend selection."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -309,3 +311,40 @@ def test_make_backend_auto_with_a_url_is_openai() -> None:
     assert isinstance(backend, backends.OpenAIBackend)
     assert backend.describe() == "openai:served@http://127.0.0.1:9/v1"
     assert backend.client.timeout_s == 5.0 and backend.count_tokens() is None
+
+
+SIGTERM_SERVE = """
+import sys
+from pathlib import Path
+
+import inference.serve as serve
+from inference.config import ServeConfig
+
+serve.server_argv = lambda config, model_dir: [sys.executable, "-m", "http.server", str(config.port),
+                                               "--bind", "127.0.0.1"]
+serve.Server.wait_ready = lambda self: print(f"child {self.process.pid}", flush=True)
+raise SystemExit(serve.run_serve(ServeConfig(model=sys.argv[1], port=int(sys.argv[2]))))
+"""
+
+
+def test_a_killed_perfforge_serve_stops_its_server(tiny_model: Path, tmp_path: Path) -> None:
+    """The server runs in a session of its own: SIGTERM to `perfforge serve` must stop it, not orphan it."""
+    import signal
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    script = tmp_path / "serve.py"
+    script.write_text(SIGTERM_SERVE)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    serving = subprocess.Popen([sys.executable, str(script), str(tiny_model), str(port)], cwd=tmp_path, env=env,
+                               stdout=subprocess.PIPE, text=True)
+    child = int(next(line for line in serving.stdout if line.startswith("child ")).split()[1])
+    serving.send_signal(signal.SIGTERM)
+    assert serving.wait(timeout=60) == 130
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):  # stop() waited for it; a zombie reaped by init may linger a moment
+            os.kill(child, 0)
+            time.sleep(0.05)

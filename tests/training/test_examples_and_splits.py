@@ -17,7 +17,7 @@ from inference.loop import LoopState, choose_focus, round_messages
 from mining.gitlog import FileDiff
 from mining.judge import judge_prompt, judgement_record, parse_judgement
 from perfforge import prompt
-from perfforge.errors import DatasetError, PerfforgeError
+from perfforge.errors import ConfigError, DatasetError, PerfforgeError
 from perfforge.io import write_parquet
 from perfforge.records import JUDGEMENT_FEATURES, Category, Diagnosis, Profile, as_row
 from profiling.task import load_task
@@ -333,8 +333,10 @@ def test_holdout_by_pattern_name_and_by_repository(tmp_path: Path) -> None:
         assignment = assign_splits(examples, eval_fraction=0.3, holdout=["cpu/sum_unroll"], seed=seed)
         assert assignment["pattern:cpu/sum_unroll"] == EVAL
         no_group_on_both_sides(examples, assignment)
-    # a name that is no group holds nothing out
-    assert set(assign_splits(examples, eval_fraction=0.0, holdout=["nobody/nothing"]).values()) == {TRAIN}
+    # a name that is no group is a typo: one error naming it, never a run with nothing held out
+    with pytest.raises(ConfigError, match=r"--holdout nobody/nothing: no pattern or repository of that name") as err:
+        assign_splits(examples, eval_fraction=0.0, holdout=["cpu/sum_unroll", "nobody/nothing"])
+    assert "alice/blas" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_groups_sharing_a_near_identical_code_before_share_a_split(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from perfforge.errors import PerfforgeError
 from perfforge.io import read_json
 from tests.conftest import error_lines, invoke
 from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
@@ -170,6 +171,30 @@ def test_a_max_length_shorter_than_every_prompt_is_one_error_line(tiny_model: Pa
     assert code == 2
     [line] = error_lines(stderr)
     assert "--max-length" in line
+
+
+def test_examples_that_would_be_cut_are_left_out_not_trained_without_their_end(tiny_model: Path) -> None:
+    """trl cuts an example at --max-length: the answer's closing fence and end-of-turn token would be lost, and the
+    model would learn never to stop. Such examples are dropped and counted instead."""
+    from transformers import AutoTokenizer
+
+    from training.examples import Example
+    from training.trainer import fitting
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    prompt = [{"role": "user", "content": "make it faster"}]
+
+    def example(answer: str) -> Example:
+        return Example(group="g", dedup_key=answer[:8], prompt=prompt,
+                       completion=[{"role": "assistant", "content": answer}])
+
+    short, long = example("```c\nint a;\n```"), example("```c\n" + "int a;\n" * 400 + "```")
+    said: list[str] = []
+    kept_train, kept_eval = fitting([short, long], [long], tokenizer, 256, said.append)
+    assert kept_train == [short] and kept_eval == []
+    assert said and said[0].startswith("2 examples longer than --max-length 256 tokens left out")
+    with pytest.raises(PerfforgeError, match="no training example fits --max-length 256"):
+        fitting([long], [], tokenizer, 256, said.append)
 
 
 # --- DPO -----------------------------------------------------------------------------------------------------------
