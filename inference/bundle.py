@@ -23,6 +23,7 @@ import argparse
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,9 @@ class BundleJudge:
         self.profile_improved, self.time_configs = profile_improved, time_configs
 
     def __call__(self, task: Task, candidates: list[tuple[str, Path]], directory: Path, profile_original: bool,
+                 on_judged: Callable[[str, Judgement], None] | None = None,
                  ) -> tuple[dict[str, Judgement], Profile | None] | None:
+        """The bundle's results once they exist (they arrive all at once: on_judged is not called)."""
         results = read_results(directory, [name for name, _ in candidates], profile_original)
         if results is None:
             if not (directory / MANIFEST).is_file():

@@ -36,13 +36,20 @@ class LocalJudge:
                                                                              time_configs, log)
 
     def __call__(self, task: Task, candidates: list[tuple[str, Path]], directory: Path, profile_first: bool,
+                 on_judged: Callable[[str, Judgement], None] | None = None,
                  ) -> tuple[dict[str, Judgement], Profile | None]:
+        """Judge the candidates one after another; on_judged(name, judgement) as each is done, so that an
+        interruption loses none of those already judged."""
         profile = profile_original(task, self.work_dir) if profile_first else None
         results = judge_candidates(task, candidates, self.work_dir, profile_improved=self.profile_improved,
-                                   time_configs=self.time_configs, log=self.log)
+                                   time_configs=self.time_configs, log=self.log,
+                                   on_result=(lambda name, r: on_judged(name, _judgement(r))) if on_judged else None)
         shutil.rmtree(self.work_dir / "validate", ignore_errors=True)
-        judgements = {name: Judgement(r["verdict"], r["profile"], r["config_speedups"]) for name, r in results.items()}
-        return judgements, profile
+        return {name: _judgement(r) for name, r in results.items()}, profile
+
+
+def _judgement(result: dict[str, Any]) -> Judgement:
+    return Judgement(result["verdict"], result["profile"], result["config_speedups"])
 
 
 def profile_original(task: Task, work_dir: Path) -> Profile:
@@ -55,7 +62,8 @@ def profile_original(task: Task, work_dir: Path) -> Profile:
 
 
 def judge_candidates(task: Task, candidates: list[tuple[str, Path]], work_dir: Path, *, profile_improved: bool,
-                     time_configs: bool = False, log: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
+                     time_configs: bool = False, log: Callable[[str], None] = print,
+                     on_result: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, dict[str, Any]]:
     """{name: {"verdict": verdict dict, "profile": profile dict or None, "config_speedups": ... or None}} for each
     (name, candidate file). With time_configs, a correct candidate is also timed on every input configuration
     (profiling.validate.speedup_by_config). Validation runs one candidate at a time: timings must not overlap."""
@@ -72,6 +80,8 @@ def judge_candidates(task: Task, candidates: list[tuple[str, Path]], work_dir: P
         if time_configs and verdict.correct:
             by_config = speedup_by_config(task, path, work_dir / "validate")
         results[name] = {"verdict": verdict.to_dict(), "profile": profile, "config_speedups": by_config}
+        if on_result is not None:
+            on_result(name, results[name])
     return results
 
 

@@ -62,7 +62,9 @@ class LoopState:
 
 # Judges a round's candidates: (task, [(name, candidate file)], work dir, whether to profile the original) ->
 # ({name: Judgement}, the original's profile if asked for). None when the work was handed elsewhere (--bundle).
-Judge = Callable[[Task, list[tuple[str, Path]], Path, bool], tuple[dict[str, Judgement], Profile | None] | None]
+# (task, candidates, bundle directory, profile the original?, on_judged=None) -> (judgements, profile), or None
+# while a bundle is pending; a judge that judges here calls on_judged(name, judgement) as each candidate is done.
+Judge = Callable[..., tuple[dict[str, Judgement], Profile | None] | None]
 
 
 def round_dir(out: Path, number: int) -> Path:
@@ -199,14 +201,21 @@ def _judge_round(state: LoopState, number: int, directory: Path, completions: li
         write_text(path, answer.code)
         waiting.append((name, path))
     if waiting:
-        result = judge(task, waiting, state.config.out / "bundles" / f"{number:02d}", False)
+        recorded: set[str] = set()
+
+        def record(name: str, judgement: Judgement) -> None:  # as soon as it is judged: an interruption keeps it
+            index, completion, answer = answers[name]
+            _record(state, directory / name, number, index, completion, answer, request, judgement, log)
+            recorded.add(name)
+
+        result = judge(task, waiting, state.config.out / "bundles" / f"{number:02d}", False, on_judged=record)
         if result is None:
             state.pending_bundle = state.config.out / "bundles" / f"{number:02d}"
             return False
         judgements, _ = result
         for name, _path in waiting:
-            index, completion, answer = answers[name]
-            _record(state, directory / name, number, index, completion, answer, request, judgements[name], log)
+            if name not in recorded:
+                record(name, judgements[name])
     state.attempts = load_attempts(state.config.out)
     return True
 

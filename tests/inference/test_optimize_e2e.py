@@ -304,6 +304,33 @@ def test_interrupted_round_rejudges_only_the_missing_candidate(main_run: MainRun
     assert without_paths(read_json(out / "report.json")) == without_paths(read_json(main_run.out / "report.json"))
 
 
+def test_an_interrupt_keeps_every_candidate_already_judged(main_run: MainRun, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while candidate 3 is validated: candidate 2, judged before it, is on disk, and is not judged again."""
+    import profiling.validate
+
+    out, argv = copy_run(main_run, tmp_path / "out")
+    for name in ("c2", "c3"):
+        (out / "rounds" / "01" / name / "attempt.json").unlink()
+    validate = profiling.validate.validate
+
+    def interrupted_at_c3(task: Any, candidate: Path, work_dir: Path, **kw: Any) -> Any:
+        if candidate.parent.name == "c3":
+            raise KeyboardInterrupt
+        return validate(task, candidate, work_dir, **kw)
+
+    monkeypatch.setattr(profiling.validate, "validate", interrupted_at_c3)
+    code, _, _ = invoke(argv)
+    assert code == 130
+    assert (out / "rounds" / "01" / "c2" / "attempt.json").is_file()
+    assert not (out / "rounds" / "01" / "c3" / "attempt.json").exists()
+    monkeypatch.setattr(profiling.validate, "validate", validate)
+    code, _, stderr = invoke(argv)
+    assert code == 0, stderr
+    judged = [line for line in stderr.splitlines() if line.startswith("round ")]
+    assert len(judged) == 1 and judged[0].startswith("round 1 candidate 3: ")
+
+
 def test_apply_outside_a_git_repository_is_an_error(main_run: MainRun, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(main_run.task.parent))  # never find a repository above
