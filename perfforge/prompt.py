@@ -53,7 +53,13 @@ SYSTEM_PROMPT = (
 
 # A block opens with ``` (and an optional language) and closes at a line that starts with ```; a block never
 # closed (the answer was cut by max_tokens) runs to the end of the text.
-_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(^```|\Z)", re.DOTALL | re.MULTILINE)
+# A fence opens and closes at the start of a line (indentation allowed): ``` inside a sentence is no block.
+_FENCE_RE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(^[ \t]*```|\Z)", re.DOTALL | re.MULTILINE)
+# Blocks in these languages are never the kernel's file: build commands, logs, data.
+_NOT_CODE_FENCES = frozenset({"bash", "sh", "shell", "console", "text", "txt", "json", "yaml", "make", "makefile",
+                              "cmake", "diff", "output", "log"})
+# A block shorter than this share of the longest is a snippet beside the file, not the file.
+_SNIPPET_SHARE = 0.5
 _LABEL_RE = {
     "hypothesis": re.compile(r"^[\s>*#_-]*hypothesis[\s*_]*[:\-][\s*_]*(.+)$", re.IGNORECASE | re.MULTILINE),
     "evidence": re.compile(r"^[\s>*#_-]*evidence[\s*_]*[:\-][\s*_]*(.+)$", re.IGNORECASE | re.MULTILINE),
@@ -154,14 +160,18 @@ def completion_text(code: str, *, language: str, hypothesis: str, evidence: str)
 
 
 def parse_answer(text: str, *, language: str = "") -> Answer:
-    """The code and stated belief of a completion. The code is the longest fenced block (a model may add a
-    short snippet before the whole file); a block left open by a length cut is refused, since half a file
-    would only fail to compile."""
+    """The code and stated belief of a completion. The code is the last fenced block that is not a snippet:
+    blocks of build commands or output are skipped, and so is a block under half the longest one's length (a
+    short snippet before or after the whole file); the last is taken because a model that echoes the original
+    first gives its version after it. A block left open by a length cut is refused, since half a file would
+    only fail to compile."""
     hypothesis, evidence = (_label(text, name) for name in ("hypothesis", "evidence"))
     blocks = [(m.group(1).lower(), m.group(2), bool(m.group(3))) for m in _FENCE_RE.finditer(text)]
+    blocks = [b for b in blocks if b[0] not in _NOT_CODE_FENCES] or blocks
     if not blocks:
         return Answer("", hypothesis, evidence, "no fenced code block (```) in the answer")
-    _, code, closed = max(blocks, key=lambda block: len(block[1]))
+    longest = max(len(block[1]) for block in blocks)
+    _, code, closed = [b for b in blocks if len(b[1]) >= _SNIPPET_SHARE * longest][-1]
     if not closed:
         return Answer("", hypothesis, evidence, "the code block is not closed (the answer was cut off; shorten it)")
     if not code.strip():

@@ -128,10 +128,26 @@ def test_labels_in_markdown_bold_and_quotes() -> None:
     assert (lower.hypothesis, lower.evidence, lower.code) == ("unroll", "Ir", "int y;\n")
 
 
-def test_the_longest_fenced_block_is_the_code() -> None:
-    text = ("Hypothesis: h\nChange this line:\n```c\nacc += x;\n```\nThe whole file:\n```c\n"
-            "void f(void) {\n    int acc = 0;\n}\n```\nDone.")
-    assert prompt.parse_answer(text).code == "void f(void) {\n    int acc = 0;\n}\n"
+def test_a_snippet_beside_the_whole_file_is_not_the_code() -> None:
+    whole = "void f(void) {\n    int acc = 0;\n}\n"
+    before = f"Hypothesis: h\nChange this line:\n```c\nacc += x;\n```\nThe whole file:\n```c\n{whole}```\nDone."
+    assert prompt.parse_answer(before).code == whole
+    after = f"```c\n{whole}```\nFor example:\n```c\nf();\n```\nBuild it:\n```bash\ngcc -O3 kernel.c\n```\n"
+    assert prompt.parse_answer(after).code == whole
+
+
+def test_the_version_after_an_echoed_original_is_the_code() -> None:
+    original, mine = "int f(int x) {\n  return x * 2;\n}\n", "int f(int x) {\n  return x << 1;\n}\n"
+    text = f"The original:\n```c\n{original}```\nMine:\n```c\n{mine}```\n"
+    assert prompt.parse_answer(text).code == mine
+
+
+def test_fences_count_only_at_the_start_of_a_line() -> None:
+    code = "int f(int x) {\n  return x << 1;\n}\n"
+    inline = prompt.parse_answer(f"Hypothesis: h\nEvidence: the ``` marks below\n```c\n{code}```\n")
+    assert inline.code == code
+    indented = prompt.parse_answer(f"Hypothesis: h\n  ```c\n{code}  ```\n")  # a list item's block
+    assert indented.ok and indented.code == code
 
 
 def test_unclosed_block_is_refused_as_cut_off() -> None:
