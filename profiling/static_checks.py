@@ -140,7 +140,8 @@ _ESCAPES = {
     # torch file I/O reads other runs' outputs
     "python": r"^\s*(import\s+[^\n]*|from\s+)\b(os|sys|subprocess|socket|shutil|pathlib|ctypes|importlib|pickle|"
               r"multiprocessing|threading|signal|builtins|inspect|gc|io|glob|tempfile|time|perfforge_harness|"
-              r"__main__)\b|(?<![\w.])(open|eval|exec|compile|__import__|globals|vars|getattr|setattr|breakpoint)\s*\(|"
+              r"__main__)\b|\b(open|eval|exec|__import__|globals|vars|getattr|setattr|breakpoint)\s*\(|"
+              r"(?<![\w.])compile\s*\(|\.(os|sys|modules|builtins|subprocess)\b|"
               r"\b(np|numpy|torch)\.(load|save|fromfile|memmap|loadtxt|genfromtxt)\b|\.tofile\s*\(|"
               r"\b__(builtins|globals|subclasses|code|dict)__\b|^\s*(torch|triton|tl|np|numpy)(\.\w+)+\s*=(?!=)",
 }

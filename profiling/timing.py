@@ -14,9 +14,11 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from profiling.build import Build
 from profiling.correctness import compare_run
-from profiling.harness_run import HarnessRun, run_harness
+from profiling.harness_run import run_harness
 from profiling.task import Task, TaskConfig
 
 # Timed calls per round whose outputs are written and compared: a kernel that skips its work on half the timed calls
@@ -50,11 +52,15 @@ def time_interleaved(task: Task, baseline: Build, candidate: Build, config: Task
         order = [("baseline", baseline), ("candidate", candidate)]
         if round_index % 2:
             order.reverse()
-        done: dict[str, HarnessRun] = {}
+        outputs: dict[str, dict[int, dict[str, np.ndarray]]] = {}  # side -> saved call -> buffers
         for side, built in order:
             timeout = candidate_timeout_s if side == "candidate" else None
             run = run_harness(task, built, "time", config, work_dir / f"time-{side}-{round_index}", seed=round_index,
                               warmup=warmup, trials=trials, timeout_s=timeout, save_calls=saved)
+            # read, then deleted at once: the baseline's outputs are reference results, and the next process to
+            # run (this round's candidate, or a later candidate's check) must not find them on disk
+            outputs[side] = {call: run.buffers(call) for call in saved} if run.ok else {}
+            run.drop_outputs()
             if not run.ok:
                 runs.failure = f"{side} failed while being timed: {run.reason()}"
                 return runs
@@ -62,20 +68,17 @@ def time_interleaved(task: Task, baseline: Build, candidate: Build, config: Task
             runs.method = timing.get("method", "")
             runs.context = {k: v for k, v in timing.items() if k not in ("times_ms", "saved_calls")}
             (runs.baseline_ms if side == "baseline" else runs.candidate_ms).append(run.times_ms())
-            done[side] = run
-        runs.timed_mismatch = _compare_saved_calls(task, done["candidate"], done["baseline"], saved, round_index)
-        for run in done.values():  # the baseline's outputs are reference results: no later candidate may find them
-            run.drop_outputs()
+        runs.timed_mismatch = _compare_saved_calls(task, outputs["candidate"], outputs["baseline"], round_index)
         if runs.timed_mismatch:
             return runs
     return runs
 
 
-def _compare_saved_calls(task: Task, candidate: HarnessRun, baseline: HarnessRun, saved: tuple[int, ...],
-                         round_index: int) -> str:
+def _compare_saved_calls(task: Task, candidate: dict[int, dict[str, np.ndarray]],
+                         baseline: dict[int, dict[str, np.ndarray]], round_index: int) -> str:
     """How the candidate's outputs of the saved timed calls differ from the baseline's, or ''."""
-    for call in saved:
-        same = compare_run(task.outputs, candidate.buffers(call), baseline.buffers(call))
+    for call, want in baseline.items():
+        same = compare_run(task.outputs, candidate[call], want)
         if not same.ok:
             return f"round {round_index}, timed call {call}: {same.problem}"
     return ""

@@ -100,7 +100,10 @@ def speedup_by_config(task: Task, candidate: Path, work_dir: Path) -> dict[str, 
         return {config.name: {"failure": stop.reason.splitlines()[0]} for config in task.configs}
     measured: dict[str, dict[str, Any]] = {}
     for config in task.configs:
-        runs, estimate = _timed(session, config)
+        try:
+            runs, estimate = _timed(session, config)
+        except TamperedBuild as tampered:  # a candidate that behaved until now: no figure from here on is sound
+            return {c.name: {"failure": f"rejected: {tampered}"} for c in task.configs}
         if estimate is None:
             measured[config.name] = {"failure": (runs.failure or runs.timed_mismatch).splitlines()[0]}
             continue

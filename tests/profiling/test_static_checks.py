@@ -128,5 +128,7 @@ def test_python_checks_leave_method_calls_named_like_builtins_alone(tmp_path: Pa
     task = _task(tmp_path, TRITON_TOML, TRITON_KERNEL, ("kernel.py", "harness.py", "fast.py"))
     for fine in ("import re\nPATTERN = re.compile('x')\n", "fast_scale = torch.compile(scale)\n"):
         assert "escapes_sandbox" not in _checks(run_static_checks(TRITON_KERNEL + fine, task)), fine
-    for clock in ("torch.cuda.Event.elapsed_time = lambda self, other: 0.1\n", "import time\n"):
+    for clock in ("torch.cuda.Event.elapsed_time = lambda self, other: 0.1\n", "import time\n",
+                  "torch.sys.modules['perfforge_harness']._clock_ns = lambda c: 0\n", "argv = torch.sys.argv\n",
+                  "torch.os.open('out.3.npy', 0)\n"):
         assert "escapes_sandbox" in _checks(run_static_checks(TRITON_KERNEL + clock, task)), clock

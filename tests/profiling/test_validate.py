@@ -259,3 +259,46 @@ def test_a_build_changed_after_it_was_made_is_never_run_nor_reused(cpu_task_dir:
         run_harness(task, original, "check", task.config(), tmp_path / "run")
     again = build(task, task.source_path, tmp_path / "work")
     assert again.ok and again.intact() and again.duration_s > 0  # compiled anew, not served from the cache
+
+
+def test_no_reference_result_is_on_disk_while_a_candidate_is_timed(cpu_task_dir: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The baseline's saved timed outputs are reference results: read and deleted before the next process runs,
+    also when a run fails."""
+    import profiling.timing as timing
+    from profiling.build import build
+
+    task = load_task(cpu_task_dir)
+    work = tmp_path / "work"
+    original, fast = build(task, task.source_path, work), build(task, write_fast(tmp_path), work)
+    seen: list[list[Path]] = []
+    run_harness = timing.run_harness
+
+    def looking(*args: object, **kw: object) -> object:
+        seen.append(sorted(work.rglob("*.npy")))  # what the process about to start could read
+        return run_harness(*args, **kw)
+
+    monkeypatch.setattr(timing, "run_harness", looking)
+    runs = timing.time_interleaved(task, original, fast, task.config(), work, rounds=2, trials=3)
+    assert not runs.failure and not runs.timed_mismatch
+    assert len(seen) == 4 and seen == [[]] * 4 and not list(work.rglob("*.npy"))
+
+
+def write_fast(tmp_path: Path) -> Path:
+    path = tmp_path / "fast.c"
+    path.write_text(FAST_C)
+    return path
+
+
+def test_a_build_tampered_with_during_the_generalisation_check_fails_it_in_one_line(
+        cpu_task_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import profiling.validate as validation
+    from profiling.harness_run import TamperedBuild
+
+    def tampered(*args: object, **kw: object) -> object:
+        raise TamperedBuild("the original's build changed after it was built")
+
+    monkeypatch.setattr(validation, "time_interleaved", tampered)
+    by_config = validation.speedup_by_config(load_task(cpu_task_dir), write_fast(tmp_path), tmp_path / "work")
+    failures = [v["failure"] for v in by_config.values()]
+    assert failures and all(f.startswith("rejected: the original's build changed") for f in failures)
