@@ -33,10 +33,13 @@ from mining.config import MineConfig  # noqa: E402
 from mining.gitlog import CommitMeta, FileDiff, iter_commit_meta, iter_patches, shared_clone  # noqa: E402
 from mining.judge import classify_with_judge, judge_client  # noqa: E402
 from mining.prefilter import PrefilterResult, kernel_python_files_at, prefilter  # noqa: E402
+from perfforge.config import add_arguments, from_namespace  # noqa: E402
 from perfforge.errors import BackendError, ConfigError  # noqa: E402
 from perfforge.llm_client import ChatClient  # noqa: E402
 
 LABELS_DIR = Path(__file__).parent / "labels" / "dev"
+# The options of perfforge mine's LLM judge, taken over as they are.
+JUDGE_OPTIONS = ("judge_url", "judge_model", "judge_band_low", "judge_band_high", "judge_diff_chars")
 MAX_PATCH_LINES = 20_000
 # The baseline most mining papers start from: any performance word in the message.
 KEYWORD_BASELINE_RE = re.compile(r"perf|performance|speed|fast|faster|optimi[sz]|efficien|improve", re.IGNORECASE)
@@ -185,19 +188,10 @@ def main() -> None:
     parser.add_argument("--labels", type=Path, action="append",
                         help="directory of label CSVs, repeatable (default bench/labels/dev; bench/labels/README.md)")
     parser.add_argument("--sweep", action="store_true", help="print P/R/F1 at several score thresholds")
-    parser.add_argument("--judge-url", default=None, help="OpenAI-compatible endpoint of an LLM judge (see above)")
-    parser.add_argument("--judge-model", default="default", help="model name the judge endpoint serves")
-    parser.add_argument("--judge-band-low", type=float, default=MineConfig.judge_band_low,
-                        help="lowest rule score sent to the judge (0 and 1: the judge decides every candidate)")
-    parser.add_argument("--judge-band-high", type=float, default=MineConfig.judge_band_high,
-                        help="highest rule score sent to the judge")
-    parser.add_argument("--judge-diff-chars", type=int, default=MineConfig.judge_diff_chars,
-                        help="characters of diff in the judge's prompt")
+    add_arguments(parser, MineConfig, only=JUDGE_OPTIONS)  # as perfforge mine has them (band 0 to 1: judge all)
     args = parser.parse_args()
-    config = MineConfig(judge_url=args.judge_url, judge_model=args.judge_model, judge_band_low=args.judge_band_low,
-                        judge_band_high=args.judge_band_high, judge_diff_chars=args.judge_diff_chars)
     try:
-        config.validate()
+        config = from_namespace(MineConfig, args)
         client = judge_client(config, check=True)
     except (ConfigError, BackendError) as exc:
         sys.exit(f"error: {exc}")
@@ -208,7 +202,7 @@ def main() -> None:
             rows.extend(evaluate_repo(mirror_of(args.mirrors, repo), labels, Path(tmp), judge))
     report(rows)
     if client is not None:
-        print(f"judge {args.judge_model} on scores in [{config.judge_band_low}, {config.judge_band_high}]: "
+        print(f"judge {config.judge_model} on scores in [{config.judge_band_low}, {config.judge_band_high}]: "
               f"{dict(judge.counts)}")
     if args.sweep:
         threshold_sweep(rows)

@@ -29,6 +29,7 @@ from eval_classifier import load_labels, mirror_of, read_labelled  # noqa: E402
 
 from mining.config import MineConfig  # noqa: E402
 from mining.judge import judgement_record  # noqa: E402
+from perfforge.config import add_arguments, from_namespace  # noqa: E402
 from perfforge.errors import ConfigError  # noqa: E402
 from perfforge.io import write_parquet  # noqa: E402
 from perfforge.records import JUDGEMENT_FEATURES, Category, as_row  # noqa: E402
@@ -56,15 +57,14 @@ def main() -> None:
     parser.add_argument("--mirrors", type=Path, required=True, help="directory of owner+name/repo mirrors")
     parser.add_argument("--labels", type=Path, action="append", required=True,
                         help="directory of label CSVs, repeatable (bench/labels/README.md)")
-    parser.add_argument("--judge-diff-chars", type=int, default=MineConfig.judge_diff_chars,
-                        help="characters of diff in each prompt (as perfforge mine --judge-diff-chars)")
+    add_arguments(parser, MineConfig, only=("judge_diff_chars",))  # as perfforge mine --judge-diff-chars
     parser.add_argument("--out", type=Path, required=True, help="the judgements.parquet to write")
     args = parser.parse_args()
     try:
-        MineConfig(judge_diff_chars=args.judge_diff_chars).validate()
+        config = from_namespace(MineConfig, args)
     except ConfigError as exc:
         sys.exit(f"error: {exc}")
-    rows = judgement_rows(args.mirrors, args.labels, args.judge_diff_chars)
+    rows = judgement_rows(args.mirrors, args.labels, config.judge_diff_chars)
     write_parquet(args.out, rows, JUDGEMENT_FEATURES)
     perf = sum(row["is_perf"] for row in rows)
     print(f"{len(rows)} judgement examples ({perf} perf) from {len({r['repo'] for r in rows})} repositories: "

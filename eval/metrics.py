@@ -30,12 +30,6 @@ CORRECT_STATUSES = frozenset(s.value for s in Status if s.correct)
 TRUSTED_TIMED_STATUSES = frozenset(s.value for s in Status if s.trusted_speedup)
 IMPROVED = Status.IMPROVED.value
 NEEDS_REVIEW = Status.NEEDS_REVIEW.value
-
-
-def best_attempt_key(status: str, speedup: float) -> tuple[bool, float]:
-    """Order of a row's trusted attempts: a proven win (improved) before any unproven one however fast its point
-    estimate, then the faster; the row's speedup and its proof then always come from one attempt."""
-    return status == IMPROVED, speedup
 REFERENCE_KIND = "reference"
 MODEL_KIND = "model"
 
@@ -93,6 +87,12 @@ def outcome(row: EvalRecord) -> Outcome:
     if speedup is None:
         return Outcome(row.correct, None)
     return Outcome(True, speedup, row.speedup_ci_low, row.speedup_ci_high, row.status == IMPROVED)
+
+
+def best_attempt_key(status: str, speedup: float) -> tuple[bool, float]:
+    """Order of a row's trusted attempts: a proven win (improved) before any unproven one however fast its point
+    estimate, then the faster; the row's speedup and its proof then always come from one attempt."""
+    return status == IMPROVED, speedup
 
 
 def best_within(row: EvalRecord, *, rounds: int | None = None,

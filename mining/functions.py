@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
@@ -758,21 +758,22 @@ def match_definitions(befores: list[Function], afters: list[Function],
         return [(befores[0], afters[0])]
     pairs: list[tuple[Function, Function]] = []
     befores, afters = list(befores), list(afters)
-    for after in list(afters):  # unchanged: the same code on both sides
-        code = normalise_code(after.code, language)
-        match = next((b for b in befores if normalise_code(b.code, language) == code), None)
-        if match is not None:
-            pairs.append((match, after))
-            befores.remove(match)
-            afters.remove(after)
-    before_signatures = Counter(_signature(b.code, language) for b in befores)
-    after_signatures = Counter(_signature(a.code, language) for a in afters)
-    for after in list(afters):  # edited: a signature found once on each side; twice is ambiguous
-        signature = _signature(after.code, language)
-        if before_signatures[signature] == 1 and after_signatures[signature] == 1:
-            match = next(b for b in befores if _signature(b.code, language) == signature)
-            pairs.append((match, after))
-            befores.remove(match)
+
+    def code(function: Function) -> str:
+        return normalise_code(function.code, language)
+
+    def signature(function: Function) -> str:
+        return _signature(function.code, language)
+
+    for key_of, unique in ((code, False), (signature, True)):  # each key computed once per definition
+        before_keys = [key_of(b) for b in befores]
+        after_keys = [key_of(a) for a in afters]
+        for after, key in zip(list(afters), after_keys, strict=True):
+            if key not in before_keys or (unique and (before_keys.count(key) > 1 or after_keys.count(key) > 1)):
+                continue  # unmatched, or a signature found twice on a side: which is which is not known
+            index = before_keys.index(key)
+            before_keys.pop(index)
+            pairs.append((befores.pop(index), after))
             afters.remove(after)
     if len(befores) == len(afters):
         pairs.extend(zip(befores, afters, strict=True))

@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import types
 import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,10 +32,13 @@ def _base_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One flag per field: `--name-with-dashes`; bools get `--x/--no-x`; fields marked positional are positional."""
+def add_arguments(parser: argparse.ArgumentParser, cls: type, only: Sequence[str] | None = None) -> None:
+    """One flag per field (or per field named in `only`): `--name-with-dashes`; bools get `--x/--no-x`; fields
+    marked positional are positional."""
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
+        if only is not None and f.name not in only:
+            continue
         kind, _ = _base_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
         help_text = f.metadata.get("help", "")

@@ -54,9 +54,10 @@ def build(task: Task, version: Path, work_dir: Path, *, extra_flags: tuple[str, 
         raise FileNotFoundError(f"{version} does not exist")
     directory = work_dir.resolve() / f"build-{_build_key(task, version, extra_flags)}"
     marker, recorded = directory / ".built", directory / ".digest"
-    if marker.is_file() and recorded.is_file() and recorded.read_text() == build_digest(directory):
+    digest = recorded.read_text() if marker.is_file() and recorded.is_file() else None
+    if digest is not None and digest == build_digest(directory):
         return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log=marker.read_text(),
-                     duration_s=0.0, env=_run_env(task, directory), digest=recorded.read_text())
+                     duration_s=0.0, env=_run_env(task, directory), digest=digest)
     _stage(task, version, directory)  # new, or changed since it was built: made again
     if task.language == "python":
         return _finished(task, directory, "", 0.0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,10 +61,15 @@ class HarnessRun:
             raise RuntimeError(f"the harness wrote no timing.json in {self.out_dir}")
         return json.loads(path.read_text())
 
-    def drop_outputs(self) -> None:
-        """Delete the buffers the run wrote (timing.json stays)."""
-        for path in self.out_dir.glob("*.npy"):
-            path.unlink()
+    def take(self, calls: Iterable[int]) -> dict[int, tuple[dict[str, np.ndarray], dict[str, str]]]:
+        """{call: (buffers, digests)} of the given calls, then every buffer and digest file the run wrote deleted
+        (timing.json stays): what a reference run wrote is a reference result, and no process that runs next may
+        find it on disk (VALIDATION.md rule 3)."""
+        try:
+            return {call: (self.buffers(call), self.digests(call)) for call in calls}
+        finally:
+            for path in [*self.out_dir.glob("*.npy"), *self.out_dir.glob("*.digest")]:
+                path.unlink()
 
     def buffers(self, call: int) -> dict[str, np.ndarray]:
         """Every output buffer the harness wrote after call `call`, by name."""

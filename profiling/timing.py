@@ -38,6 +38,11 @@ class TimingRuns:
     failure: str = ""  # why timing stopped, when it did
     timed_mismatch: str = ""  # how the candidate's timed outputs differed from the baseline's, when they did
 
+    @property
+    def stopped(self) -> str:
+        """Why timing gave no speedup: a run failed or the timed outputs differed ('' when it finished)."""
+        return self.failure or self.timed_mismatch
+
 
 def time_interleaved(task: Task, baseline: Build, candidate: Build, config: TaskConfig, work_dir: Path,
                      *, rounds: int | None = None, trials: int | None = None,
@@ -57,10 +62,9 @@ def time_interleaved(task: Task, baseline: Build, candidate: Build, config: Task
             timeout = candidate_timeout_s if side == "candidate" else None
             run = run_harness(task, built, "time", config, work_dir / f"time-{side}-{round_index}", seed=round_index,
                               warmup=warmup, trials=trials, timeout_s=timeout, save_calls=saved)
-            # read, then deleted at once: the baseline's outputs are reference results, and the next process to
-            # run (this round's candidate, or a later candidate's check) must not find them on disk
-            outputs[side] = {call: run.buffers(call) for call in saved} if run.ok else {}
-            run.drop_outputs()
+            # read, then deleted at once (the baseline's are reference results: this round's candidate, or a later
+            # candidate's check, must not find them on disk)
+            outputs[side] = {call: buffers for call, (buffers, _) in run.take(saved if run.ok else ()).items()}
             if not run.ok:
                 runs.failure = f"{side} failed while being timed: {run.reason()}"
                 return runs

@@ -9,7 +9,6 @@ configuration, the plausibility gate. The first failure ends the verdict with it
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +104,7 @@ def speedup_by_config(task: Task, candidate: Path, work_dir: Path) -> dict[str, 
         except TamperedBuild as tampered:  # a candidate that behaved until now: no figure from here on is sound
             return {c.name: {"failure": f"rejected: {tampered}"} for c in task.configs}
         if estimate is None:
-            measured[config.name] = {"failure": (runs.failure or runs.timed_mismatch).splitlines()[0]}
+            measured[config.name] = {"failure": runs.stopped.splitlines()[0]}
             continue
         measured[config.name] = {"speedup": estimate.speedup, "ci_low": estimate.ci_low,
                                  "ci_high": estimate.ci_high, "baseline_ms": estimate.baseline.median_ms,
@@ -153,17 +152,11 @@ def _check_seed(session: _Session, config: TaskConfig, seed: int, verdict: Verdi
     where = f"config {config.name!r}, seed {seed}"
     first = _run_candidate(session, config, seed, 0, where)
     oracle = _run_oracle(session, config, seed)
-    calls = range(session.task.validate.calls)
-    try:
-        oracle_buffers = [oracle.buffers(call) for call in calls]
-        oracle_digests = [oracle.digests(call) for call in calls]
-    finally:
-        shutil.rmtree(oracle.out_dir, ignore_errors=True)
+    oracle_calls = oracle.take(range(session.task.validate.calls))
     second = _run_candidate(session, config, seed, 1, where + ", second run")
     outputs = session.task.outputs
-    for call in calls:
-        want = oracle_buffers[call]
-        result = compare_run(outputs, first.buffers(call), want, first.digests(call), oracle_digests[call])
+    for call, (want, want_digests) in oracle_calls.items():
+        result = compare_run(outputs, first.buffers(call), want, first.digests(call), want_digests)
         if not result.ok:
             raise _Stop(Status.INCORRECT, f"{where}, call {call}: {result.problem}")
         if verdict.worst_margin is None or result.worst_margin > verdict.worst_margin:
@@ -173,7 +166,7 @@ def _check_seed(session: _Session, config: TaskConfig, seed: int, verdict: Verdi
         if not again.ok:
             raise _Stop(Status.INCORRECT, f"{where}, call {call}: two runs on identical inputs disagree "
                                           f"({again.problem}): the kernel reads uninitialised memory or races")
-    return oracle_buffers[0]
+    return oracle_calls[0][0]
 
 
 def _run_candidate(session: _Session, config: TaskConfig, seed: int, perturbation: int, where: str) -> HarnessRun:
@@ -204,8 +197,7 @@ def _timed(session: _Session, config: TaskConfig) -> tuple[TimingRuns, SpeedupEs
     """Both versions timed interleaved on `config`, and their speedup (None when a run failed)."""
     runs = time_interleaved(session.task, session.original, session.candidate, config, session.work_dir,
                             candidate_timeout_s=session.candidate_timeout_s())
-    failed = runs.failure or runs.timed_mismatch
-    return runs, None if failed else estimate_speedup(runs.baseline_ms, runs.candidate_ms, runs.method)
+    return runs, None if runs.stopped else estimate_speedup(runs.baseline_ms, runs.candidate_ms, runs.method)
 
 
 def _time_and_score(session: _Session, verdict: Verdict) -> None:

@@ -365,12 +365,14 @@ static int pf_begin(pf_run *r) {
     for (int i = 0; i < r->nbufs; i++) {
         pf_buf *b = &r->bufs[i];
         int drawn = b->role == PF_INPUT || b->role == PF_INOUT;
-        if (r->mode != PF_MODE_CHECK && drawn) {
+        if (r->mode == PF_MODE_CHECK) {
+            if (r->iter > 0 && drawn) pf_fill(b, r->seed, r->iter, i);
+            pf_arm(b);
+        } else if (drawn) {
             pf_use_input_set(r, b, i, r->iter % PF_INPUT_SETS);
-            continue;
+        } else if (b->role == PF_OUTPUT) {
+            pf_arm(b);  /* a fixed buffer needs nothing: checked calls prove the kernel leaves it unchanged */
         }
-        if (r->iter > 0 && drawn) pf_fill(b, r->seed, r->iter, i);
-        pf_arm(b);
     }
     if (r->mode == PF_MODE_CHECK) {
 #ifdef __CUDACC__

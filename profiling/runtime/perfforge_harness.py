@@ -557,17 +557,19 @@ class Run:
     def _prepare_call(self) -> None:
         """pf_begin's set-up, outside the timer: a checked call draws fresh inputs from (seed, call); a timed one
         alternates between INPUT_SETS input sets (no two consecutive calls share inputs: nothing answers from a
-        result it kept). Either way outputs are poisoned and fixed buffers restored, so a kernel cannot tell a timed
-        call from a checked one by its buffers; the validator compares the outputs of timed calls it picks at random
+        result it kept). Either way outputs are poisoned, so a kernel cannot tell a timed call from a checked one by
+        its buffers; the validator compares the outputs of timed calls it picks at random
         (--save-call) with the original's."""
         for buffer in self.buffers:
             drawn = buffer.role in (Role.INPUT, Role.INOUT)
-            if drawn and self.mode is not Mode.CHECK:
+            if self.mode is Mode.CHECK:
+                if self.iter > 0 and drawn:
+                    buffer.fill(self.options.seed, self.iter)
+                buffer.arm()
+            elif drawn:
                 buffer.data_bytes().copy_(self._input_set(buffer, self.iter % INPUT_SETS))
-                continue
-            if self.iter > 0 and drawn:
-                buffer.fill(self.options.seed, self.iter)
-            buffer.arm()
+            elif buffer.role is Role.OUTPUT:
+                buffer.arm()  # a fixed buffer needs nothing: checked calls prove the kernel leaves it unchanged
         self._synchronize("set-up before the call")
 
     def _input_set(self, buffer: Buffer, index: int) -> torch.Tensor:

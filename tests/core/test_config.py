@@ -69,3 +69,14 @@ def test_fingerprint_ignores_options_that_do_not_change_results() -> None:
     base = MineConfig()
     assert MineConfig(jobs=7, progress=False, out=Path("x")).fingerprint() == base.fingerprint()
     assert MineConfig(perf_threshold=0.6).fingerprint() != base.fingerprint()
+
+
+def test_a_subset_of_the_options_for_a_script_that_shares_them() -> None:
+    """bench/eval_classifier.py takes perfforge mine's judge options as they are: same flags, types, checks."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, MineConfig, only=("judge_url", "judge_diff_chars"))
+    assert from_namespace(MineConfig, parser.parse_args(["--judge-diff-chars", "1500"])).judge_diff_chars == 1500
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--jobs", "2"])  # not taken over
+    with pytest.raises(ConfigError, match="--judge-diff-chars must be positive"):
+        from_namespace(MineConfig, parser.parse_args(["--judge-diff-chars", "0"]))
