@@ -56,7 +56,8 @@ def _run_under_callgrind(argv: list[str], workdir: Path, out_file: Path, toggle:
     from profiling.cpu.callgrind import callgrind_argv
 
     result = sandbox.run(callgrind_argv(argv, toggle, out_file), cwd=workdir,
-                         limits=sandbox.Limits(timeout_s=APPLICATION_TIMEOUT_S, memory_bytes=None, network=True))
+                         limits=sandbox.Limits(timeout_s=APPLICATION_TIMEOUT_S, memory_bytes=None, network=True,
+                                               filesystem=True))
     if not result.ok or not out_file.is_file():
         raise PerfforgeError(f"the application failed under callgrind: {result.reason()}")
 

@@ -34,6 +34,11 @@ class Build:
     env: tuple[tuple[str, str], ...] = ()  # extra environment of every run (PYTHONPATH for Python harnesses)
     digest: str = ""  # of what runs (build_digest), taken when it was built
 
+    @property
+    def cache_dirs(self) -> tuple[Path, ...]:
+        """Directories every run of this build may write besides its own: Triton's kernel cache (_run_env)."""
+        return tuple(Path(value) for name, value in self.env if name == "TRITON_CACHE_DIR")
+
     def intact(self) -> bool:
         """Whether what runs is still what was built: the code under test runs with write access to the disk, and a
         candidate that rewrote the original's binary would slow the baseline down."""

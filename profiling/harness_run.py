@@ -115,5 +115,6 @@ def run_harness(task: Task, built: Build, mode: str, config: TaskConfig, out_dir
         env["MALLOC_PERTURB_"] = str(malloc_perturb)
     limits = sandbox.Limits(timeout_s=timeout_s or task.validate.timeout_s,
                             memory_bytes=(8 << 30) if task.target == "cpu" else None)
-    result = sandbox.run(argv, cwd=out_dir.parent / (out_dir.name + ".scratch"), limits=limits, env=env)
+    result = sandbox.run(argv, cwd=out_dir.parent / (out_dir.name + ".scratch"), limits=limits, env=env,
+                         writable=[out_dir, *built.cache_dirs])
     return HarnessRun(result=result, out_dir=out_dir)

@@ -69,14 +69,15 @@ def profile_built_cuda(task: Task, built: Build, config: TaskConfig, timing: Tim
     program = [*built.argv, "profile", "--seed", "0", "--out", str(ncu_dir / "profile-out"), *config.args()]
     (ncu_dir / "profile-out").mkdir(parents=True, exist_ok=True)
     exports = ncu.profile_and_export(program, ncu_dir, launch_count=NCU_LAUNCH_COUNT, timeout_s=NCU_TIMEOUT_S,
-                                     env=env)
+                                     env=env, writable=built.cache_dirs)
     # Launches per call: every launch of the one call inside the pf_profile range. Not a time-mode run: a Python
     # harness draws its inputs with torch kernels, which the H100 run counted as 7 launches per call of a
     # one-kernel Triton task.
     one_call = [*built.argv, "profile", "--seed", "0", "--out", str(ncu_dir / "app-out"), *config.args()]
     (ncu_dir / "app-out").mkdir(parents=True, exist_ok=True)
     application = ncu.export_application_page(one_call, ncu_dir / "application", timeout_s=NCU_TIMEOUT_S, env=env,
-                                              nvtx_range=ncu.PROFILE_RANGE)
+                                              nvtx_range=ncu.PROFILE_RANGE,
+                                              writable=[ncu_dir / "app-out", *built.cache_dirs])
     return profile_from_files(exports.raw_csv, exports.source_csv, timing=timing, source_file=task.source,
                               machine=describe_machine(), tool_versions=f"ncu: {tool_version('ncu')}",
                               kernel=_profiled_kernel(exports.raw_csv, task.kernel), target=task.target,

@@ -2,8 +2,10 @@
 
 Generated code is untrusted. Every build and run goes through `run()`: its own process group, killed whole on
 timeout; a scratch working directory that is also HOME and TMPDIR; a scrubbed environment (a short allow-list);
-CPU-time, file-size and (for CPU targets) address-space limits; and no network where the machine lets us make
-a network namespace (`unshare --net`). The result says what happened in words a model can act on.
+CPU-time, file-size and (for CPU targets) address-space limits; writes only beneath its working directory and
+the directories the caller names, where the kernel has Landlock (profiling.landlock); and no network where the
+machine lets us make a network namespace (`unshare --net`). The result says what happened in words a model can
+act on.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from profiling import landlock
 
 # Environment variables a build or run may see; everything else (tokens, proxies, LD_PRELOAD, PYTHONPATH of the
 # caller) is dropped. CUDA_VISIBLE_DEVICES keeps the GPU choice; PATH finds compilers and valgrind.
@@ -38,6 +42,8 @@ class Limits:
     memory_bytes: int | None = 4 << 30
     file_bytes: int = 1 << 30  # largest file it may write: outputs of big tasks fit, a disk-filling loop does not
     network: bool = False
+    # May write anywhere it could without the sandbox: the user's own builds and applications, never generated code.
+    filesystem: bool = False
 
 
 @dataclass
@@ -49,6 +55,7 @@ class RunResult:
     duration_s: float
     timed_out: bool = False
     network_isolated: bool = False
+    filesystem_isolated: bool = False
     notes: list[str] = field(default_factory=list)
     stdout_full: str = ""  # the whole stdout (stdout keeps only the tail)
 
@@ -101,6 +108,17 @@ def network_namespace_available() -> bool:
     return _unshare_prefix() is not None
 
 
+@functools.cache
+def filesystem_isolation_available() -> bool:
+    """Whether a child can be restricted to its own directories here (Landlock in the kernel, not refused by a
+    seccomp filter): tried once on `true`."""
+    if landlock.abi_version() == 0:
+        return False
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        return subprocess.run(["true"], preexec_fn=lambda: landlock.restrict_writes([]), timeout=10).returncode == 0
+    return False
+
+
 def scrubbed_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {key: os.environ[key] for key in ENV_ALLOWLIST if key in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -109,8 +127,9 @@ def scrubbed_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[
     return env
 
 
-def _set_limits(limits: Limits) -> None:
-    """Runs in the child before exec: its own session (so a timeout kills the whole group) and its limits."""
+def _set_limits(limits: Limits, writable: Sequence[Path] | None) -> None:
+    """Runs in the child before exec: its own session (so a timeout kills the whole group), its limits, and its
+    writable directories (None: no filesystem restriction)."""
     os.setsid()
     cpu = limits.cpu_s if limits.cpu_s is not None else int(limits.timeout_s * 2) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
@@ -118,21 +137,27 @@ def _set_limits(limits: Limits) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if limits.memory_bytes is not None:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    if writable is not None:
+        landlock.restrict_writes(writable)
 
 
 def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mapping[str, str] | None = None,
-        stdin: str | None = None) -> RunResult:
-    """Run argv isolated in cwd (the scratch directory). env adds to the scrubbed environment."""
-    cwd.mkdir(parents=True, exist_ok=True)
+        stdin: str | None = None, writable: Sequence[Path] = ()) -> RunResult:
+    """Run argv isolated in cwd (the scratch directory). env adds to the scrubbed environment. The process may
+    write beneath cwd and the writable directories only (unless limits.filesystem)."""
+    for directory in (cwd, *writable):
+        Path(directory).mkdir(parents=True, exist_ok=True)  # a Landlock rule needs its directory to exist
     full_argv = list(argv)
     isolated = False
     if not limits.network and network_namespace_available():
         full_argv = [*_unshare_prefix(), *full_argv]
         isolated = True
+    fenced = not limits.filesystem and filesystem_isolation_available()
+    write_dirs = [cwd.resolve(), *(Path(d).resolve() for d in writable)] if fenced else None
     start = time.monotonic()
     proc = subprocess.Popen(full_argv, cwd=cwd, env=scrubbed_env(cwd, env), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            text=True, errors="replace", preexec_fn=lambda: _set_limits(limits))
+                            text=True, errors="replace", preexec_fn=lambda: _set_limits(limits, write_dirs))
     timed_out = False
     try:
         stdout, stderr = proc.communicate(stdin, timeout=limits.timeout_s)
@@ -141,9 +166,11 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
         _kill_group(proc)
         stdout, stderr = proc.communicate()
     notes = [] if isolated or limits.network else ["network not isolated: no network namespace on this machine"]
+    if not fenced and not limits.filesystem:
+        notes.append("filesystem not isolated: no Landlock on this kernel")
     return RunResult(argv=list(argv), returncode=proc.returncode, stdout=stdout[-OUTPUT_TAIL_CHARS:],
                      stderr=stderr[-OUTPUT_TAIL_CHARS:], duration_s=time.monotonic() - start, timed_out=timed_out,
-                     network_isolated=isolated, notes=notes, stdout_full=stdout)
+                     network_isolated=isolated, filesystem_isolated=fenced, notes=notes, stdout_full=stdout)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

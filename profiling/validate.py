@@ -241,6 +241,7 @@ def rule_table(task: Task, verdict: Verdict, timed: bool) -> list[RuleCheck]:
     n_configs = len(task.configs)
     timing_status = E if timed else N
     network = sandbox.network_namespace_available()
+    fenced = sandbox.filesystem_isolation_available()
     return [
         RuleCheck(1, "fresh random inputs, several seeds and shapes", E if n_configs > 1 else P,
                   f"{task.validate.seeds} seeds x {n_configs} configuration(s), inputs redrawn per call"),
@@ -269,8 +270,10 @@ def rule_table(task: Task, verdict: Verdict, timed: bool) -> list[RuleCheck]:
                                                       "not enforced: no peak known for this CPU")),
         RuleCheck(15, "context recorded", E, "machine and tool versions in the verdict"),
         RuleCheck(16, "never timed under the profiler", E, "timing runs have no profiler attached"),
-        RuleCheck(17, "isolated subprocesses", E if network else P,
+        RuleCheck(17, "isolated subprocesses", E if network and fenced else P,
                   "timeout, CPU/file-size" + ("" if gpu else "/address-space") + " limits, scratch dir, scrubbed env"
+                  + ("; writes only to its own directories (Landlock)" if fenced
+                     else "; filesystem NOT isolated: no Landlock in this kernel, tampering only detected")
                   + ("; no network (namespace)" if network else "; network NOT isolated: no namespace available")),
         RuleCheck(18, "launch errors checked", E if gpu else NA,
                   "cudaGetLastError + synchronise after every call" if gpu else "no device launches on the CPU"),

@@ -135,7 +135,8 @@ def build_side(recipe: Recipe, source: Path, log_path: Path, side: str) -> None:
     from profiling import sandbox
 
     result = sandbox.run(["bash", "-c", recipe.build], cwd=source,
-                         limits=sandbox.Limits(timeout_s=recipe.build_timeout_s, memory_bytes=None, network=True))
+                         limits=sandbox.Limits(timeout_s=recipe.build_timeout_s, memory_bytes=None, network=True,
+                                               filesystem=True))
     log = (result.stdout_full or result.stdout) + result.stderr
     write_text(log_path, log)
     if not result.ok:

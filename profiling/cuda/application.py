@@ -19,13 +19,14 @@ APPLICATION_TIMEOUT_S = 1800.0
 
 
 def profile_cuda_application(argv: list[str], workdir: Path, *, top: int, work_dir: Path) -> list[Profile]:
-    page = ncu.export_application_page(argv, work_dir / "ranking", timeout_s=APPLICATION_TIMEOUT_S, cwd=workdir)
+    page = ncu.export_application_page(argv, work_dir / "ranking", timeout_s=APPLICATION_TIMEOUT_S, cwd=workdir,
+                                       own_code=True)
     ranked = rank_kernels(read_application_page(page), top)
     profiles = []
     for index, kernel in enumerate(ranked):
         exports = ncu.profile_and_export(argv, work_dir / f"kernel-{index}",
                                          kernel_regex=f"^{re.escape(kernel.kernel)}$", launch_count=1,
-                                         timeout_s=APPLICATION_TIMEOUT_S, nvtx_range=None, cwd=workdir)
+                                         timeout_s=APPLICATION_TIMEOUT_S, nvtx_range=None, cwd=workdir, own_code=True)
         timing = Timing(median_ms=kernel.mean_ms, p10_ms=kernel.mean_ms, p90_ms=kernel.mean_ms, trials=kernel.launches,
                         method="ncu gpu__time_duration, mean over the application's launches (serialised under the "
                                "profiler: for ranking, not for verdicts)")

@@ -91,14 +91,16 @@ def application_command(program: Sequence[str], report: Path, ncu: str = NCU,
 
 
 def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None = None, *, cwd: Path | None = None,
-            env: dict[str, str] | None = None) -> str:
+            env: dict[str, str] | None = None, writable: Sequence[Path] = (), own_code: bool = False) -> str:
     """Runs an ncu command in the sandbox (the program it profiles may be a generated candidate); its stdout is
-    returned (and written to stdout_path when given)."""
+    returned (and written to stdout_path when given). ncu and the program write beneath cwd and `writable` only,
+    unless own_code: the program is the user's own application, which may write where it always does."""
     if shutil.which(command[0]) is None:
         raise NcuError(f"{command[0]} not found: install Nsight Compute or pass its path as ncu=")
     scratch = cwd or Path(tempfile.mkdtemp(prefix="perfforge-ncu-"))
-    result = sandbox.run(list(command), cwd=scratch, env=env,
-                         limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=None, file_bytes=8 << 30))
+    result = sandbox.run(list(command), cwd=scratch, env=env, writable=writable,
+                         limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=None, file_bytes=8 << 30,
+                                               filesystem=own_code))
     if result.timed_out:
         raise NcuError(f"ncu ran past {timeout_s:.0f} s: {shlex.join(command)}")
     if result.returncode != 0:
@@ -111,12 +113,14 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
 def profile_and_export(program: Sequence[str], workdir: Path, *, kernel_regex: str | None = None,
                        launch_count: int | None = None, timeout_s: float = 600.0, ncu: str = NCU,
                        nvtx_range: str | None = PROFILE_RANGE, env: dict[str, str] | None = None,
-                       cwd: Path | None = None) -> NcuExports:
-    """Profiles `program` into workdir/report.ncu-rep and exports raw.csv and source.csv beside it."""
+                       cwd: Path | None = None, writable: Sequence[Path] = (), own_code: bool = False) -> NcuExports:
+    """Profiles `program` into workdir/report.ncu-rep and exports raw.csv and source.csv beside it. The program may
+    write beneath workdir, cwd and `writable` (anywhere if own_code, see run_ncu)."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.ncu-rep"
     run_ncu(profile_command(program, report.with_suffix(""), kernel_regex=kernel_regex, launch_count=launch_count,
-                            ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir, env=env)
+                            ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir, env=env,
+            writable=[workdir, *writable], own_code=own_code)
     exports = NcuExports(report, workdir / "raw.csv", workdir / "source.csv")
     run_ncu(raw_page_command(report, ncu=ncu), timeout_s, exports.raw_csv, cwd=workdir)
     run_ncu(source_page_command(report, ncu=ncu), timeout_s, exports.source_csv, cwd=workdir)
@@ -125,13 +129,14 @@ def profile_and_export(program: Sequence[str], workdir: Path, *, kernel_regex: s
 
 def export_application_page(program: Sequence[str], workdir: Path, *, timeout_s: float = 600.0, ncu: str = NCU,
                             env: dict[str, str] | None = None, cwd: Path | None = None,
-                            nvtx_range: str | None = None) -> Path:
+                            nvtx_range: str | None = None, writable: Sequence[Path] = (),
+                            own_code: bool = False) -> Path:
     """Application mode: every launch's duration (inside `nvtx_range` when given), exported as
-    workdir/application.csv (a raw page)."""
+    workdir/application.csv (a raw page). Writable directories as in profile_and_export."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "application"
     run_ncu(application_command(program, report, ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir,
-            env=env)
+            env=env, writable=[workdir, *writable], own_code=own_code)
     page = workdir / "application.csv"
     run_ncu(raw_page_command(report.with_suffix(".ncu-rep"), [DURATION_METRIC], ncu=ncu), timeout_s, page, cwd=workdir)
     return page

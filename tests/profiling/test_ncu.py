@@ -249,9 +249,10 @@ def test_device_record_of_the_capture():
 
 
 def test_profile_and_export_runs_the_three_commands(tmp_path):
-    """A stand-in ncu that logs its arguments and prints a captured page, to check the wiring without a GPU."""
+    """A stand-in ncu that logs its arguments and prints a captured page, to check the wiring without a GPU. It
+    logs beneath the work directory: ncu and the program it profiles may write nowhere else."""
     fake = tmp_path / "ncu"
-    log = tmp_path / "calls.log"
+    log = tmp_path / "work" / "calls.log"
     fake.write_text(f"""#!/bin/sh
 echo "$*" >> {log}
 case "$*" in

@@ -1,0 +1,82 @@
+"""The sandbox's filesystem fence: code under test writes beneath its own directories only (Landlock), while the
+user's own builds and applications keep writing where they always do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from profiling import sandbox
+from profiling.build import build
+from profiling.harness_run import run_harness
+from profiling.task import load_task
+
+needs_landlock = pytest.mark.skipif(not sandbox.filesystem_isolation_available(),
+                                    reason="this kernel has no Landlock")
+
+WRITES = 'echo in > "$1/f" && echo extra > "$2/f" && echo dev > /dev/null && echo out > "$3/f"'
+
+
+def _run_writes(tmp_path: Path, limits: sandbox.Limits | None = None) -> sandbox.RunResult:
+    own, extra, outside = tmp_path / "own", tmp_path / "extra", tmp_path / "outside"
+    outside.mkdir()
+    return sandbox.run(["bash", "-c", WRITES, "writes", str(own), str(extra), str(outside)], cwd=own,
+                       writable=[extra], limits=limits or sandbox.Limits())
+
+
+@needs_landlock
+def test_a_run_writes_beneath_its_own_and_the_named_directories_only(tmp_path: Path) -> None:
+    result = _run_writes(tmp_path)
+    assert result.returncode == 1 and "Permission denied" in result.stderr
+    assert (tmp_path / "own" / "f").read_text() == "in\n" and (tmp_path / "extra" / "f").read_text() == "extra\n"
+    assert not (tmp_path / "outside" / "f").exists()
+    assert result.filesystem_isolated and not any("filesystem" in note for note in result.notes)
+
+
+def test_the_users_own_code_writes_anywhere(tmp_path: Path) -> None:
+    result = _run_writes(tmp_path, sandbox.Limits(filesystem=True))
+    assert result.ok, result.reason()
+    assert (tmp_path / "outside" / "f").read_text() == "out\n"
+    assert not result.filesystem_isolated and not any("filesystem" in note for note in result.notes)
+
+
+def test_without_landlock_the_result_says_the_filesystem_was_not_isolated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox, "filesystem_isolation_available", lambda: False)
+    result = _run_writes(tmp_path)
+    assert result.ok and not result.filesystem_isolated
+    assert "filesystem not isolated: no Landlock on this kernel" in result.notes
+
+
+# A candidate that appends a byte to the binary named by ORIGINAL_BIN the first time it runs: what a kernel could
+# do (through calls the static checks would refuse, which run_harness does not apply) to slow the baseline down.
+TAMPERING_C = """\
+#include <stdio.h>
+void matvec(int n, const float *m, const float *w, float *out) {
+    static int done;
+    if (!done) {
+        done = 1;
+        FILE *f = fopen(ORIGINAL_BIN, "ab");
+        if (f) { fputc(0, f); fclose(f); }
+    }
+    for (int i = 0; i < n; i++) {
+        float acc = 0.0f;
+        for (int j = 0; j < n; j++) acc += m[(long)i * n + j] * w[j];
+        out[i] = acc;
+    }
+}
+"""
+
+
+@needs_landlock
+def test_a_candidate_cannot_rewrite_the_originals_build(cpu_task_dir: Path, tmp_path: Path) -> None:
+    task = load_task(cpu_task_dir)
+    original = build(task, task.source_path, tmp_path / "work")
+    candidate_path = tmp_path / "candidate.c"
+    candidate_path.write_text(f'#define ORIGINAL_BIN "{original.directory / "bin"}"\n' + TAMPERING_C)
+    candidate = build(task, candidate_path, tmp_path / "work")
+    assert original.ok and candidate.ok, candidate.reason()
+    run = run_harness(task, candidate, "check", task.config(), tmp_path / "run")
+    assert run.result.ok, run.result.reason()  # the write failed quietly; the candidate still computed
+    assert original.intact()
