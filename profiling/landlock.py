@@ -6,7 +6,9 @@ root, no namespace, no helper binary. The sandbox calls `restrict_writes` in the
 code under test cannot rewrite another build's binary, the original's cached build, a sibling candidate's outputs
 or the project's own files. Only the write rights are handled: reads, directory listings and execution stay
 allowed everywhere (compilers, drivers and libraries live all over the filesystem). ioctl on device files is not
-handled either: the CUDA driver speaks to /dev/nvidia* through ioctl.
+handled either: the CUDA driver speaks to /dev/nvidia* through ioctl. Landlock does not cover metadata (chmod,
+chown, utimes), and truncate(2) only from ABI 3; links and renames out of a fenced directory are refused from
+ABI 1. A fenced process cannot ptrace, nor write the memory of (/proc/PID/mem), a process outside its fence.
 
 The calls and structures are those of the kernel's uapi (include/uapi/linux/landlock.h); the syscall numbers are
 the same on every architecture.
@@ -44,10 +46,10 @@ _FILE_WRITES = WRITE_FILE | TRUNCATE  # the write rights a rule on a single file
 DEVICE_DIR = Path("/dev")
 # POSIX shared memory and semaphores (Python's multiprocessing, some OpenMP and MPI runtimes) are files here.
 SHARED_MEMORY_DIR = Path("/dev/shm")
-# Processes write files of their own /proc entries: `unshare --map-root-user` its uid_map, the CUDA runtime the
-# names of its threads (/proc/self/task/*/comm; without it, CUDA fails to start). The entry of a process that ncu
-# starts cannot be named in advance, so all of /proc stays writable, for files only (nothing can be created there).
-PROC_DIR = Path("/proc")
+# The process's own /proc entry, whose files it writes: `unshare --map-root-user` its uid_map, the CUDA runtime
+# its threads' names. Its children get entries of their own, which cannot be named in advance (profiling.cuda.ncu
+# opens all of /proc for the programs ncu starts).
+OWN_PROC_DIR = Path("/proc/self")
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -82,7 +84,7 @@ def handled_writes(abi: int) -> int:
 
 def restrict_writes(writable: Sequence[Path]) -> None:
     """Restrict this process and its future children: writes only beneath the writable directories (and to
-    existing device files and /proc files, shared memory). OSError when the kernel refuses.
+    existing device files, shared memory, its own /proc entry). OSError when the kernel refuses.
 
     Meant for a child between fork and exec (subprocess's preexec_fn): it allocates nothing but a few structs."""
     abi = abi_version()
@@ -95,7 +97,7 @@ def restrict_writes(writable: Sequence[Path]) -> None:
     try:
         for directory in writable:
             _allow(ruleset, directory, handled)
-        for directory in (DEVICE_DIR, PROC_DIR):
+        for directory in (DEVICE_DIR, OWN_PROC_DIR):
             _allow(ruleset, directory, _FILE_WRITES & handled)
         if SHARED_MEMORY_DIR.is_dir():
             _allow(ruleset, SHARED_MEMORY_DIR, handled)

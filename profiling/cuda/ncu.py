@@ -90,6 +90,9 @@ def application_command(program: Sequence[str], report: Path, ncu: str = NCU,
     return [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", *command[1:]] if nvtx_range else command
 
 
+PROC_DIR = Path("/proc")
+
+
 def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None = None, *, cwd: Path | None = None,
             env: dict[str, str] | None = None, writable: Sequence[Path] = (), own_code: bool = False) -> str:
     """Runs an ncu command in the sandbox (the program it profiles may be a generated candidate); its stdout is
@@ -98,7 +101,9 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
     if shutil.which(command[0]) is None:
         raise NcuError(f"{command[0]} not found: install Nsight Compute or pass its path as ncu=")
     scratch = cwd or Path(tempfile.mkdtemp(prefix="perfforge-ncu-"))
-    result = sandbox.run(list(command), cwd=scratch, env=env, writable=writable,
+    # The program ncu starts writes files of its own /proc entry (CUDA names its threads there; without it, CUDA
+    # fails to start: "OS call failed", seen on the H100), and that entry cannot be named in advance.
+    result = sandbox.run(list(command), cwd=scratch, env=env, writable=[*writable, PROC_DIR],
                          limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=None, file_bytes=8 << 30,
                                                filesystem=own_code))
     if result.timed_out:
