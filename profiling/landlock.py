@@ -46,9 +46,9 @@ _FILE_WRITES = WRITE_FILE | TRUNCATE  # the write rights a rule on a single file
 DEVICE_DIR = Path("/dev")
 # POSIX shared memory and semaphores (Python's multiprocessing, some OpenMP and MPI runtimes) are files here.
 SHARED_MEMORY_DIR = Path("/dev/shm")
-# The process's own /proc entry, whose files it writes: `unshare --map-root-user` its uid_map, the CUDA runtime
-# its threads' names. Its children get entries of their own, which cannot be named in advance (profiling.cuda.ncu
-# opens all of /proc for the programs ncu starts).
+# The process's own /proc entry, whose files it writes: `unshare --map-root-user` its uid_map, for one. Its
+# children get entries of their own, which cannot be named in advance (profiling.cuda.ncu opens all of /proc for
+# the program ncu starts, which needs it).
 OWN_PROC_DIR = Path("/proc/self")
 
 

@@ -101,8 +101,9 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
     if shutil.which(command[0]) is None:
         raise NcuError(f"{command[0]} not found: install Nsight Compute or pass its path as ncu=")
     scratch = cwd or Path(tempfile.mkdtemp(prefix="perfforge-ncu-"))
-    # The program ncu starts writes files of its own /proc entry (CUDA names its threads there; without it, CUDA
-    # fails to start: "OS call failed", seen on the H100), and that entry cannot be named in advance.
+    # Under ncu, CUDA in the profiled program fails to start ("OS call failed", seen on the H100) unless /proc is
+    # writable: that program is ncu's child, and its own /proc entry, presumably what it writes, cannot be named in
+    # advance. /tmp, /dev and the rest were tried there and are not needed.
     result = sandbox.run(list(command), cwd=scratch, env=env, writable=[*writable, PROC_DIR],
                          limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=None, file_bytes=8 << 30,
                                                filesystem=own_code))
