@@ -87,12 +87,14 @@ def _finished(task: Task, directory: Path, log: str, duration_s: float) -> Build
 
 
 def build_digest(directory: Path) -> str:
-    """sha256 of what a build runs: its binary, or its Python files and the harness runtime they import."""
+    """sha256 of what a build runs: its binary, or its Python files and the harness runtime they import, with their
+    permission bits (code under test could not rewrite a binary through the sandbox's fence, but could chmod it)."""
     digest = hashlib.sha256()
     binary = directory / "bin"
     paths = [binary] if binary.is_file() else [*sorted(directory.glob("*.py")), RUNTIME_DIR / "perfforge_harness.py"]
     for path in paths:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        mode = f"{path.stat().st_mode & 0o7777:o}"
+        digest.update(path.name.encode() + b"\0" + mode.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 

@@ -4,21 +4,29 @@ beneath the directories it is given.
 Landlock (Linux 5.13+) lets an unprivileged process restrict itself and every process it starts, for good: no
 root, no namespace, no helper binary. The sandbox calls `restrict_writes` in the child between fork and exec, so
 code under test cannot rewrite another build's binary, the original's cached build, a sibling candidate's outputs
-or the project's own files. Only the write rights are handled: reads, directory listings and execution stay
-allowed everywhere (compilers, drivers and libraries live all over the filesystem). ioctl on device files is not
-handled either: the CUDA driver speaks to /dev/nvidia* through ioctl. Landlock does not cover metadata (chmod,
-chown, utimes), and truncate(2) only from ABI 3; links and renames out of a fenced directory are refused from
-ABI 1. A fenced process cannot ptrace, nor write the memory of (/proc/PID/mem), a process outside its fence.
+or the project's own files. A program that another program starts (ncu's target) is fenced by running it through
+this file as a script (`fenced_command`).
+
+Only the write rights are handled: reads, directory listings and execution stay allowed everywhere (compilers,
+drivers and libraries live all over the filesystem). ioctl on device files is not handled either: the CUDA driver
+speaks to /dev/nvidia* through ioctl. Device files are writable only where a kernel needs them (/dev/null,
+/dev/nvidia*, ...), and no device node can be made. From ABI 6 the process also cannot signal, nor reach through
+an abstract unix socket, any process outside its fence (a daemon left behind cannot stop the baseline's timing).
+Landlock does not cover metadata (chmod, chown, utimes: build digests cover the mode), nor truncate(2) before
+ABI 3; links and renames out of a fenced directory are refused from ABI 1. A fenced process cannot ptrace, nor
+write the memory of (/proc/PID/mem), a process outside its fence.
 
 The calls and structures are those of the kernel's uapi (include/uapi/linux/landlock.h); the syscall numbers are
-the same on every architecture.
+the same on every architecture. The module imports nothing outside the standard library: it also runs as a script.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import glob
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,19 +49,30 @@ MAKE_SYM = 1 << 12
 REFER = 1 << 13  # ABI 2: link or rename a file into another directory
 TRUNCATE = 1 << 14  # ABI 3: truncate(2) and open(O_TRUNC)
 _FILE_WRITES = WRITE_FILE | TRUNCATE  # the write rights a rule on a single file (not a directory) may carry
+_DEVICE_NODES = MAKE_CHAR | MAKE_BLOCK  # handled, and never granted: a node of its own would open any disk
+# LANDLOCK_SCOPE_* (ABI 6): no abstract unix socket nor signal to a process outside the fence.
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
+SCOPE_SIGNAL = 1 << 1
 
-# Device files a program opens for writing without creating anything: /dev/null, /dev/nvidia*, /dev/tty.
-DEVICE_DIR = Path("/dev")
+# Device files a program opens for writing (patterns): the null and random devices, the terminal, the NVIDIA and
+# AMD GPU drivers. Nothing else under /dev: /dev/vda, /dev/loop*, /dev/kmsg stay read-only.
+DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/nvidia*",
+                "/dev/kfd", "/dev/dri")
 # POSIX shared memory and semaphores (Python's multiprocessing, some OpenMP and MPI runtimes) are files here.
 SHARED_MEMORY_DIR = Path("/dev/shm")
-# The process's own /proc entry, whose files it writes: `unshare --map-root-user` its uid_map, for one. Its
-# children get entries of their own, which cannot be named in advance (profiling.cuda.ncu opens all of /proc for
-# the program ncu starts, which needs it).
+# The process's own /proc entry, whose files it writes: `unshare --map-root-user` its uid_map, CUDA (under ncu)
+# something of its own. Only this process's entry: /proc/sys/kernel/core_pattern would run a program as root.
 OWN_PROC_DIR = Path("/proc/self")
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]  # the later fields (network, scopes) stay unhandled
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+# How much of _RulesetAttr each ABI version reads: the network rights came in ABI 4, the scopes in ABI 6.
+def _ruleset_attr_size(abi: int) -> int:
+    return 24 if abi >= 6 else 16 if abi >= 4 else 8
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -82,25 +101,28 @@ def handled_writes(abi: int) -> int:
     return rights
 
 
-def restrict_writes(writable: Sequence[Path]) -> None:
-    """Restrict this process and its future children: writes only beneath the writable directories (and to
-    existing device files, shared memory, its own /proc entry). OSError when the kernel refuses.
+def restrict_writes(writable: Sequence[Path], *, scoped: bool = True) -> None:
+    """Restrict this process and its future children: writes only beneath the writable directories (no device
+    nodes), to the DEVICE_FILES, in shared memory and in its own /proc entry; with `scoped` (ABI 6), no signal nor
+    abstract socket out of the fence. OSError when the kernel refuses.
 
     Meant for a child between fork and exec (subprocess's preexec_fn): it allocates nothing but a few structs."""
     abi = abi_version()
     if abi == 0:
         raise OSError("Landlock is not available on this kernel")
     handled = handled_writes(abi)
-    attr = _RulesetAttr(handled_access_fs=handled)
-    ruleset = _check(_libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
+    attr = _RulesetAttr(handled_access_fs=handled,
+                        scoped=SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if scoped and abi >= 6 else 0)
+    ruleset = _check(_libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(_ruleset_attr_size(abi)),
                                    ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
         for directory in writable:
-            _allow(ruleset, directory, handled)
-        for directory in (DEVICE_DIR, OWN_PROC_DIR):
-            _allow(ruleset, directory, _FILE_WRITES & handled)
+            _allow(ruleset, directory, handled & ~_DEVICE_NODES)
+        for device in sorted({path for pattern in DEVICE_FILES for path in glob.glob(pattern)}):
+            _allow(ruleset, Path(device), _FILE_WRITES & handled)
         if SHARED_MEMORY_DIR.is_dir():
-            _allow(ruleset, SHARED_MEMORY_DIR, handled)
+            _allow(ruleset, SHARED_MEMORY_DIR, handled & ~_DEVICE_NODES)
+        _allow(ruleset, OWN_PROC_DIR, _FILE_WRITES & handled)
         _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
         _check(_libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)), "landlock_restrict_self")
     finally:
@@ -125,3 +147,28 @@ def _check(result: int, call: str) -> int:
         errno = ctypes.get_errno()
         raise OSError(errno, f"{call} failed: {os.strerror(errno)}")
     return result
+
+
+# ---------------------------------------------------------------- as a script: fence a program, then run it
+
+_WRITABLE_FLAG = "--writable="
+_UNSCOPED_FLAG = "--unscoped"
+
+
+def fenced_command(argv: Sequence[str], writable: Sequence[Path], *, scoped: bool = True) -> list[str]:
+    """argv run under restrict_writes(writable): for a program that another, unfenced program starts (ncu runs
+    its target this way). The wrapper execs argv in the same process, so its /proc entry is the program's."""
+    flags = [f"{_WRITABLE_FLAG}{Path(d).resolve()}" for d in writable] + ([] if scoped else [_UNSCOPED_FLAG])
+    return [sys.executable, str(Path(__file__).resolve()), *flags, "--", *argv]
+
+
+def _main(args: list[str]) -> None:
+    split = args.index("--")
+    options, argv = args[:split], args[split + 1:]
+    restrict_writes([Path(o.removeprefix(_WRITABLE_FLAG)) for o in options if o.startswith(_WRITABLE_FLAG)],
+                    scoped=_UNSCOPED_FLAG not in options)
+    os.execvp(argv[0], argv)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -11,12 +11,14 @@ act on.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import os
 import resource
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +32,11 @@ ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", 
                  "OMP_NUM_THREADS", "SYSTEMROOT")
 
 OUTPUT_TAIL_CHARS = 4000  # what is kept of stdout and stderr: enough for a compiler's first errors
+_PR_SET_CHILD_SUBREAPER = 36  # prctl option: orphaned descendants are re-parented to this process, not to init
+# Processes run() has started and not yet waited for: builds may run in threads, and one run's clean-up must not
+# kill another's process. Changed, and read by the clean-up, under the lock.
+_running: set[int] = set()
+_running_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -154,10 +161,15 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
         isolated = True
     fenced = not limits.filesystem and filesystem_isolation_available()
     write_dirs = [cwd.resolve(), *(Path(d).resolve() for d in writable)] if fenced else None
+    _adopt_orphans()
     start = time.monotonic()
-    proc = subprocess.Popen(full_argv, cwd=cwd, env=scrubbed_env(cwd, env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            text=True, errors="replace", preexec_fn=lambda: _set_limits(limits, write_dirs))
+    with _running_lock:
+        children_before = _children()
+        proc = subprocess.Popen(full_argv, cwd=cwd, env=scrubbed_env(cwd, env), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE,
+                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                text=True, errors="replace", preexec_fn=lambda: _set_limits(limits, write_dirs))
+        _running.add(proc.pid)
     timed_out = False
     try:
         stdout, stderr = proc.communicate(stdin, timeout=limits.timeout_s)
@@ -165,6 +177,11 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
         timed_out = True
         _kill_group(proc)
         stdout, stderr = proc.communicate()
+    finally:
+        _kill_group(proc)  # what it started and left running in its group
+        with _running_lock:
+            _running.discard(proc.pid)
+        _kill_leftovers(children_before)
     notes = [] if isolated or limits.network else ["network not isolated: no network namespace on this machine"]
     if not fenced and not limits.filesystem:
         notes.append("filesystem not isolated: no Landlock on this kernel")
@@ -174,5 +191,48 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------- nothing outlives its run
+
+@functools.cache
+def _adopt_orphans() -> None:
+    """Make this process the subreaper of what it starts. A process that a run leaves behind in a session of its
+    own (a daemon: fork, setsid, fork) is then re-parented here, not to init, and _kill_leftovers finds it. Left
+    running, it could copy the original's outputs between the oracle run and their deletion, or slow the baseline."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _children() -> set[int]:
+    """Pids of this process's children, from /proc (field 4 of /proc/PID/stat, after the command in brackets)."""
+    me, found = os.getpid(), set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:  # gone meanwhile
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == me:
+                found.add(int(entry.name))
+    return found
+
+
+def _kill_leftovers(children_before: set[int]) -> None:
+    """Kill and reap the processes re-parented here since the run started: not those this process had before it,
+    nor other runs' (threads). Each round's victims may leave orphans of their own, adopted in turn."""
+    for _ in range(_LEFTOVER_ROUNDS):
+        with _running_lock:
+            stray = _children() - children_before - _running
+        if not stray:
+            return
+        for pid in stray:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in stray:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+_LEFTOVER_ROUNDS = 20  # generations of orphans: a fork chain deeper than this outlives the run

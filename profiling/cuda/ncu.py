@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.errors import PerfforgeError
-from profiling import sandbox
+from profiling import landlock, sandbox
 
 NCU = "ncu"
 PROFILE_RANGE = "pf_profile"  # the NVTX push/pop range perfforge_harness.h opens around the profiled call
@@ -90,23 +90,17 @@ def application_command(program: Sequence[str], report: Path, ncu: str = NCU,
     return [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", *command[1:]] if nvtx_range else command
 
 
-PROC_DIR = Path("/proc")
-
-
 def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None = None, *, cwd: Path | None = None,
-            env: dict[str, str] | None = None, writable: Sequence[Path] = (), own_code: bool = False) -> str:
-    """Runs an ncu command in the sandbox (the program it profiles may be a generated candidate); its stdout is
-    returned (and written to stdout_path when given). ncu and the program write beneath cwd and `writable` only,
-    unless own_code: the program is the user's own application, which may write where it always does."""
+            env: dict[str, str] | None = None) -> str:
+    """Runs an ncu command in the sandbox; its stdout is returned (and written to stdout_path when given). ncu
+    itself may write anywhere (its lock, its report); a generated program it profiles is fenced by its own command
+    (`fenced_program`)."""
     if shutil.which(command[0]) is None:
         raise NcuError(f"{command[0]} not found: install Nsight Compute or pass its path as ncu=")
     scratch = cwd or Path(tempfile.mkdtemp(prefix="perfforge-ncu-"))
-    # Under ncu, CUDA in the profiled program fails to start ("OS call failed", seen on the H100) unless /proc is
-    # writable: that program is ncu's child, and its own /proc entry, presumably what it writes, cannot be named in
-    # advance. /tmp, /dev and the rest were tried there and are not needed.
-    result = sandbox.run(list(command), cwd=scratch, env=env, writable=[*writable, PROC_DIR],
+    result = sandbox.run(list(command), cwd=scratch, env=env,
                          limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=None, file_bytes=8 << 30,
-                                               filesystem=own_code))
+                                               filesystem=True))
     if result.timed_out:
         raise NcuError(f"ncu ran past {timeout_s:.0f} s: {shlex.join(command)}")
     if result.returncode != 0:
@@ -116,17 +110,33 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
     return result.stdout_full
 
 
+# Whether ncu's fenced target may also not signal, nor reach by abstract socket, processes outside its fence (ABI 6):
+# the profiled program talks to ncu, which is outside.
+FENCE_SCOPED = True
+
+
+def fenced_program(program: Sequence[str], writable: Sequence[Path]) -> list[str]:
+    """The command that runs a generated program under ncu, fenced to the writable directories (sandbox.run's
+    fence would cover ncu, not the program it starts in a process of its own, whose /proc entry it cannot name).
+    Unchanged where the machine has no Landlock."""
+    if not sandbox.filesystem_isolation_available():
+        return list(program)
+    for directory in writable:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+    return landlock.fenced_command(program, writable, scoped=FENCE_SCOPED)
+
+
 def profile_and_export(program: Sequence[str], workdir: Path, *, kernel_regex: str | None = None,
                        launch_count: int | None = None, timeout_s: float = 600.0, ncu: str = NCU,
                        nvtx_range: str | None = PROFILE_RANGE, env: dict[str, str] | None = None,
                        cwd: Path | None = None, writable: Sequence[Path] = (), own_code: bool = False) -> NcuExports:
     """Profiles `program` into workdir/report.ncu-rep and exports raw.csv and source.csv beside it. The program may
-    write beneath workdir, cwd and `writable` (anywhere if own_code, see run_ncu)."""
+    write beneath workdir, cwd and `writable` (anywhere if own_code: the user's own application)."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.ncu-rep"
+    program = program if own_code else fenced_program(program, [cwd or workdir, workdir, *writable])
     run_ncu(profile_command(program, report.with_suffix(""), kernel_regex=kernel_regex, launch_count=launch_count,
-                            ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir, env=env,
-            writable=[workdir, *writable], own_code=own_code)
+                            ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir, env=env)
     exports = NcuExports(report, workdir / "raw.csv", workdir / "source.csv")
     run_ncu(raw_page_command(report, ncu=ncu), timeout_s, exports.raw_csv, cwd=workdir)
     run_ncu(source_page_command(report, ncu=ncu), timeout_s, exports.source_csv, cwd=workdir)
@@ -141,8 +151,9 @@ def export_application_page(program: Sequence[str], workdir: Path, *, timeout_s:
     workdir/application.csv (a raw page). Writable directories as in profile_and_export."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "application"
+    program = program if own_code else fenced_program(program, [cwd or workdir, workdir, *writable])
     run_ncu(application_command(program, report, ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir,
-            env=env, writable=[workdir, *writable], own_code=own_code)
+            env=env)
     page = workdir / "application.csv"
     run_ncu(raw_page_command(report.with_suffix(".ncu-rep"), [DURATION_METRIC], ncu=ncu), timeout_s, page, cwd=workdir)
     return page

@@ -3,11 +3,13 @@ user's own builds and applications keep writing where they always do."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from profiling import sandbox
+from profiling import landlock, sandbox
 from profiling.build import build
 from profiling.harness_run import run_harness
 from profiling.task import load_task
@@ -80,3 +82,53 @@ def test_a_candidate_cannot_rewrite_the_originals_build(cpu_task_dir: Path, tmp_
     run = run_harness(task, candidate, "check", task.config(), tmp_path / "run")
     assert run.result.ok, run.result.reason()  # the write failed quietly; the candidate still computed
     assert original.intact()
+
+
+def test_a_chmod_of_the_originals_binary_is_tampering(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Landlock does not cover metadata: a candidate could make the original's binary unrunnable, so the build's
+    digest covers its mode."""
+    task = load_task(cpu_task_dir)
+    original = build(task, task.source_path, tmp_path / "work")
+    (original.directory / "bin").chmod(0o644)
+    assert not original.intact()
+
+
+def test_no_process_outlives_its_run(tmp_path: Path) -> None:
+    """A daemon (a new session, its parent gone) is re-parented to the validator and killed when the run ends."""
+    daemon = '(setsid sleep 60 >/dev/null 2>&1 & echo $! > daemon.pid) ; sleep 0.2'
+    result = sandbox.run(["bash", "-c", daemon], cwd=tmp_path / "own")
+    pid = int((tmp_path / "own" / "daemon.pid").read_text())
+    assert result.ok and not Path(f"/proc/{pid}").exists()
+
+
+@pytest.mark.skipif(not sandbox.filesystem_isolation_available() or landlock.abi_version() < 6,
+                    reason="signal scoping needs Landlock ABI 6")
+def test_a_run_cannot_signal_a_process_outside_its_fence(tmp_path: Path) -> None:
+    bystander = subprocess.Popen(["sleep", "30"])
+    try:
+        result = sandbox.run(["bash", "-c", f"kill -STOP {bystander.pid}"], cwd=tmp_path / "own")
+        state = Path(f"/proc/{bystander.pid}/stat").read_text().rpartition(")")[2].split()[0]
+        assert result.returncode != 0 and state != "T"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+@pytest.mark.skipif(not sandbox.filesystem_isolation_available() or os.geteuid() != 0,
+                    reason="without Landlock, or as a user who may not make device nodes anyway")
+def test_a_run_makes_no_device_node(tmp_path: Path) -> None:
+    result = sandbox.run(["mknod", "node", "c", "1", "3"], cwd=tmp_path / "own")
+    assert result.returncode != 0 and not (tmp_path / "own" / "node").exists()
+
+
+@needs_landlock
+def test_a_program_started_by_another_is_fenced_by_its_command(tmp_path: Path) -> None:
+    """ncu starts the profiled program itself: the program's own command fences it (ncu stays unfenced)."""
+    own, outside = tmp_path / "own", tmp_path / "outside"
+    own.mkdir()
+    outside.mkdir()
+    command = landlock.fenced_command(["bash", "-c", 'echo in > "$1/f"; echo out > "$2/f"', "w", str(own),
+                                       str(outside)], [own])
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert (own / "f").read_text() == "in\n" and not (outside / "f").exists()
+    assert "Permission denied" in result.stderr
