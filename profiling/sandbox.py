@@ -3,9 +3,9 @@
 Generated code is untrusted. Every build and run goes through `run()`: its own process group, killed whole on
 timeout; a scratch working directory that is also HOME and TMPDIR; a scrubbed environment (a short allow-list);
 CPU-time, file-size and (for CPU targets) address-space limits; writes only beneath its working directory and
-the directories the caller names, where the kernel has Landlock (profiling.landlock); and no network where the
-machine lets us make a network namespace (`unshare --net`). The result says what happened in words a model can
-act on.
+the directories the caller names, where the kernel has Landlock (profiling.landlock); no network where the
+machine lets us make a network namespace (`unshare --net`); and nothing it starts outlives it (orphans are
+adopted and killed). The result says what happened in words a model can act on.
 """
 
 from __future__ import annotations
