@@ -157,16 +157,21 @@ _UNSCOPED_FLAG = "--unscoped"
 
 def fenced_command(argv: Sequence[str], writable: Sequence[Path], *, scoped: bool = True) -> list[str]:
     """argv run under restrict_writes(writable): for a program that another, unfenced program starts (ncu runs
-    its target this way). The wrapper execs argv in the same process, so its /proc entry is the program's."""
+    its target this way). The wrapper execs argv in the same process, so its /proc entry is the program's; the
+    program's HOME and TMPDIR are the first writable directory (the starting program's own may be ones it must not
+    write: ncu's HOME holds the section files ncu runs)."""
     flags = [f"{_WRITABLE_FLAG}{Path(d).resolve()}" for d in writable] + ([] if scoped else [_UNSCOPED_FLAG])
-    return [sys.executable, str(Path(__file__).resolve()), *flags, "--", *argv]
+    # -I: no PYTHONPATH, user site or startup file: nothing from the caller's environment runs before the fence.
+    return [sys.executable, "-I", str(Path(__file__).resolve()), *flags, "--", *argv]
 
 
 def _main(args: list[str]) -> None:
     split = args.index("--")
     options, argv = args[:split], args[split + 1:]
-    restrict_writes([Path(o.removeprefix(_WRITABLE_FLAG)) for o in options if o.startswith(_WRITABLE_FLAG)],
-                    scoped=_UNSCOPED_FLAG not in options)
+    writable = [Path(o.removeprefix(_WRITABLE_FLAG)) for o in options if o.startswith(_WRITABLE_FLAG)]
+    restrict_writes(writable, scoped=_UNSCOPED_FLAG not in options)
+    if writable:
+        os.environ["HOME"] = os.environ["TMPDIR"] = str(writable[0])
     os.execvp(argv[0], argv)
 
 

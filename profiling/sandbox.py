@@ -173,10 +173,12 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
     timed_out = False
     try:
         stdout, stderr = proc.communicate(stdin, timeout=limits.timeout_s)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired:  # hung, or a process it left behind holds its output pipes open
         timed_out = True
         _kill_group(proc)
-        stdout, stderr = proc.communicate()
+        proc.wait()
+        _kill_leftovers(children_before)
+        stdout, stderr = proc.communicate(timeout=_DRAIN_TIMEOUT_S)
     finally:
         _kill_group(proc)  # what it started and left running in its group
         with _running_lock:
@@ -221,12 +223,13 @@ def _children() -> set[int]:
 
 def _kill_leftovers(children_before: set[int]) -> None:
     """Kill and reap the processes re-parented here since the run started: not those this process had before it,
-    nor other runs' (threads). Each round's victims may leave orphans of their own, adopted in turn."""
-    for _ in range(_LEFTOVER_ROUNDS):
+    nor other runs' (threads). Each victim may leave orphans of its own, adopted in turn: the sweep goes on until
+    _QUIET_SCANS scans in a row find nothing, for at most _SWEEP_BUDGET_S."""
+    deadline, quiet = time.monotonic() + _SWEEP_BUDGET_S, 0
+    while quiet < _QUIET_SCANS and time.monotonic() < deadline:
         with _running_lock:
             stray = _children() - children_before - _running
-        if not stray:
-            return
+        quiet = 0 if stray else quiet + 1
         for pid in stray:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -235,4 +238,8 @@ def _kill_leftovers(children_before: set[int]) -> None:
                 os.waitpid(pid, 0)
 
 
-_LEFTOVER_ROUNDS = 20  # generations of orphans: a fork chain deeper than this outlives the run
+# A process that forks and lets its parent exit, over and over, is adopted anew each time: the sweep must see
+# nothing several scans running. A fork race won for longer than the budget still outlives the run (README).
+_QUIET_SCANS = 3
+_SWEEP_BUDGET_S = 5.0
+_DRAIN_TIMEOUT_S = 10.0  # reading what is left in the output pipes once everything that held them is dead

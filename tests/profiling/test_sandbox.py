@@ -132,3 +132,21 @@ def test_a_program_started_by_another_is_fenced_by_its_command(tmp_path: Path) -
     result = subprocess.run(command, capture_output=True, text=True)
     assert (own / "f").read_text() == "in\n" and not (outside / "f").exists()
     assert "Permission denied" in result.stderr
+
+
+def test_a_daemon_holding_the_output_pipes_times_the_run_out_and_dies(tmp_path: Path) -> None:
+    daemon = '(setsid sleep 60 & echo $! > daemon.pid) ; sleep 0.2'  # its stdout is the run's pipe
+    result = sandbox.run(["bash", "-c", daemon], cwd=tmp_path / "own", limits=sandbox.Limits(timeout_s=2))
+    pid = int((tmp_path / "own" / "daemon.pid").read_text())
+    assert result.timed_out and result.duration_s < 15 and not Path(f"/proc/{pid}").exists()
+
+
+def test_a_chain_of_daemons_is_swept_to_its_end(tmp_path: Path) -> None:
+    """Each generation starts the next in a new session and exits; the run returns once the last has started."""
+    chain = ('n=$1; if [ "$n" -gt 0 ]; then setsid bash -c "$0" "$0" $((n-1)) >/dev/null 2>&1 &'
+             ' else echo $$ > last.pid; exec sleep 60; fi')
+    top = (f"setsid bash -c '{chain}' '{chain}' 30 >/dev/null 2>&1 &"
+           " for i in $(seq 200); do [ -s last.pid ] && break; sleep 0.05; done")
+    result = sandbox.run(["bash", "-c", top], cwd=tmp_path / "own")
+    last = int((tmp_path / "own" / "last.pid").read_text())
+    assert result.ok and not Path(f"/proc/{last}").exists()
