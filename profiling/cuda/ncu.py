@@ -98,8 +98,9 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
     if shutil.which(command[0]) is None:
         raise NcuError(f"{command[0]} not found: install Nsight Compute or pass its path as ncu=")
     scratch = cwd or Path(tempfile.mkdtemp(prefix="perfforge-ncu-"))
-    # ncu runs Python rules and sections from HOME/Documents/NVIDIA Nsight Compute: a HOME of its own, out of reach
-    # of the programs it profiles (their fence allows scratch, and scratch is HOME by default).
+    # ncu keeps its sections and rules (Python among them) in HOME/Documents/NVIDIA Nsight Compute (seen on the
+    # H100; whether it loads them from there was not tested): a HOME of its own, out of reach of the programs it
+    # profiles (their fence allows scratch, and scratch is HOME by default).
     with tempfile.TemporaryDirectory(prefix="perfforge-ncu-home-") as home:
         result = sandbox.run(list(command), cwd=scratch, env={**(env or {}), "HOME": home},
                              limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=None, file_bytes=8 << 30,
