@@ -101,6 +101,15 @@ def handled_writes(abi: int) -> int:
     return rights
 
 
+def prepare(writable: Sequence[Path]) -> list[Path]:
+    """The writable directories as rules name them: resolved, and made where missing (a rule opens its directory).
+    Called in the parent, before the fork."""
+    directories = [Path(d).resolve() for d in writable]
+    for directory in directories:
+        directory.mkdir(parents=True, exist_ok=True)
+    return directories
+
+
 def restrict_writes(writable: Sequence[Path], *, scoped: bool = True) -> None:
     """Restrict this process and its future children: writes only beneath the writable directories (no device
     nodes), to the DEVICE_FILES, in shared memory and in its own /proc entry; with `scoped` (ABI 6), no signal nor
@@ -160,7 +169,7 @@ def fenced_command(argv: Sequence[str], writable: Sequence[Path], *, scoped: boo
     its target this way). The wrapper execs argv in the same process, so its /proc entry is the program's; the
     program's HOME and TMPDIR are the first writable directory (the starting program's own may be ones it must not
     write: ncu's HOME holds the section files ncu runs)."""
-    flags = [f"{_WRITABLE_FLAG}{Path(d).resolve()}" for d in writable] + ([] if scoped else [_UNSCOPED_FLAG])
+    flags = [f"{_WRITABLE_FLAG}{d}" for d in prepare(writable)] + ([] if scoped else [_UNSCOPED_FLAG])
     # -I: no PYTHONPATH, user site or startup file: nothing from the caller's environment runs before the fence.
     return [sys.executable, "-I", str(Path(__file__).resolve()), *flags, "--", *argv]
 

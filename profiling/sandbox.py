@@ -152,15 +152,14 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
         stdin: str | None = None, writable: Sequence[Path] = ()) -> RunResult:
     """Run argv isolated in cwd (the scratch directory). env adds to the scrubbed environment. The process may
     write beneath cwd and the writable directories only (unless limits.filesystem)."""
-    for directory in (cwd, *writable):
-        Path(directory).mkdir(parents=True, exist_ok=True)  # a Landlock rule needs its directory to exist
+    directories = landlock.prepare([cwd, *writable])  # made where missing, fenced or not
     full_argv = list(argv)
     isolated = False
     if not limits.network and network_namespace_available():
         full_argv = [*_unshare_prefix(), *full_argv]
         isolated = True
     fenced = not limits.filesystem and filesystem_isolation_available()
-    write_dirs = [cwd.resolve(), *(Path(d).resolve() for d in writable)] if fenced else None
+    write_dirs = directories if fenced else None
     _adopt_orphans()
     start = time.monotonic()
     with _running_lock:
@@ -175,15 +174,10 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
         stdout, stderr = proc.communicate(stdin, timeout=limits.timeout_s)
     except subprocess.TimeoutExpired:  # hung, or a process it left behind holds its output pipes open
         timed_out = True
-        _kill_group(proc)
-        proc.wait()
-        _kill_leftovers(children_before)
-        stdout, stderr = proc.communicate(timeout=_DRAIN_TIMEOUT_S)
     finally:
-        _kill_group(proc)  # what it started and left running in its group
-        with _running_lock:
-            _running.discard(proc.pid)
-        _kill_leftovers(children_before)
+        _end_run(proc, children_before)
+    if timed_out:  # what is left in the pipes, now that everything that held them is dead
+        stdout, stderr = proc.communicate(timeout=_DRAIN_TIMEOUT_S)
     notes = [] if isolated or limits.network else ["network not isolated: no network namespace on this machine"]
     if not fenced and not limits.filesystem:
         notes.append("filesystem not isolated: no Landlock on this kernel")
@@ -195,6 +189,16 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
 def _kill_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _end_run(proc: subprocess.Popen, children_before: set[int]) -> None:
+    """Kill what the run left in its process group, reap the run's process (before it leaves _running: the sweep
+    would otherwise take its exit status), then kill whatever it left elsewhere."""
+    _kill_group(proc)
+    proc.wait()
+    with _running_lock:
+        _running.discard(proc.pid)
+    _kill_leftovers(children_before)
 
 
 # ---------------------------------------------------------------- nothing outlives its run
@@ -242,4 +246,4 @@ def _kill_leftovers(children_before: set[int]) -> None:
 # nothing several scans running. A fork race won for longer than the budget still outlives the run (README).
 _QUIET_SCANS = 3
 _SWEEP_BUDGET_S = 5.0
-_DRAIN_TIMEOUT_S = 10.0  # reading what is left in the output pipes once everything that held them is dead
+_DRAIN_TIMEOUT_S = 10.0  # reading what is left in the output pipes of a timed-out run

@@ -120,14 +120,12 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
 FENCE_SCOPED = True
 
 
-def fenced_program(program: Sequence[str], writable: Sequence[Path]) -> list[str]:
-    """The command that runs a generated program under ncu, fenced to the writable directories (sandbox.run's
+def fenced_program(program: Sequence[str], writable: Sequence[Path], *, own_code: bool = False) -> list[str]:
+    """The command that runs a program under ncu, a generated one fenced to the writable directories (sandbox.run's
     fence would cover ncu, not the program it starts in a process of its own, whose /proc entry it cannot name).
-    Unchanged where the machine has no Landlock."""
-    if not sandbox.filesystem_isolation_available():
+    Unchanged for the user's own code, and where the machine has no Landlock."""
+    if own_code or not sandbox.filesystem_isolation_available():
         return list(program)
-    for directory in writable:
-        Path(directory).mkdir(parents=True, exist_ok=True)
     return landlock.fenced_command(program, writable, scoped=FENCE_SCOPED)
 
 
@@ -139,7 +137,7 @@ def profile_and_export(program: Sequence[str], workdir: Path, *, kernel_regex: s
     write beneath workdir, cwd and `writable` (anywhere if own_code: the user's own application)."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.ncu-rep"
-    program = program if own_code else fenced_program(program, [cwd or workdir, workdir, *writable])
+    program = fenced_program(program, [cwd or workdir, workdir, *writable], own_code=own_code)
     run_ncu(profile_command(program, report.with_suffix(""), kernel_regex=kernel_regex, launch_count=launch_count,
                             ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir, env=env)
     exports = NcuExports(report, workdir / "raw.csv", workdir / "source.csv")
@@ -156,7 +154,7 @@ def export_application_page(program: Sequence[str], workdir: Path, *, timeout_s:
     workdir/application.csv (a raw page). Writable directories as in profile_and_export."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "application"
-    program = program if own_code else fenced_program(program, [cwd or workdir, workdir, *writable])
+    program = fenced_program(program, [cwd or workdir, workdir, *writable], own_code=own_code)
     run_ncu(application_command(program, report, ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir,
             env=env)
     page = workdir / "application.csv"
