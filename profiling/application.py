@@ -20,6 +20,7 @@ from pathlib import Path
 from perfforge.errors import PerfforgeError
 from perfforge.records import Profile, Timing
 from profiling import sandbox
+from profiling.cpu.cache_model import simulated_cache_model
 from profiling.diagnoses import diagnose
 from profiling.machine import describe_machine, tool_version
 
@@ -101,7 +102,8 @@ def _profile_cpu_application(argv: list[str], workdir: Path, top: int, work_dir:
         result = callgrind.parse_callgrind(out_file.read_text(errors="replace"), source.name, function.name)
         lines = source.read_text(errors="replace").split("\n") if source.is_file() else []
         profile = Profile(
-            machine=describe_machine(), tool_versions=f"valgrind: {tool_version('valgrind')}",
+            machine=f"{describe_machine()}; {simulated_cache_model().describe()}",
+            tool_versions=f"valgrind: {tool_version('valgrind')}",
             timing=Timing(median_ms=0.0, p10_ms=0.0, p90_ms=0.0, trials=0,
                           method=f"not timed: ranked by instructions ({function.share:.1%} of the program's)"),
             counters=callgrind.counters(result), hot_lines=callgrind.hot_lines(result, lines) if lines else [],

@@ -6,8 +6,9 @@ while the kernel function is on the stack are counted, so both kernel calls are 
 input generation is not. Counters are reported per kernel call.
 
 The events are cachegrind's simulation, not hardware counters: a two-level cache (I1/D1 first level, LL the
-last level, read from the machine) with LRU replacement and no prefetcher, and a branch predictor model. On a
-machine with three levels the middle one (L2) is not modelled. Under valgrind every thread runs on one simulated
+last level; sizes from cache_model.py, a fixed documented model unless the user asks for the host's) with LRU
+replacement and no prefetcher, and a branch predictor model. On a machine with three levels the middle one (L2)
+is not modelled. Under valgrind every thread runs on one simulated
 core; the profile run sets OMP_NUM_THREADS=1 so OpenMP kernels are measured as one serial execution.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from perfforge.errors import PerfforgeError
 from perfforge.records import CounterValue, HotLine
 from profiling import sandbox
+from profiling.cpu.cache_model import simulated_cache_model
 
 # What each cachegrind event counts, and its unit.
 EVENTS: dict[str, tuple[str, str]] = {
@@ -223,36 +225,6 @@ def _line_costs(own: dict[int, dict[str, int]], calls: list[_Call], fn_in_source
 
 # ---- running valgrind ---------------------------------------------------------------------------------------------
 
-def last_level_cache_option() -> list[str]:
-    """--LL=size,assoc,line from the machine's highest cache level in sysfs. Virtual machines often report
-    nonsense through cpuid (valgrind then picks e.g. a 256 MiB direct-mapped LL), sysfs is usually right.
-    Empty when sysfs says nothing usable (valgrind's own choice then stands)."""
-    best: tuple[int, int, int, int] | None = None
-    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-        try:
-            level = int((index / "level").read_text())
-            kind = (index / "type").read_text().strip()
-            size = _sysfs_bytes((index / "size").read_text().strip())
-            ways = int((index / "ways_of_associativity").read_text())
-            line = int((index / "coherency_line_size").read_text())
-        except (OSError, ValueError):
-            continue
-        if kind in ("Unified", "Data") and (best is None or level > best[0]):
-            best = (level, size, ways, line)
-    if best is None:
-        return []
-    _, size, ways, line = best
-    sets = size // max(ways * line, 1)
-    if ways <= 0 or sets <= 0 or sets & (sets - 1) or size != sets * ways * line:
-        return []  # valgrind needs a power-of-two number of sets
-    return [f"--LL={size},{ways},{line}"]
-
-
-def _sysfs_bytes(text: str) -> int:
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
-
-
 def callgrind_argv(program: list[str], kernel: str | None, out_file: Path) -> list[str]:
     """callgrind with cache and branch simulation over `program`, collecting only inside `kernel` (None: the
     whole program, as the application mode's ranking pass needs)."""
@@ -260,8 +232,9 @@ def callgrind_argv(program: list[str], kernel: str | None, out_file: Path) -> li
     if valgrind is None:
         raise CallgrindError("valgrind is not installed: CPU profiles need it (apt-get install valgrind)")
     toggle = [f"--toggle-collect={kernel}"] if kernel else []
-    return [valgrind, "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes", *last_level_cache_option(),
-            *toggle, "--compress-strings=no", "--compress-pos=no", f"--callgrind-out-file={out_file}", *program]
+    return [valgrind, "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes",
+            *simulated_cache_model().valgrind_options(), *toggle, "--compress-strings=no", "--compress-pos=no",
+            f"--callgrind-out-file={out_file}", *program]
 
 
 def run_callgrind(binary: Path, config_args: list[str], kernel: str, source_name: str, scratch: Path,

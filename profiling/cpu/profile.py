@@ -25,6 +25,7 @@ from pathlib import Path
 
 from perfforge.records import CounterValue, HotLine, Profile, Timing
 from profiling.cpu import callgrind, loops, perf_stat, vectorize
+from profiling.cpu.cache_model import simulated_cache_model
 from profiling.diagnoses import diagnose
 from profiling.machine import describe_machine, tool_version
 
@@ -56,7 +57,8 @@ def profile_cpu(binary: Path, config_args: Sequence[str], source: Path, kernel: 
         hot.metrics += _static_line_metrics(hot, analysis, vec_report or {})
     counters = callgrind.counters(result) + _kernel_counters(result, analysis, work_bytes)
     counters += perf_stat.run_perf_stat(binary, list(config_args), scratch, timeout_s)
-    profile = Profile(machine=describe_machine(), tool_versions=_tool_versions(compiler), timing=timing,
+    profile = Profile(machine=f"{describe_machine()}; {simulated_cache_model().describe()}",
+                      tool_versions=_tool_versions(compiler), timing=timing,
                       counters=counters, hot_lines=lines, target="cpu", kernel=kernel, source_file=source.name)
     profile.diagnoses = diagnose(profile)
     return profile
