@@ -9,7 +9,7 @@
     Throughput is the completion tokens the server reports (usage.completion_tokens) over the wall time of the K
     candidates; the ratio is batched/sequential.
     Each side runs twice, interleaved (A B A B) after one untimed warm-up request, and both runs are reported.
-(b) Judging. `inference.judge.judge_candidates` (profiling.validate: build, check against the original on
+(b) Judging. `profiling.judge.judge_candidates` (profiling.validate: build, check against the original on
     random inputs, time with trials) judges four candidate files for the same task: the task's own kernel.c
     (no_change), a loop interchange to i-k-j (improved), a file that does not compile (build_failed) and one
     that computes the wrong product (incorrect). Each is timed alone; candidates per minute are given overall and
@@ -39,11 +39,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from inference.config import ServeConfig  # noqa: E402
-from inference.judge import judge_candidates  # noqa: E402
 from inference.serve import Server  # noqa: E402
 from perfforge import prompt  # noqa: E402
 from perfforge.io import write_json  # noqa: E402
-from profiling.task import Task, load_task  # noqa: E402
+from perfforge.task import Task, load_task  # noqa: E402
+from profiling.judge import judge_candidates  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK_DIR = ROOT / "examples" / "tasks" / "cpu" / "matmul_loop_order"

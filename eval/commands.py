@@ -46,7 +46,7 @@ def run_eval(config: EvalConfig) -> int:
         write_text(pending_path, "".join(f"{path.relative_to(config.out)}\n" for path in progress.pending))
         relative = " ".join(os.path.relpath(p) for p in progress.pending)
         print(f"{len(progress.pending)} bundle(s) wait for the hardware ({pending_path}, relative to "
-              f"{config.out}); run them there from a perfforge checkout:\n    python3 -m inference.bundle "
+              f"{config.out}); run them there from a perfforge checkout:\n    python3 -m profiling.bundle "
               f"{relative}\n(or scripts/eval_gpu.sh {config.out} BUDGET_S OUT_DIR), then copy {config.out} back and "
               "run this command again to go on")
     else:

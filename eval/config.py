@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inference.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from perfforge.errors import ConfigError
+from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from perfforge.summary import parse_sources
 
 # The Opal paper's ablation of what the prompt shows: nothing, the roofline, the counters, the stalls and
@@ -61,7 +61,7 @@ class EvalConfig:
         "help": "re-measure each best candidate (and the reference) on every input configuration of its task"})
     bundle: bool = field(default=False, metadata={
         "help": "measure elsewhere: write the hardware work as bundles a GPU machine runs with one command "
-                "(python3 -m inference.bundle ...), stop, and read the results when rerun"})
+                "(python3 -m profiling.bundle ...), stop, and read the results when rerun"})
     report: bool = field(default=True, metadata={"help": "write report.md and report.html from the results"})
     title: str = field(default="perfforge evaluation", metadata={"help": "the report's title"})
     request_timeout_s: float = field(default=900.0, metadata={"help": "seconds one generation request may take"})

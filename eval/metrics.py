@@ -20,16 +20,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from perfforge.records import EvalRecord, RooflinePoint
-from profiling.verdict import Status
+from perfforge.verdict import Status
 
-# The verdict's own notion of correct (improved, no_change, slower, needs_review, correct); `unparsable` (an
-# answer without code) is an attempt status outside profiling.verdict.Status, and is not correct either.
-CORRECT_STATUSES = frozenset(s.value for s in Status if s.correct)
+# The verdict's own notion of correct (improved, no_change, slower, needs_review, correct). Rows hold statuses as
+# strings (they come from parquet), which compare equal to the Status members.
+CORRECT_STATUSES = frozenset(s for s in Status if s.correct)
 # Correct and timed with a speedup the verdict trusts: needs_review is left out (never faster until a person
 # reviews it), and correct (untimed) has no speedup.
-TRUSTED_TIMED_STATUSES = frozenset(s.value for s in Status if s.trusted_speedup)
-IMPROVED = Status.IMPROVED.value
-NEEDS_REVIEW = Status.NEEDS_REVIEW.value
+TRUSTED_TIMED_STATUSES = frozenset(s for s in Status if s.trusted_speedup)
 REFERENCE_KIND = "reference"
 MODEL_KIND = "model"
 
@@ -77,7 +75,7 @@ class Outcome(NamedTuple):
 
 def trusted_speedup(row: EvalRecord) -> float | None:
     """The row's speedup when correct and not held for review; None otherwise."""
-    if not row.correct or row.status == NEEDS_REVIEW or row.speedup is None:
+    if not row.correct or row.status == Status.NEEDS_REVIEW or row.speedup is None:
         return None
     return row.speedup
 
@@ -86,13 +84,13 @@ def outcome(row: EvalRecord) -> Outcome:
     speedup = trusted_speedup(row)
     if speedup is None:
         return Outcome(row.correct, None)
-    return Outcome(True, speedup, row.speedup_ci_low, row.speedup_ci_high, row.status == IMPROVED)
+    return Outcome(True, speedup, row.speedup_ci_low, row.speedup_ci_high, row.status == Status.IMPROVED)
 
 
 def best_attempt_key(status: str, speedup: float) -> tuple[bool, float]:
     """Order of a row's trusted attempts: a proven win (improved) before any unproven one however fast its point
     estimate, then the faster; the row's speedup and its proof then always come from one attempt."""
-    return status == IMPROVED, speedup
+    return status == Status.IMPROVED, speedup
 
 
 def best_within(row: EvalRecord, *, rounds: int | None = None,
@@ -245,7 +243,7 @@ def geomean_speedup(rows: Sequence[EvalRecord], *, fallback_to_original: bool = 
 
 def successes(rows: Sequence[EvalRecord]) -> int:
     """Rows whose best result is improved: correct and faster beyond the noise, trusted."""
-    return sum(1 for r in rows if r.correct and r.status == IMPROVED and r.speedup is not None)
+    return sum(1 for r in rows if r.correct and r.status == Status.IMPROVED and r.speedup is not None)
 
 
 def attempts_per_success(rows: Sequence[EvalRecord]) -> float | None:

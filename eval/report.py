@@ -18,6 +18,7 @@ from pathlib import Path
 from eval import metrics, plots
 from perfforge.io import atomic_path, read_json, write_text
 from perfforge.records import EvalRecord, Profile
+from perfforge.verdict import Status
 
 MAX_STALL_TASKS = 3  # stall figures chosen automatically: each is a wide figure, and three tell the story
 FIGURES_DIR = "figures"
@@ -194,7 +195,7 @@ def _result_cell(rows: list[EvalRecord]) -> str:
 def _result_text(row: EvalRecord) -> str:
     speedup = metrics.trusted_speedup(row)
     if speedup is None:
-        held = row.status == metrics.NEEDS_REVIEW and row.speedup is not None
+        held = row.status == Status.NEEDS_REVIEW and row.speedup is not None
         return f"{row.speedup:.2f}x held for review (not counted)" if held else row.status
     ci = ""
     if row.speedup_ci_low is not None and row.speedup_ci_high is not None:
@@ -258,7 +259,7 @@ def stall_rows(rows: Sequence[EvalRecord], stall_tasks: list[str] | None) -> tup
         chosen = {task: max((r for r in profiled if r.task == task), default=None, key=_stall_preference)
                   for task in stall_tasks}
         return [r for r in chosen.values() if r is not None], [t for t, r in chosen.items() if r is None]
-    improved = [r for r in profiled if r.status == metrics.IMPROVED and metrics.trusted_speedup(r) is not None]
+    improved = [r for r in profiled if r.status == Status.IMPROVED and metrics.trusted_speedup(r) is not None]
     picked: dict[str, EvalRecord] = {}
     for row in sorted(improved, key=_stall_preference, reverse=True):
         if row.task not in picked and len(picked) < MAX_STALL_TASKS:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfforge.records import EvalRecord, as_row
+from perfforge.records import EvalRecord, as_row, read_records
 
 RESULTS_FILE = "results.parquet"
 
@@ -15,9 +15,7 @@ def load(path: Path) -> list[EvalRecord]:
     """The rows of a results table (none when it does not exist yet)."""
     if not path.is_file():
         return []
-    import pyarrow.parquet as pq
-
-    return [EvalRecord.from_dict(row) for row in pq.read_table(path).to_pylist()]
+    return read_records(path, EvalRecord)
 
 
 def save(path: Path, rows: list[EvalRecord]) -> None:

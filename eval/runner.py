@@ -9,7 +9,7 @@ Per model configuration, variant and seed, under OUT/runs/<configuration>/<varia
     generalise.json   its best candidate re-measured on every input configuration of the task
 
 Measuring goes through inference's judges: here (LocalJudge), or with --bundle as bundles a GPU machine runs
-(inference.bundle); a rerun reads what came back and goes on. Generated code only ever runs inside
+(profiling.bundle); a rerun reads what came back and goes on. Generated code only ever runs inside
 profiling.validate's and profiling.profile's sandboxed subprocesses.
 """
 
@@ -23,21 +23,18 @@ from typing import Any
 
 from eval.config import EvalConfig
 from eval.configurations import HUMAN, Endpoints, ModelConfiguration
-from eval.metrics import CORRECT_STATUSES, TRUSTED_TIMED_STATUSES, best_attempt_key, format_variant
-from eval.results import ResultsTable
+from eval.metrics import TRUSTED_TIMED_STATUSES, best_attempt_key, format_variant
+from eval.results import RESULTS_FILE, ResultsTable
 from eval.suites import SuiteTask
-from inference.loop import PROFILE_FILE, candidate_dir, original_profile_path
 from perfforge.io import read_json, write_json
+from perfforge.naming import PROFILE_FILE, RunLayout
 from perfforge.records import AttemptRecord, EvalRecord, RooflinePoint
+from perfforge.verdict import Status, Verdict
 
 MEASURE_FILE = "measure.json"
 ORIGINAL_PROFILE_FILE = "original_profile.json"
 HUMAN_PROFILE_FILE = "human_profile.json"
 GENERALISE_FILE = "generalise.json"
-# The order in which an attempt's status says how far it got: the row's status is the furthest any attempt got.
-STATUS_ORDER = ("improved", "needs_review", "no_change", "slower", "correct", "incorrect", "crashed", "timeout",
-                "build_failed", "rejected", "task_invalid", "unparsable")
-NOT_BUILT = ("unparsable", "rejected", "build_failed", "task_invalid")  # never reached the correctness check
 
 
 @dataclass(frozen=True)
@@ -77,12 +74,12 @@ class Evaluation:
                  endpoints: Endpoints, log: Callable[[str], None]) -> None:
         self.config, self.tasks, self.configurations, self.endpoints, self.log = (config, tasks, configurations,
                                                                                   endpoints, log)
-        self.table = ResultsTable(config.out / "results.parquet")
+        self.table = ResultsTable(config.out / RESULTS_FILE)
         self.progress = Progress()
 
     def judge(self, work_dir: Path, *, time_configs: bool):  # noqa: ANN201 (an inference.loop Judge)
-        from inference.bundle import BundleJudge
-        from inference.judge import LocalJudge
+        from profiling.bundle import BundleJudge
+        from profiling.judge import LocalJudge
 
         if self.config.bundle:
             return BundleJudge(True, time_configs=time_configs)
@@ -142,8 +139,8 @@ class Evaluation:
             write_json(directory / ORIGINAL_PROFILE_FILE, profile.to_dict())
         human = judgements.get(HUMAN)
         if human is not None and human.profile is not None:
-            write_json(directory / HUMAN_PROFILE_FILE, human.profile)
-        write_json(directory / MEASURE_FILE, {"human": {"verdict": human.verdict,
+            write_json(directory / HUMAN_PROFILE_FILE, human.profile.to_dict())
+        write_json(directory / MEASURE_FILE, {"human": {"verdict": human.verdict.to_dict(),
                                                         "config_speedups": human.config_speedups} if human else None})
         return True
 
@@ -152,25 +149,25 @@ class Evaluation:
         if self.table.has(key) or measure.get("human") is None:
             return
         human = measure["human"]
-        verdict = human["verdict"]
-        status = verdict["status"]
-        ci = verdict.get("speedup_ci") or (None, None)
+        verdict = Verdict.from_dict(human["verdict"])
+        status = verdict.status
+        ci = verdict.speedup_ci or (None, None)
         profile_path = self.task_dir(item) / HUMAN_PROFILE_FILE
         row = self.base_row(item, HUMAN, "", 0, measure, kind="reference")
-        row.status, row.correct = status, status in CORRECT_STATUSES
-        row.speedup = verdict.get("speedup")  # kept when held for review too: shown, never counted (status)
+        row.status, row.correct = status.value, status.correct
+        row.speedup = verdict.speedup  # kept when held for review too: shown, never counted (status)
         row.speedup_ci_low, row.speedup_ci_high = ci[0], ci[1]
-        row.baseline_ms = _median(verdict, "baseline")
-        row.best_ms = _median(verdict, "candidate")
-        row.held_for_review = int(status == "needs_review")
-        row.attempts, row.compiled = 1, int(status not in NOT_BUILT)
+        row.baseline_ms = verdict.baseline_timing.median_ms if verdict.baseline_timing else None
+        row.best_ms = verdict.candidate_timing.median_ms if verdict.candidate_timing else None
+        row.held_for_review = int(status is Status.NEEDS_REVIEW)
+        row.attempts, row.compiled = 1, int(status.built)
         row.correct_candidates = int(row.correct)
-        row.improved_candidates = int(status == "improved")
+        row.improved_candidates = int(status is Status.IMPROVED)
         if profile_path.is_file():
             row.profile_after = self._relative(profile_path)
             row.roofline_after = _roofline(read_json(profile_path))
         _set_configs(row, item, human.get("config_speedups"))
-        row.machine = verdict.get("machine", "")
+        row.machine = verdict.machine
         self.table.add(row)
         self.progress.added += 1
 
@@ -183,29 +180,26 @@ class Evaluation:
     def run_model(self, item: SuiteTask, configuration: ModelConfiguration, variant: Variant, seed: int,
                   measure: dict[str, Any]) -> EvalRecord | None:
         from inference.config import OptimizeConfig
-        from inference.loop import optimize, write_outcome
-        from inference.report import write_report
+        from inference.run import run_loop
 
         out = self.run_dir(item, configuration, variant, seed)
-        original = original_profile_path(out)
+        original = RunLayout(out).original_profile
         if not original.is_file() and measure.get("profile"):
             write_json(original, measure["profile"])  # the loop reads it instead of profiling the original again
         loop_config = OptimizeConfig(
             task=item.task.root, out=out, backend="openai", candidates=variant.candidates, rounds=variant.rounds,
             temperature=self.config.temperature, max_tokens=self.config.max_tokens, seed=seed,
             sources=variant.sources.split(","), token_budget=self.config.token_budget, bundle=self.config.bundle)
-        state = optimize(item.task, loop_config, lambda: self.endpoints.backend(configuration.name),
-                         self.judge(out / "work", time_configs=False), _indented(self.log))
-        if state.pending_bundle is not None:
-            self.progress.pending.append(state.pending_bundle)
+        run = run_loop(item.task, loop_config, lambda: self.endpoints.backend(configuration.name),
+                       self.judge(out / "work", time_configs=False), _indented(self.log))
+        if run.pending_bundle is not None:
+            self.progress.pending.append(run.pending_bundle)
             return None
-        paths = write_outcome(state)
-        write_report(state, paths)
-        generalised = self.generalise(item, out, paths.get("optimized"))
+        generalised = self.generalise(item, out, run.paths.get("optimized"))
         if generalised is None:
             return None  # its bundle is pending
-        return self.model_row(item, configuration, variant, seed, measure, state.attempts, out, generalised,
-                              focus=state.focus)
+        return self.model_row(item, configuration, variant, seed, measure, run.state.attempts, out, generalised,
+                              focus=run.state.focus)
 
     def generalise(self, item: SuiteTask, out: Path, best: Path | None) -> dict[str, Any] | None:
         """The best candidate's speedup on every input configuration ({} when there is nothing to re-measure)."""
@@ -220,7 +214,7 @@ class Evaluation:
             self.progress.pending.append(out / "bundles" / "generalise")
             return None
         judgement = result[0]["best"]
-        generalised = {"verdict": judgement.verdict, "config_speedups": judgement.config_speedups or {}}
+        generalised = {"verdict": judgement.verdict.to_dict(), "config_speedups": judgement.config_speedups or {}}
         write_json(path, generalised)
         return generalised
 
@@ -238,7 +232,7 @@ class Evaluation:
             row.speedup_ci_low, row.speedup_ci_high = best.speedup_ci_low, best.speedup_ci_high
             row.speedup, row.baseline_ms, row.best_ms = best.speedup, best.baseline_ms, best.candidate_ms
             row.belief, row.machine = best.belief, best.machine
-            profile_path = candidate_dir(out, best.round, best.candidate) / PROFILE_FILE
+            profile_path = RunLayout(out).candidate_dir(best.round, best.candidate) / PROFILE_FILE
             if profile_path.is_file():
                 row.profile_after = self._relative(profile_path)
                 row.roofline_after = _roofline(read_json(profile_path))
@@ -263,10 +257,6 @@ class Evaluation:
         return str(path.relative_to(self.config.out))
 
 
-def _median(verdict: dict[str, Any], side: str) -> float | None:
-    return (verdict.get(f"{side}_timing") or {}).get("median_ms")
-
-
 def _roofline(profile: dict[str, Any] | None) -> RooflinePoint | None:
     point = (profile or {}).get("roofline")
     return RooflinePoint(**point) if point else None
@@ -279,25 +269,21 @@ def _best(attempts: list[AttemptRecord]) -> AttemptRecord | None:
 
 
 def _set_attempts(row: EvalRecord, attempts: list[AttemptRecord]) -> None:
-    statuses = [a.status for a in attempts]
-    row.status = min(statuses, key=_status_rank) if statuses else "no_attempt"
-    row.correct = any(s in CORRECT_STATUSES for s in statuses)
-    row.held_for_review = statuses.count("needs_review")
+    statuses = [Status(a.status) for a in attempts]
+    row.status = min(statuses, key=lambda s: s.rank).value if statuses else "no_attempt"  # the furthest one got
+    row.correct = any(s.correct for s in statuses)
+    row.held_for_review = statuses.count(Status.NEEDS_REVIEW)
     row.attempts = len(attempts)
-    row.compiled = sum(s not in NOT_BUILT for s in statuses)
-    row.correct_candidates = sum(s in CORRECT_STATUSES for s in statuses)
-    row.improved_candidates = statuses.count("improved")
+    row.compiled = sum(s.built for s in statuses)
+    row.correct_candidates = sum(s.correct for s in statuses)
+    row.improved_candidates = statuses.count(Status.IMPROVED)
     row.prompt_tokens = sum({a.round: a.prompt_tokens for a in attempts}.values())  # one prompt per round
     row.completion_tokens = sum(a.completion_tokens for a in attempts)
     row.attempt_rounds = [a.round for a in attempts]
     row.attempt_candidates = [a.candidate for a in attempts]
-    row.attempt_statuses = statuses
+    row.attempt_statuses = [s.value for s in statuses]
     row.attempt_speedups = [a.speedup for a in attempts]
     row.attempt_tokens = [a.completion_tokens for a in attempts]
-
-
-def _status_rank(status: str) -> int:
-    return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
 
 
 def _set_configs(row: EvalRecord, item: SuiteTask, by_config: dict[str, dict[str, Any]] | None) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.errors import ConfigError
-from profiling.task import MANIFEST, Task, load_task
+from perfforge.task import Task, find_tasks, load_task
 
 HELD_OUT_PATTERN = "held_out_pattern"
 HELD_OUT_INSTANCE = "held_out_instance"
@@ -46,7 +46,7 @@ def collect(specs: list[str], out: Path, *, target: str, patterns: list[str], in
             tasks += catalogue_tasks(out / "suites" / "catalogue", target=target, patterns=patterns,
                                      instances=instances, seed_base=seed_base, trained=trained)
         elif name in ("tasks", "mined") and argument:
-            tasks += [SuiteTask(name, task) for task in directory_tasks(Path(argument))]
+            tasks += [SuiteTask(name, task) for task in find_tasks(Path(argument))]
         else:
             raise ConfigError(f"--suites {spec!r}: write catalogue, tasks:DIR or mined:DIR")
     seen: set[str] = set()
@@ -60,19 +60,11 @@ def collect(specs: list[str], out: Path, *, target: str, patterns: list[str], in
 def catalogue_tasks(directory: Path, *, target: str, patterns: list[str], instances: int, seed_base: int,
                     trained: dict[str, str]) -> list[SuiteTask]:
     """Instances of the catalogue's patterns, generated (once; they are deterministic in pattern and seed)."""
-    from synth.instance import write_task
-    from synth.patterns import generate
-    from synth.patterns import patterns as catalogue
+    from synth.patterns import catalogue_tasks as written
 
-    chosen = catalogue(None if target == "all" else target, patterns)
-    tasks = []
-    for pattern in chosen:
-        for seed in range(seed_base, seed_base + instances):
-            path = directory / pattern.id.replace("/", "__") / f"s{seed}"
-            if not (path / MANIFEST).is_file():
-                write_task(generate(pattern.id, seed), path)
-            tasks.append(SuiteTask("catalogue", load_task(path), split_of(pattern.id, trained)))
-    return tasks
+    return [SuiteTask("catalogue", load_task(path), split_of(pattern.id, trained))
+            for pattern, path in written(directory, target=target, ids=patterns,
+                                         seeds=range(seed_base, seed_base + instances))]
 
 
 def split_of(pattern_id: str, trained: dict[str, str]) -> str:
@@ -80,12 +72,3 @@ def split_of(pattern_id: str, trained: dict[str, str]) -> str:
         return ""
     return HELD_OUT_INSTANCE if trained.get(pattern_id) == "train" else HELD_OUT_PATTERN
 
-
-def directory_tasks(directory: Path) -> list[Task]:
-    """Task directories in `directory` (or `directory` itself when it is one), found at any depth."""
-    if not directory.is_dir():
-        raise ConfigError(f"{directory} is not a directory of tasks")
-    manifests = sorted(directory.rglob(MANIFEST))
-    if not manifests:
-        raise ConfigError(f"{directory} holds no task directory (one with a {MANIFEST}); see docs/tasks.md")
-    return [load_task(path.parent) for path in manifests]

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from perfforge.errors import PerfforgeError
-from profiling.task import Task
+from perfforge.task import Task
 
 
 def _git(args: list[str], cwd: Path) -> str:

@@ -16,9 +16,9 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
-from inference.models import resolve_model
 from perfforge.errors import ConfigError, PerfforgeError
 from perfforge.llm_client import ChatClient, Completion
+from perfforge.models import resolve_model
 
 AUTO = "auto"
 

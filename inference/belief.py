@@ -13,6 +13,7 @@ import re
 
 from perfforge.records import Belief, CounterDelta, Profile
 from perfforge.summary import KEY_COUNTERS, num
+from perfforge.verdict import Status
 
 # A diagnosis counts as shrunk when its severity falls by at least this much: severities of one kernel
 # profiled twice differ by a few hundredths (sampling, cache state), a real fix moves them by tenths.
@@ -71,14 +72,14 @@ def severity(profile: Profile | None, name: str) -> float:
     return next((d.severity for d in profile.diagnoses if d.name == name), 0.0)
 
 
-def judge_belief(status: str, *, focus: str, original: Profile | None,
+def judge_belief(status: Status, *, focus: str, original: Profile | None,
                  candidate: Profile | None) -> tuple[Belief, str]:
     """The belief value of one attempt and the reason for it."""
-    if status == "needs_review":
+    if status is Status.NEEDS_REVIEW:
         return Belief.UNVERIFIED, "faster beyond the plausibility gate: held for review"
-    if status in ("no_change", "slower"):
+    if status in (Status.NO_CHANGE, Status.SLOWER):
         return Belief.REFUTED, f"correct but {status.replace('_', ' ')}: the edit did not remove a costly bottleneck"
-    if status != "improved":
+    if status is not Status.IMPROVED:
         return Belief.UNTESTED, f"{status}: nothing correct to measure"
     if not focus or candidate is None:
         return Belief.CONFIRMED, "faster (no profile of the candidate to check the bottleneck against)"

@@ -9,7 +9,7 @@ from inference.config import OptimizeConfig, ServeConfig
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, write_json
 from perfforge.records import Profile
-from profiling.task import MANIFEST, Task, load_task
+from perfforge.task import Task, find_tasks, load_task
 
 RUN_FILE = "run.json"  # which task an output directory belongs to (a resume must not mix two tasks' attempts)
 
@@ -20,10 +20,9 @@ def log(message: str) -> None:
 
 def run_optimize(config: OptimizeConfig) -> int:
     from inference.backends import make_backend
-    from inference.bundle import RUN_COMMAND, BundleJudge
-    from inference.judge import LocalJudge
-    from inference.loop import optimize, write_outcome
-    from inference.report import headline, write_report
+    from inference.run import run_loop
+    from profiling.bundle import RUN_COMMAND, BundleJudge
+    from profiling.judge import LocalJudge
 
     task = load_task(config.task) if config.task is not None else select_task(config)
     _claim_out_dir(config.out, task)
@@ -41,21 +40,19 @@ def run_optimize(config: OptimizeConfig) -> int:
         return made
 
     try:
-        state = optimize(task, config, backend, judge, log)
+        run = run_loop(task, config, backend, judge, log)
     except KeyboardInterrupt:
         log(f"interrupted: finished attempts are kept in {config.out}; run the same command again to resume")
         return 130
-    if state.pending_bundle is not None:
-        print(f"bundle written: {state.pending_bundle}\nrun it where the hardware is, with perfforge installed or "
-              f"from a perfforge checkout:\n    {RUN_COMMAND} {state.pending_bundle}\nthen copy the directory back and "
+    if run.pending_bundle is not None:
+        print(f"bundle written: {run.pending_bundle}\nrun it where the hardware is, with perfforge installed or "
+              f"from a perfforge checkout:\n    {RUN_COMMAND} {run.pending_bundle}\nthen copy the directory back and "
               "run this command again to go on")
         return 0
-    paths = write_outcome(state)
-    paths.update(write_report(state, paths))
-    print(headline(state))
-    if config.apply and state.best is not None:
-        _apply(state)
-    for name, path in paths.items():
+    print(run.headline())
+    if config.apply and run.state.best is not None:
+        _apply(run.state)
+    for name, path in run.paths.items():
         print(f"{name:>12}: {path}")
     return 0
 
@@ -105,16 +102,9 @@ def select_task(config: OptimizeConfig) -> Task:
 
 
 def _tasks_by_kernel(directory: Path | None) -> dict[str, Task]:
-    if directory is None or not directory.is_dir():
-        raise PerfforgeError(f"--tasks {directory} is not a directory of task directories")
-    tasks = {}
-    for path in sorted(directory.iterdir()):
-        if (path / MANIFEST).is_file():
-            task = load_task(path)
-            tasks[task.kernel] = task
-    if not tasks:
-        raise PerfforgeError(f"--tasks {directory} holds no task directory (one with a {MANIFEST})")
-    return tasks
+    if directory is None:
+        raise PerfforgeError("--command needs --tasks: a directory of task directories (docs/tasks.md)")
+    return {task.kernel: task for task in find_tasks(directory)}
 
 
 def _task_for(profile: Profile, tasks: dict[str, Task]) -> Task | None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inference.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from perfforge.errors import ConfigError
+from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from perfforge.summary import SOURCES_HELP, parse_sources
 
 

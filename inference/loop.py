@@ -7,15 +7,15 @@ counter deltas and the belief check. Up to N rounds; the loop stops after the fi
 improvement unless told to keep going. The best improved candidate (highest speedup; a result held for review
 is never a win) becomes the patch.
 
-Everything is kept on disk as it happens, so an interrupted run resumes where it stopped without asking the
-model again for a round it already answered:
+Everything is kept on disk as it happens (perfforge.naming.RunLayout names every path), so an interrupted run
+resumes where it stopped without asking the model again for a round it already answered:
 
     original/profile.json            the original's profile (the prompt's diagnosis)
     rounds/NN/request.json           the messages and sampling settings of round NN
     rounds/NN/completions.json       the backend's answers
     rounds/NN/cK/<file>              candidate K as a file; rounds/NN/cK/attempt.json its AttemptRecord
     rounds/NN/cK/profile.json        an improved candidate's profile
-    bundles/NN/                      with --bundle: the work a GPU machine runs (inference.bundle)
+    bundles/NN/                      with --bundle: the work a GPU machine runs (profiling.bundle)
     attempts.parquet, report.json, report.md, patch.diff, optimized/<file>
 """
 
@@ -31,16 +31,15 @@ from typing import Any
 from inference.backends import Backend
 from inference.belief import cited_evidence, counter_deltas, deltas_text, judge_belief
 from inference.config import OptimizeConfig
-from inference.judge import Judgement
 from perfforge import prompt
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, write_json, write_text
 from perfforge.llm_client import Completion
+from perfforge.naming import ATTEMPT_FILE, PROFILE_FILE, RunLayout, candidate_name
 from perfforge.records import AttemptRecord, Profile
-from profiling.task import Task
-
-UNPARSABLE = "unparsable"  # the status of an answer with no readable code
-PROFILE_FILE = "profile.json"  # an improved candidate's profile, beside its attempt.json
+from perfforge.task import Task
+from perfforge.verdict import Status, Verdict
+from profiling.judge import Judgement
 
 
 @dataclass
@@ -55,8 +54,12 @@ class LoopState:
     pending_bundle: Path | None = None  # with --bundle: the bundle waiting to be run elsewhere
 
     @property
+    def layout(self) -> RunLayout:
+        return RunLayout(self.config.out)
+
+    @property
     def best(self) -> AttemptRecord | None:
-        wins = [a for a in self.attempts if a.status == "improved" and a.speedup is not None]
+        wins = [a for a in self.attempts if Status(a.status) is Status.IMPROVED and a.speedup is not None]
         return max(wins, key=lambda a: a.speedup or 0.0) if wins else None
 
 
@@ -65,24 +68,6 @@ class LoopState:
 # (task, candidates, bundle directory, profile the original?, on_judged=None) -> (judgements, profile), or None
 # while a bundle is pending; a judge that judges here calls on_judged(name, judgement) as each candidate is done.
 Judge = Callable[..., tuple[dict[str, Judgement], Profile | None] | None]
-
-
-def round_dir(out: Path, number: int) -> Path:
-    return out / "rounds" / f"{number:02d}"
-
-
-def candidate_name(index: int) -> str:
-    return f"c{index}"
-
-
-def candidate_dir(out: Path, number: int, index: int) -> Path:
-    """Where candidate `index` of round `number` keeps its file, attempt.json and (improved) profile.json."""
-    return round_dir(out, number) / candidate_name(index)
-
-
-def original_profile_path(out: Path) -> Path:
-    """The original's profile the prompt is built from; written here before a run, the loop profiles nothing."""
-    return out / "original" / "profile.json"
 
 
 def optimize(task: Task, config: OptimizeConfig, make_backend: Callable[[], Backend], judge: Judge,
@@ -99,10 +84,10 @@ def optimize(task: Task, config: OptimizeConfig, make_backend: Callable[[], Back
     if not _load_profile(state, judge, log):
         return state
     state.focus = choose_focus(state.profile, config.formula, log)
-    state.attempts = load_attempts(config.out)
+    state.attempts = load_attempts(state.layout)
     try:
         for number in range(1, config.rounds + 1):
-            directory = round_dir(config.out, number)
+            directory = state.layout.round_dir(number)
             completions, request = _round_answers(state, number, directory, backend)
             if not _judge_round(state, number, directory, completions, request, judge, log):
                 return state
@@ -116,15 +101,16 @@ def optimize(task: Task, config: OptimizeConfig, make_backend: Callable[[], Back
 
 def _load_profile(state: LoopState, judge: Judge, log: Callable[[str], None]) -> bool:
     """The original's profile, made (or imported from a bundle) on first use. False while a bundle is pending."""
-    path = original_profile_path(state.config.out)
+    path = state.layout.original_profile
     if path.is_file():
         state.profile = Profile.from_dict(read_json(path))
         return True
+    bundle = state.layout.bundle_dir(0)
     log(f"profiling the original {state.task.source} ..." if not state.config.bundle else
-        f"the original's profile: from {state.config.out / 'bundles' / '00'}")
-    result = judge(state.task, [], state.config.out / "bundles" / "00", True)
+        f"the original's profile: from {bundle}")
+    result = judge(state.task, [], bundle, True)
     if result is None:
-        state.pending_bundle = state.config.out / "bundles" / "00"
+        state.pending_bundle = bundle
         return False
     _, profile = result
     if profile is None:
@@ -190,12 +176,12 @@ def _judge_round(state: LoopState, number: int, directory: Path, completions: li
         name = candidate_name(index)
         answer = prompt.parse_answer(completion.text, language=task.language)
         answers[name] = (index, completion, answer)
-        if (directory / name / "attempt.json").is_file():
+        if (directory / name / ATTEMPT_FILE).is_file():
             continue
         if not answer.ok:
             _record(state, directory / name, number, index, completion, answer, request,
-                    Judgement({"status": UNPARSABLE, "reason": f"{answer.problem}; answer with the whole file in "
-                                                              "one fenced code block"}), log)
+                    Judgement(Verdict.unparsable(task.name, task.target, f"{answer.problem}; answer with the whole "
+                                                                         "file in one fenced code block")), log)
             continue
         path = directory / name / task.source_path.name
         write_text(path, answer.code)
@@ -208,15 +194,15 @@ def _judge_round(state: LoopState, number: int, directory: Path, completions: li
             _record(state, directory / name, number, index, completion, answer, request, judgement, log)
             recorded.add(name)
 
-        result = judge(task, waiting, state.config.out / "bundles" / f"{number:02d}", False, on_judged=record)
+        result = judge(task, waiting, state.layout.bundle_dir(number), False, on_judged=record)
         if result is None:
-            state.pending_bundle = state.config.out / "bundles" / f"{number:02d}"
+            state.pending_bundle = state.layout.bundle_dir(number)
             return False
         judgements, _ = result
         for name, _path in waiting:
             if name not in recorded:
                 record(name, judgements[name])
-    state.attempts = load_attempts(state.config.out)
+    state.attempts = load_attempts(state.layout)
     return True
 
 
@@ -225,8 +211,8 @@ def _record(state: LoopState, directory: Path, number: int, index: int, completi
             log: Callable[[str], None]) -> None:
     attempt = make_attempt(state, number, index, completion, answer, request, judgement)
     if judgement.profile is not None:  # before attempt.json, whose presence marks the candidate as judged
-        write_json(directory / PROFILE_FILE, judgement.profile)
-    write_json(directory / "attempt.json", asdict(attempt))
+        write_json(directory / PROFILE_FILE, judgement.profile.to_dict())
+    write_json(directory / ATTEMPT_FILE, asdict(attempt))
     speed = f" {attempt.speedup:.3f}x" if attempt.speedup is not None else ""
     log(f"round {number} candidate {index}: {attempt.status}{speed}: {_first_line(attempt.reason)}")
 
@@ -235,21 +221,20 @@ def make_attempt(state: LoopState, number: int, index: int, completion: Completi
                  request: dict[str, Any], judgement: Judgement) -> AttemptRecord:
     """The attempt record of one judged candidate (of the round's `request`), with its belief trace."""
     task, verdict, messages = state.task, judgement.verdict, request["messages"]
-    candidate_profile = Profile.from_dict(judgement.profile) if judgement.profile else None
-    status = verdict["status"]
-    belief, belief_detail = judge_belief(status, focus=state.focus, original=state.profile,
+    candidate_profile = judgement.profile
+    belief, belief_detail = judge_belief(verdict.status, focus=state.focus, original=state.profile,
                                          candidate=candidate_profile)
-    ci = verdict.get("speedup_ci") or (None, None)
-    timing = {side: (verdict.get(f"{side}_timing") or {}).get("median_ms") for side in ("baseline", "candidate")}
+    ci = verdict.speedup_ci or (None, None)
     return AttemptRecord(
         task=task.name, target=task.target, language=task.language, kernel=task.kernel, pattern=task.pattern or "",
         bottleneck=state.focus, model=request.get("model", ""), prompt_version=prompt.PROMPT_VERSION,
         sources=",".join(state.config.sources), system=messages[0]["content"] if messages else "",
         prompt=messages[-1]["content"] if messages else "", completion=completion.text, code=answer.code,
         round=number, candidate=index, prompt_tokens=completion.prompt_tokens,
-        completion_tokens=completion.completion_tokens, finish_reason=completion.finish_reason, status=status,
-        reason=verdict.get("reason", ""), speedup=verdict.get("speedup"), speedup_ci_low=ci[0],
-        speedup_ci_high=ci[1], baseline_ms=timing["baseline"], candidate_ms=timing["candidate"],
+        completion_tokens=completion.completion_tokens, finish_reason=completion.finish_reason,
+        status=verdict.status.value, reason=verdict.reason, speedup=verdict.speedup, speedup_ci_low=ci[0],
+        speedup_ci_high=ci[1], baseline_ms=verdict.baseline_timing.median_ms if verdict.baseline_timing else None,
+        candidate_ms=verdict.candidate_timing.median_ms if verdict.candidate_timing else None,
         hypothesis=answer.hypothesis, evidence=answer.evidence,
         cited=cited_evidence(f"{answer.hypothesis}\n{answer.evidence}", state.profile), belief=belief.value,
         belief_detail=belief_detail,
@@ -257,14 +242,12 @@ def make_attempt(state: LoopState, number: int, index: int, completion: Completi
         else [],
         diagnoses_after=[f"{d.name} ({d.severity:.2f})" for d in candidate_profile.diagnoses]
         if candidate_profile else [],
-        machine=verdict.get("machine", ""))
+        machine=verdict.machine)
 
 
-def load_attempts(out: Path) -> list[AttemptRecord]:
-    """Every attempt recorded under out/rounds, in round and candidate order."""
-    paths = sorted((out / "rounds").glob("*/c*/attempt.json"),
-                   key=lambda p: (p.parent.parent.name, int(p.parent.name[1:])))
-    return [AttemptRecord.from_dict(read_json(p)) for p in paths]
+def load_attempts(layout: RunLayout) -> list[AttemptRecord]:
+    """Every attempt recorded in the run, in round and candidate order."""
+    return [AttemptRecord.from_dict(read_json(p)) for p in layout.attempt_files()]
 
 
 def unified_patch(task: Task, code: str) -> str:
@@ -279,17 +262,16 @@ def write_outcome(state: LoopState) -> dict[str, Path]:
     from perfforge.io import write_parquet
     from perfforge.records import ATTEMPT_FEATURES, as_row
 
-    out = state.config.out
-    paths = {"attempts": out / "attempts.parquet"}
+    layout = state.layout
+    paths = {"attempts": layout.attempts}
     write_parquet(paths["attempts"], [as_row(a) for a in state.attempts], ATTEMPT_FEATURES)
-    stale = [out / "patch.diff", out / "optimized"]
-    for path in stale:
-        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+    shutil.rmtree(layout.optimized_dir, ignore_errors=True)
+    layout.patch.unlink(missing_ok=True)
     best = state.best
     if best is not None:
-        paths["patch"] = out / "patch.diff"
+        paths["patch"] = layout.patch
         write_text(paths["patch"], unified_patch(state.task, best.code))
-        paths["optimized"] = out / "optimized" / state.task.source_path.name
+        paths["optimized"] = layout.optimized_dir / state.task.source_path.name
         write_text(paths["optimized"], best.code)
     return paths
 

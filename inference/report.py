@@ -17,6 +17,7 @@ from inference.loop import LoopState
 from perfforge.io import write_json, write_text
 from perfforge.records import AttemptRecord
 from perfforge.summary import summarize
+from perfforge.verdict import Status
 
 MAX_REASON_CHARS = 400  # of a verdict's reason in the report's attempt list (the attempt files keep it whole)
 MAX_TABLE_TEXT = 90  # characters of a hypothesis or reason in the Markdown table
@@ -38,7 +39,7 @@ def report_data(state: LoopState, paths: dict[str, Path]) -> dict[str, Any]:
         "original_timing": asdict(state.profile.timing) if state.profile else None,
         "outcome": outcome(state),
         "best": _attempt_entry(best) if best is not None else None,
-        "held_for_review": [_attempt_entry(a) for a in attempts if a.status == "needs_review"],
+        "held_for_review": [_attempt_entry(a) for a in attempts if Status(a.status) is Status.NEEDS_REVIEW],
         "attempts": [_attempt_entry(a) for a in attempts],
         "counts": dict(sorted(statuses.items())),
         "beliefs": dict(sorted(Counter(a.belief for a in attempts).items())),
@@ -68,8 +69,7 @@ def _attempt_entry(a: AttemptRecord) -> dict[str, Any]:
 
 def write_report(state: LoopState, paths: dict[str, Path]) -> dict[str, Path]:
     data = report_data(state, paths)
-    out = state.config.out
-    written = {"report_json": out / "report.json", "report_md": out / "report.md"}
+    written = {"report_json": state.layout.report_json, "report_md": state.layout.report_md}
     write_json(written["report_json"], data)
     write_text(written["report_md"], markdown(state, data, paths))
     return written

@@ -21,8 +21,8 @@ from pathlib import Path
 from types import TracebackType
 
 from inference.config import ServeConfig
-from inference.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolve_model
 from perfforge.errors import BackendError, PerfforgeError
+from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolve_model
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 POLL_S = 1.0

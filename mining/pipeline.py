@@ -45,6 +45,7 @@ from mining.prefilter import MAX_KERNEL_FILES, kernel_python_files_at, prefilter
 from mining.sources import Source, resolve_sources
 from perfforge.errors import ConfigError
 from perfforge.io import read_json, write_json, write_parquet, write_parquet_batches
+from perfforge.naming import COMMITS_FILE, PAIRS_FILE, STATS_FILE
 from perfforge.records import (
     COMMIT_FEATURES,
     PAIR_FEATURES,
@@ -244,7 +245,7 @@ def mine(config: MineConfig) -> MineResult:
     shutil.rmtree(work_dir / "shards", ignore_errors=True)
     (work_dir / FINGERPRINT_FILE).unlink(missing_ok=True)
     return MineResult(out=config.out, stats=stats, paths={name: config.out / name for name in
-                                                           ("commits.parquet", "pairs.parquet", "stats.json")})
+                                                           (COMMITS_FILE, PAIRS_FILE, STATS_FILE)})
 
 
 def _run_tasks(todo: list[ChunkTask], config: MineConfig) -> bool:
@@ -294,15 +295,15 @@ def _merge(plans: list[RepoPlan], tasks: list[ChunkTask], config: MineConfig, st
         shards_by_repo.setdefault(task.repo, []).append(shard)
     kept, dedup_stats = deduplicate(summaries, config.near_duplicate_jaccard)
     kept_at = {summary["_at"] for summary in kept}
-    write_parquet_batches(config.out / "pairs.parquet", _kept_pairs(tasks, kept_at), PAIR_FEATURES)
+    write_parquet_batches(config.out / PAIRS_FILE, _kept_pairs(tasks, kept_at), PAIR_FEATURES)
     kept_per_commit = Counter((p["repo"], p["commit"]) for p in kept)
     commits = [c for shards in shards_by_repo.values() for s in shards for c in s["commits"]]
     for commit in commits:
         commit["n_pairs"] = kept_per_commit[(commit["repo"], commit["sha"])]
     commits.sort(key=lambda c: (c["repo"], c["date"], c["sha"]))
-    write_parquet(config.out / "commits.parquet", commits, COMMIT_FEATURES)
+    write_parquet(config.out / COMMITS_FILE, commits, COMMIT_FEATURES)
     stats = _stats(plans, shards_by_repo, commits, kept, len(summaries), dedup_stats, config, started_at)
-    write_json(config.out / "stats.json", stats)
+    write_json(config.out / STATS_FILE, stats)
     return stats
 
 

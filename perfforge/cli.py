@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -32,32 +31,18 @@ def _mine_config() -> type:
 
 
 def _run_mine(config: Any) -> int:
-    from mining.pipeline import mine
-    result = mine(config)
-    if result.interrupted:
-        print(f"interrupted: finished work is kept in {config.out}; run the same command again to resume",
-              file=sys.stderr)
-        return 130
-    totals = result.stats["totals"]
-    print(f"mined {totals['repositories']} repositories: {totals['commits_total']} commits, "
-          f"{totals['candidates']} candidates, {totals['perf_commits']} performance commits, "
-          f"{totals['pairs']} pairs ({totals['exact_duplicates']} exact and {totals['near_duplicates']} near "
-          f"duplicates removed), {totals['failures']} failures skipped")
-    print("categories: " + json.dumps(result.stats["perf_commit_categories"]))
-    for name, path in result.paths.items():
-        print(f"{name:>16}: {path}")
-    return 0
+    from mining.commands import run_mine
+    return run_mine(config)
 
 
 def _card_config() -> type:
-    from perfforge.card import CardConfig
+    from mining.card import CardConfig
     return CardConfig
 
 
 def _run_card(config: Any) -> int:
-    from perfforge.card import write_card
-    print(f"card: {write_card(config)}")
-    return 0
+    from mining.commands import run_card
+    return run_card(config)
 
 
 def _validate_config() -> type:

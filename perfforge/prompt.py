@@ -82,7 +82,7 @@ class EarlierAttempt:
     """One earlier candidate as feedback shows it: its claim and what the pipeline measured."""
 
     label: str  # e.g. "round 1, candidate 2"
-    status: str  # profiling.verdict.Status value, or "unparsable"
+    status: str  # perfforge.verdict.Status value, or "unparsable"
     reason: str  # the verdict's reason (compiler errors, first mismatch, timing with spread)
     hypothesis: str = ""
     counter_deltas: str = ""  # "DLmr 3.1e6 -> 2.0e5 (-94%)", when the candidate was profiled

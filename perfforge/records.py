@@ -114,6 +114,10 @@ class CommitRecord:
     n_pairs: int = _doc("function-level pairs kept from this commit after deduplication")
     schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CommitRecord:
+        return _from_dict(cls, data)
+
 
 @dataclass
 class Timing:
@@ -262,6 +266,10 @@ class PairRecord:
                         "so evaluation can hold whole patterns out", default="")
     schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PairRecord:
+        return _from_dict(cls, data)
+
 
 @dataclass
 class CounterDelta:
@@ -300,7 +308,7 @@ class AttemptRecord:
     completion_tokens: int = _doc("tokens of this answer")
     finish_reason: str = _doc("stop, or length when max_tokens cut the answer")
     # --- the verdict
-    status: str = _doc("profiling.verdict.Status value, or unparsable when no code could be read")
+    status: str = _doc("perfforge.verdict.Status value, or unparsable when no code could be read")
     reason: str = _doc("the verdict's reason: compiler errors, first mismatch, timing with its spread")
     speedup: float | None = _doc("original median time / candidate median time; None when not timed",
                                  default=None)
@@ -339,6 +347,10 @@ class JudgementRecord:
     prompt: str = _doc("the user message: commit message and the kernel files' diff, cut to the judge's limit")
     completion: str = _doc("the labelled answer as the judge writes it: JSON with is_perf, category and reason")
     schema_version: str = _doc("record schema version (perfforge.records.SCHEMA_VERSION)", default=SCHEMA_VERSION)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JudgementRecord:
+        return _from_dict(cls, data)
 
 
 @dataclass
@@ -499,6 +511,27 @@ def as_row(record: CommitRecord | PairRecord | AttemptRecord | EvalRecord | Judg
     return asdict(record)
 
 
+def check_schema_version(path: object, rows: list[dict[str, Any]]) -> None:
+    """Refuse rows written under another major schema version (a renamed or removed field) with one error line."""
+    from perfforge.errors import DatasetError
+
+    major = SCHEMA_VERSION.split(".")[0]
+    found = {str(row.get("schema_version", "")) for row in rows}
+    other = sorted(v for v in found if v.split(".")[0] != major)
+    if other:
+        raise DatasetError(f"{path} holds records of schema version {other[0]}, this perfforge reads {SCHEMA_VERSION}"
+                           "; write it again with this version (mine, synth or optimize)")
+
+
+def read_records(path: object, cls: type) -> list[Any]:
+    """The records of one parquet file as objects of `cls`, its schema version checked first."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(str(path)).to_pylist()
+    check_schema_version(path, rows)
+    return [cls.from_dict(row) for row in rows]
+
+
 # Each matches a string literal (group 1, kept: `"http://a"` and `"#"` are code) or a comment (dropped).
 _QUOTED = r"""("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')"""
 _C_COMMENT_RE = re.compile(_QUOTED + r"|//[^\n]*|/\*.*?\*/", re.DOTALL)
@@ -524,6 +557,11 @@ def normalise_code(code: str, language: str = "c") -> str:
         return "\n".join(f"{len(line) - len(line.lstrip())}:{_SPACE_RE.sub('', line)}" for line in lines if line)
     comments = _FORTRAN_COMMENT_RE if language == "fortran" else _C_COMMENT_RE
     return _SPACE_RE.sub("", _strip_comments(comments, code))
+
+
+def function_hash(code: str, language: str = "c") -> str:
+    """Formatting-blind identity of one function (near-duplicates of a function share a training split)."""
+    return hashlib.sha256(normalise_code(code, language).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def code_hash(function_before: str, function_after: str, language: str = "c") -> str:

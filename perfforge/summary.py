@@ -30,6 +30,7 @@ from enum import StrEnum
 # records.__path__, and records' module __getattr__ imports `datasets` before it looks at the name asked for.
 import perfforge.records as records
 from perfforge.errors import PerfforgeError
+from perfforge.targets import TARGETS
 
 DEFAULT_TOKEN_BUDGET = 400
 MAX_STALL_REASONS = 6  # named in the breakdown; the rest are summed as "other" (ncu reports ~20 reasons)
@@ -51,36 +52,9 @@ class Source(StrEnum):
 
 SOURCES_HELP = f"insight sources of the prompt's profile summary: {', '.join(Source)}"
 
-# A few counters worth a line of their own when the profile has them, per target: (tool name, short label).
-KEY_COUNTERS: dict[str, tuple[tuple[str, str], ...]] = {
-    "cuda": (
-        ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM throughput"),
-        ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "memory throughput"),
-        ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM throughput"),
-        ("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved occupancy"),
-        ("l1tex__t_sector_hit_rate.pct", "L1 hit rate"),
-        ("lts__t_sector_hit_rate.pct", "L2 hit rate"),
-        ("launch__registers_per_thread", "registers per thread"),
-    ),
-    "cpu": (
-        ("Ir", "instructions"),
-        ("D1mr", "L1 data read misses"),
-        ("DLmr", "last-level read misses"),
-        ("D1mw", "L1 data write misses"),
-        ("Bcm", "mispredicted branches"),
-    ),
-    "hip": (
-        ("GRBM_GUI_ACTIVE", "GPU busy cycles"),
-        ("SQ_WAVES", "waves"),
-        ("SQ_INSTS_VALU", "vector ALU instructions"),
-        ("TCC_HIT", "L2 hits"),
-        ("TCC_MISS", "L2 misses"),
-        ("FETCH_SIZE", "bytes fetched"),
-        ("WRITE_SIZE", "bytes written"),
-        ("SQ_LDS_BANK_CONFLICT", "LDS bank-conflict cycles"),
-    ),
-}
-KEY_COUNTERS["triton"] = KEY_COUNTERS["cuda"]
+# A few counters worth a line of their own when the profile has them, per target: (tool name, short label). Each
+# target's spec holds its own (perfforge/targets.py); this view by name serves callers that look a target up.
+KEY_COUNTERS: dict[str, tuple[tuple[str, str], ...]] = {spec.name: spec.key_counters for spec in TARGETS.values()}
 
 _SECTIONS = ("roofline", "diagnoses", "stalls", "hot lines", "counters")
 _SECTION_TITLES = {"diagnoses": "bottlenecks (most severe first):", "hot lines": "hot lines:"}
@@ -253,8 +227,10 @@ def hot_line_text(hot: records.HotLine) -> str:
 
 
 def key_counter_lines(profile: records.Profile) -> list[str]:
-    """The target's key counters that the profile has, in the order KEY_COUNTERS lists them."""
-    known = KEY_COUNTERS.get(profile.target, ())
+    """The target's key counters that the profile has, in the order its spec lists them (none for a target that
+    is not runnable, such as a mined OpenCL kernel's)."""
+    spec = TARGETS.get(profile.target, None)
+    known = spec.key_counters if spec is not None else ()
     values = {c.name: c for c in profile.counters}
     lines = []
     for name, label in known:

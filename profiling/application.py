@@ -7,6 +7,9 @@ full set per chosen kernel. CPU: the ranking pass is callgrind over the whole co
 own instructions (callgrind counts instructions, not seconds: repeatable on a shared machine); then one callgrind
 pass per chosen function with collection toggled to it. The command runs in the sandbox with its working
 directory; its files are the user's, so it runs with the network allowed but the usual time limits.
+
+The application profilers are registered in APPLICATION_PROFILERS under the profiler key of a target's spec
+(perfforge/targets.py); they return profiles without diagnoses, which profile_application attaches, once.
 """
 
 from __future__ import annotations
@@ -14,17 +17,25 @@ from __future__ import annotations
 import re
 import shlex
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.errors import PerfforgeError
 from perfforge.records import Profile, Timing
+from perfforge.registry import Registry
+from perfforge.targets import TARGETS, target_spec
 from profiling import sandbox
 from profiling.cpu.cache_model import simulated_cache_model
 from profiling.diagnoses import diagnose
 from profiling.machine import describe_machine, tool_version
 
 APPLICATION_TIMEOUT_S = 1800.0
+
+# (argv, working directory, top, scratch directory) -> profiles of the top kernels or functions, costliest first
+ApplicationProfiler = Callable[[list[str], Path, int, Path], list[Profile]]
+# profiler key (a target spec's `profiler`) -> its application mode
+APPLICATION_PROFILERS: Registry[ApplicationProfiler] = Registry("application profiler")
 
 
 @dataclass(frozen=True)
@@ -44,13 +55,23 @@ def profile_application(command: str, workdir: Path, *, target: str, top: int, w
         raise PerfforgeError("--command is empty; give the application's command line")
     if not workdir.is_dir():
         raise PerfforgeError(f"--workdir {workdir} does not exist")
+    profiler = APPLICATION_PROFILERS.get(target_spec(target).profiler, None)
+    if profiler is None:
+        with_one = [spec.name for spec in TARGETS.values() if spec.profiler in APPLICATION_PROFILERS]
+        raise PerfforgeError(f"no application mode for target {target!r} (targets with one: {', '.join(with_one)})")
     workdir, work_dir = workdir.resolve(), work_dir.resolve()  # the profilers run in directories of their own
     work_dir.mkdir(parents=True, exist_ok=True)
-    if target == "cuda":
-        from profiling.cuda.application import profile_cuda_application
+    profiles = profiler(argv, workdir, top, work_dir)
+    for profile in profiles:
+        profile.diagnoses = diagnose(profile)  # the application profilers leave this to here: diagnosed once
+    return profiles
 
-        return profile_cuda_application(argv, workdir.resolve(), top=top, work_dir=work_dir.resolve())
-    return _profile_cpu_application(argv, workdir.resolve(), top, work_dir.resolve())
+
+@APPLICATION_PROFILERS.register("ncu")
+def _profile_cuda_application(argv: list[str], workdir: Path, top: int, work_dir: Path) -> list[Profile]:
+    from profiling.cuda.application import profile_cuda_application  # on use: a CPU run never imports ncu's parsers
+
+    return profile_cuda_application(argv, workdir, top=top, work_dir=work_dir)
 
 
 def _run_under_callgrind(argv: list[str], workdir: Path, out_file: Path, toggle: str | None) -> None:
@@ -86,6 +107,7 @@ def rank_functions(callgrind_text: str) -> list[RankedFunction]:
     return sorted(ranked, key=lambda f: (-f.self_instructions, f.name))
 
 
+@APPLICATION_PROFILERS.register("callgrind")
 def _profile_cpu_application(argv: list[str], workdir: Path, top: int, work_dir: Path) -> list[Profile]:
     from profiling.cpu import callgrind
 
@@ -101,15 +123,13 @@ def _profile_cpu_application(argv: list[str], workdir: Path, top: int, work_dir:
         source = Path(function.file)
         result = callgrind.parse_callgrind(out_file.read_text(errors="replace"), source.name, function.name)
         lines = source.read_text(errors="replace").split("\n") if source.is_file() else []
-        profile = Profile(
+        profiles.append(Profile(
             machine=f"{describe_machine()}; {simulated_cache_model().describe()}",
             tool_versions=f"valgrind: {tool_version('valgrind')}",
             timing=Timing(median_ms=0.0, p10_ms=0.0, p90_ms=0.0, trials=0,
                           method=f"not timed: ranked by instructions ({function.share:.1%} of the program's)"),
             counters=callgrind.counters(result), hot_lines=callgrind.hot_lines(result, lines) if lines else [],
-            target="cpu", kernel=function.name, source_file=str(source))
-        profile.diagnoses = diagnose(profile)
-        profiles.append(profile)
+            target="cpu", kernel=function.name, source_file=str(source)))
     return profiles
 
 

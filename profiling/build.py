@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfforge.task import Task
 from profiling import sandbox
-from profiling.task import Task
 
 RUNTIME_DIR = Path(__file__).with_name("runtime")  # perfforge_harness.h and perfforge_harness.py
 BUILD_TIMEOUT_S = 300.0

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, write_json
+from perfforge.naming import PROFILE_FILE, VERDICT_FILE
 from perfforge.records import Profile
+from perfforge.task import MANIFEST, load_task
 from profiling.config import DiagnoseConfig, ProfileConfig, ValidateConfig
 from profiling.diagnoses import diagnose
-from profiling.task import MANIFEST, load_task
 
 
 def run_validate(config: ValidateConfig) -> int:
@@ -22,7 +23,7 @@ def run_validate(config: ValidateConfig) -> int:
     if candidate is None:
         raise PerfforgeError(f"task {task.name} has no reference; give the file to judge with --candidate FILE")
     verdict = validate(task, candidate, config.out / "work", timing=config.timing)
-    path = config.out / "verdict.json"
+    path = config.out / VERDICT_FILE
     write_json(path, verdict.to_dict())
     print(verdict.headline())
     print(f"verdict: {path}")
@@ -45,7 +46,7 @@ def run_profile(config: ProfileConfig) -> int:
 
     task = load_task(config.task)
     profile = profile_task(task, config.out / "work", version=config.candidate, config_name=config.config_name)
-    path = config.out / "profile.json"
+    path = config.out / PROFILE_FILE
     write_json(path, profile.to_dict())
     _print_profile(profile, config.sources, config.token_budget)
     print(f"profile: {path}")
@@ -72,7 +73,7 @@ def _load_or_make_profile(path: Path, out: Path) -> Profile:
         from profiling.profile import profile_task
 
         profile = profile_task(load_task(path), out / "work")
-        write_json(out / "profile.json", profile.to_dict())
+        write_json(out / PROFILE_FILE, profile.to_dict())
         return profile
     raise PerfforgeError(f"{path} is neither a task directory (with {MANIFEST}) nor a profile.json")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from profiling.task import OutputSpec
+from perfforge.task import OutputSpec
 
 NUMPY_DTYPE = {"float32": "float32", "float64": "float64", "float16": "float16", "bfloat16": "uint16",
                "int32": "int32", "int64": "int64", "uint8": "uint8"}

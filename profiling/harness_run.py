@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from perfforge.errors import PerfforgeError
+from perfforge.targets import target_spec
+from perfforge.task import Task, TaskConfig
 from profiling import sandbox
 from profiling.build import Build
-from profiling.task import Task, TaskConfig
 
 # glibc fills fresh malloc memory with the complement of this byte (MALLOC_PERTURB_): two runs of one candidate
 # with different bytes make reads of uninitialised heap memory visible as a difference (rule 7).
@@ -114,7 +115,7 @@ def run_harness(task: Task, built: Build, mode: str, config: TaskConfig, out_dir
     if malloc_perturb is not None:
         env["MALLOC_PERTURB_"] = str(malloc_perturb)
     limits = sandbox.Limits(timeout_s=timeout_s or task.validate.timeout_s,
-                            memory_bytes=(8 << 30) if task.target == "cpu" else None)
+                            memory_bytes=target_spec(task.target).memory_limit_bytes)
     result = sandbox.run(argv, cwd=out_dir.parent / (out_dir.name + ".scratch"), limits=limits, env=env,
                          writable=[out_dir, *built.cache_dirs])
     return HarnessRun(result=result, out_dir=out_dir)

@@ -1,13 +1,15 @@
 """`perfforge profile`: build a task's version, time it (never under a profiler), then profile it in a separate
 pass with the target's profiler, and attach the diagnoses. Output: a Profile record (profile.json).
 
-Profilers are registered per target; each takes the built version, the configuration, the timing measured
-beforehand and a scratch directory, and returns a Profile with counters, stalls, roofline and hot lines.
+Profilers are registered in PROFILERS under the key a target's spec names (perfforge/targets.py: callgrind, ncu,
+rocprofv3); each takes the task, the built version, the configuration, the timing measured beforehand and a
+scratch directory, and returns a Profile with counters, stalls, roofline and hot lines, without diagnoses:
+profile_task attaches them, the one place a task's fresh profile is diagnosed (profiling/application.py is the
+other, for whole applications).
 """
 
 from __future__ import annotations
 
-import importlib
 import platform
 import re
 from collections.abc import Callable
@@ -15,33 +17,35 @@ from pathlib import Path
 
 from perfforge.errors import PerfforgeError
 from perfforge.records import Profile, Timing
+from perfforge.registry import Registry
+from perfforge.targets import TARGETS, target_spec
+from perfforge.task import Task, TaskConfig
 from profiling.build import Build, build
 from profiling.diagnoses import diagnose
 from profiling.harness_run import run_harness
 from profiling.machine import describe_machine, describe_tools, tool_version
 from profiling.score import timing_stats
-from profiling.task import Task, TaskConfig
 
 Profiler = Callable[[Task, Build, TaskConfig, Timing, Path], Profile]
 
-# target -> "module:function" of its profiler; imported on use so a CPU run never imports the CUDA parsers.
-PROFILERS = {
-    "cpu": "profiling.profile:profile_built_cpu",
-    "cuda": "profiling.profile:profile_built_cuda",
-    "triton": "profiling.profile:profile_built_cuda",
-}
+# profiler key (a target spec's `profiler`) -> the function that runs it. Each imports its parsers when it runs, so
+# a CPU run never imports the CUDA ones.
+PROFILERS: Registry[Profiler] = Registry("profiler")
 
 
 def profile_build_flags(task: Task) -> tuple[str, ...]:
     """Extra flags of a build that will be profiled. valgrind 3.19 cannot execute AVX-512, which gcc emits under
-    -march=native on AVX-512 machines (this project's CPU machines among them): profile builds keep AVX2/FMA and
-    drop AVX-512, and timing and profile come from that same build. Delete once valgrind decodes AVX-512."""
-    if (task.target == "cpu" and platform.machine() in ("x86_64", "AMD64") and task.build.compiler in ("gcc", "clang")
+    -march=native on AVX-512 machines (this project's CPU machines among them): profile builds of targets profiled
+    under valgrind keep AVX2/FMA and drop AVX-512, and timing and profile come from that same build. Delete once
+    valgrind decodes AVX-512."""
+    if (target_spec(task.target).profiler == "callgrind" and platform.machine() in ("x86_64", "AMD64")
+            and task.build.compiler in ("gcc", "clang")
             and any(flag.startswith("-march=") for flag in task.build.flags)):
         return ("-mno-avx512f",)
     return ()
 
 
+@PROFILERS.register("callgrind")
 def profile_built_cpu(task: Task, built: Build, config: TaskConfig, timing: Timing, work_dir: Path) -> Profile:
     from profiling.cpu.profile import profile_cpu
 
@@ -58,6 +62,7 @@ NCU_LAUNCH_COUNT = 8
 NCU_TIMEOUT_S = 600.0
 
 
+@PROFILERS.register("ncu")
 def profile_built_cuda(task: Task, built: Build, config: TaskConfig, timing: Timing, work_dir: Path) -> Profile:
     """ncu over the harness in profile mode (only the call inside the pf_profile range), then an application-mode
     pass over the same call for launches per call (the launch-overhead and fusion diagnoses read it)."""
@@ -97,12 +102,17 @@ def _profiled_kernel(raw_csv: Path, kernel_pattern: str) -> str:
     return (matching[0] if matching else max(launches, key=launch_duration_ms)).kernel_base
 
 
+@PROFILERS.register("rocprofv3")
+def profile_built_hip(task: Task, built: Build, config: TaskConfig, timing: Timing, work_dir: Path) -> Profile:
+    """No AMD machine runs tasks here: rocprofv3's output is parsed (profiling/hip/rocprof.py), never produced."""
+    runnable = [spec.name for spec in TARGETS.values() if spec.profiler != "rocprofv3"]
+    raise PerfforgeError(f"no profiler for target {task.target!r} yet (profilers: {', '.join(runnable)}); hip "
+                         "profiles are parsed from rocprofv3 output with profiling.hip.rocprof")
+
+
 def profiler_for(target: str) -> Profiler:
-    if target not in PROFILERS:
-        raise PerfforgeError(f"no profiler for target {target!r} yet (profilers: {', '.join(PROFILERS)}); hip "
-                             "profiles are parsed from rocprofv3 output with profiling.hip.rocprof")
-    module, function = PROFILERS[target].split(":")
-    return getattr(importlib.import_module(module), function)
+    """The profiler the target's spec names."""
+    return PROFILERS.get(target_spec(target).profiler)
 
 
 def measure(task: Task, built: Build, config: TaskConfig, work_dir: Path) -> tuple[Timing, dict]:
@@ -129,5 +139,5 @@ def profile_task(task: Task, work_dir: Path, *, version: Path | None = None,
         profile.machine = describe_machine(context)
         profile.tool_versions = describe_tools(task.build.compiler, context) + (
             f"; {profile.tool_versions}" if profile.tool_versions else "")
-    profile.diagnoses = diagnose(profile)
+    profile.diagnoses = diagnose(profile)  # the profilers leave this to their caller: diagnosed here, once
     return profile

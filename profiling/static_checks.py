@@ -1,8 +1,10 @@
 """Static checks on a candidate's source, before anything is built (VALIDATION.md rules 8, 9, 17).
 
-Each check names the hack it stops. `strict` checks reject the candidate; the others are warnings carried into
-the verdict. Comments are removed before matching so that a comment mentioning cuBLAS does not trip a check;
-string literals are kept only where a check needs them (an #include of the reference).
+Each check names the hack it stops and the targets it applies to, and is registered in STATIC_CHECKS (a
+perfforge.registry.Registry: a name registered twice is an error). `strict` checks reject the candidate; the
+others are warnings carried into the verdict. Comments are removed before matching so that a comment mentioning
+cuBLAS does not trip a check; string literals are kept only where a check needs them (an #include of the
+reference).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiling.task import Task
+from perfforge.registry import Registry
+from perfforge.targets import TARGETS
+from perfforge.task import Task
 
 
 @dataclass(frozen=True)
@@ -32,20 +36,23 @@ class StaticCheck:
     run: Callable[[str, Task], list[tuple[int, str]]]  # (line, message) per problem, on comment-free code
 
 
-STATIC_CHECKS: dict[str, StaticCheck] = {}
+STATIC_CHECKS: Registry[StaticCheck] = Registry("static check", entry_type=StaticCheck)
 
 
 def _register(name: str, stops: str, targets: tuple[str, ...], strict: bool = True):
     def wrap(run: Callable[[str, Task], list[tuple[int, str]]]) -> Callable:
-        if name in STATIC_CHECKS:
-            raise ValueError(f"static check {name!r} registered twice")
-        STATIC_CHECKS[name] = StaticCheck(name, stops, targets, strict, run)
+        STATIC_CHECKS.register(name, StaticCheck(name, stops, targets, strict, run))
         return run
     return wrap
 
 
-_C_LIKE = ("cpu", "cuda", "hip")
-_ALL = ("cpu", "cuda", "hip", "triton")
+# Which targets a check applies to, by what the check looks at, so that a new target gets the checks of its kind.
+_ALL = TARGETS.names()
+_PYTHON = tuple(spec.name for spec in TARGETS.values() if "python" in spec.languages)  # Python code (Triton)
+# compiled into one binary with the C harness (perfforge_harness.h), whose functions a candidate could replace
+_C_LIKE = tuple(name for name in _ALL if name not in _PYTHON)
+_GPU = tuple(spec.name for spec in TARGETS.values() if spec.gpu)  # must launch a device kernel
+_GPU_C_LIKE = tuple(name for name in _GPU if name in _C_LIKE)  # CUDA/HIP host code: streams
 
 
 def strip_comments(code: str, language: str) -> str:
@@ -72,22 +79,15 @@ def _includes_reference(code: str, task: Task) -> list[tuple[int, str]]:
     return problems
 
 
-_LIBRARY_FALLBACKS = {
-    "cpu": r"\b(cblas_\w+|LAPACKE_\w+|mkl_\w+|dgemm_|sgemm_|qsort)\s*\(",
-    "cuda": r"\b(cublas\w*|cublasLt\w*|cudnn\w*|cusparse\w*|cufft\w*|thrust::\w+|cub::Device\w+|cutlass::\w+)",
-    "hip": r"\b(hipblas\w*|rocblas\w*|miopen\w*|hipcub::Device\w+|thrust::\w+)",
-    "triton": r"\b(torch\.(matmul|mm|bmm|sum|mean|softmax|einsum|nn\.functional\.\w+|cumsum|sort|add|mul)|F\.\w+)\s*\(",
-}
-
-
 @_register("library_fallback", "a candidate that hands the whole job to a library routine (cuBLAS, thrust, BLAS, "
            "torch) instead of writing the kernel", _ALL)
 def _library_fallback(code: str, task: Task) -> list[tuple[int, str]]:
-    return _matches(code, _LIBRARY_FALLBACKS[task.target], "calls library routine {}")
+    # each target's spec names the library routines of its kind (perfforge/targets.py)
+    return _matches(code, TARGETS.get(task.target).library_pattern, "calls library routine {}")
 
 
 @_register("swallows_errors", "a candidate that wraps the work in try/except and falls back or hides a failure",
-           ("triton",))
+           _PYTHON)
 def _swallows_errors(code: str, task: Task) -> list[tuple[int, str]]:
     return _matches(code, r"^\s*(try\s*:|except\b[^\n]*:)", "catches exceptions: {}")
 
@@ -116,7 +116,7 @@ def _precision_downgrade(code: str, task: Task) -> list[tuple[int, str]]:
 
 
 @_register("no_device_kernel", "a GPU candidate that does the work on the host and launches no device kernel",
-           ("cuda", "hip", "triton"))
+           _GPU)
 def _no_device_kernel(code: str, task: Task) -> list[tuple[int, str]]:
     if task.language == "python":
         has_kernel = re.search(r"@triton\.(jit|autotune)", code) and re.search(r"\w+\s*\[[^\]]+\]\s*\(", code)
@@ -166,7 +166,7 @@ def _interposes_harness(code: str, task: Task) -> list[tuple[int, str]]:
 
 
 @_register("extra_streams", "work launched on other streams to escape the timer (the harness synchronises the "
-           "whole device, so this is only a warning)", ("cuda", "hip"), strict=False)
+           "whole device, so this is only a warning)", _GPU_C_LIKE, strict=False)
 def _extra_streams(code: str, task: Task) -> list[tuple[int, str]]:
     return _matches(code, r"\b(cudaStreamCreate\w*|hipStreamCreate\w*)\s*\(", "creates a stream: {}")
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from perfforge.task import Task, TaskConfig
 from profiling.build import Build
 from profiling.correctness import compare_run
 from profiling.harness_run import run_harness
-from profiling.task import Task, TaskConfig
 
 # Timed calls per round whose outputs are written and compared: a kernel that skips its work on half the timed calls
 # is caught with probability 1 - 0.5^8 over 4 rounds; more calls cost more writing (256 MB outputs on an H100

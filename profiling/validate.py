@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from perfforge.targets import target_spec
+from perfforge.task import Task, TaskConfig
+from perfforge.verdict import RuleCheck, RuleStatus, Status, Verdict
 from profiling import sandbox
 from profiling.build import Build, build
 from profiling.correctness import compare_run, degenerate_reason
@@ -23,9 +26,7 @@ from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, TamperedBuil
 from profiling.machine import describe_machine, describe_tools, gpu_peaks
 from profiling.score import SpeedupEstimate, estimate_speedup, plausibility_problems
 from profiling.static_checks import run_static_checks
-from profiling.task import Task, TaskConfig
 from profiling.timing import TimingRuns, time_interleaved
-from profiling.verdict import RuleCheck, RuleStatus, Status, Verdict
 
 # A candidate may take this many times the original's check-run duration before it counts as hung (at least
 # MIN_CANDIDATE_TIMEOUT_S, at most the task's timeout): a slower candidate is a result, a hang is not.
@@ -237,7 +238,7 @@ def _time_and_score(session: _Session, verdict: Verdict) -> None:
 def rule_table(task: Task, verdict: Verdict, timed: bool) -> list[RuleCheck]:
     """How each rule of VALIDATION.md was applied to this verdict."""
     E, P, N, NA = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED, RuleStatus.NOT_APPLICABLE
-    gpu = task.target in ("cuda", "hip", "triton")
+    gpu = target_spec(task.target).gpu
     n_configs = len(task.configs)
     timing_status = E if timed else N
     network = sandbox.network_namespace_available()

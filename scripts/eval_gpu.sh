@@ -10,7 +10,7 @@ out_dir=$3
 root=$(pwd)
 bundles=$(sed "s|^|$eval_dir/|" "$eval_dir/pending.txt")
 # shellcheck disable=SC2086 (one argument per bundle directory; the paths hold no spaces)
-PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" python3 -m inference.bundle --budget-s "$budget_s" $bundles || true
+PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" python3 -m profiling.bundle --budget-s "$budget_s" $bundles || true
 cd "$eval_dir"
 find . -name results.json -path '*bundle*' | tar czf "$out_dir/results.tgz" -T -
 echo "packed $(tar tzf "$out_dir/results.tgz" | wc -l) results.json into $out_dir/results.tgz"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfforge.card import records_markdown
 from perfforge.io import write_text
+from perfforge.record_docs import records_markdown
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "records.md"
 

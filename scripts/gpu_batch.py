@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from perfforge.task import load_task  # noqa: E402
 from profiling.profile import profile_task  # noqa: E402
-from profiling.task import load_task  # noqa: E402
 from profiling.validate import validate  # noqa: E402
 
 

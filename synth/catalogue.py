@@ -25,13 +25,11 @@ from typing import Any
 
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, write_json, write_text
+from perfforge.naming import STATS_FILE
 from synth.check import InstanceCheck, check_task, prebuild, speedup_range
 from synth.config import SynthPatternsConfig
-from synth.instance import Instance, write_task
+from synth.instance import Instance, task_dir, write_task
 from synth.patterns import Pattern, generate, patterns
-
-SYNTH_REPO = "perfforge-synth"  # the records' repo field for catalogue instances
-SYNTH_LICENCE = "Apache-2.0"  # generated code is perfforge's own, under the project's licence
 
 
 @dataclass
@@ -40,10 +38,6 @@ class CatalogueResult:
     stats: dict[str, Any]
     paths: dict[str, Path] = field(default_factory=dict)
     interrupted: bool = False
-
-
-def task_dir(out: Path, pattern_id: str, seed: int) -> Path:
-    return out / "tasks" / pattern_id.replace("/", "__") / f"s{seed}"
 
 
 def check_path(out: Path, instance_name: str, pattern_id: str) -> Path:
@@ -60,7 +54,7 @@ def instance_digest(instance: Instance) -> str:
 
 def check_instance_dir(directory: Path, work_dir: Path, timing: bool) -> dict[str, Any]:
     """Check the task in `directory` (one process's job); the judgement as a dict, or the error it ended with."""
-    from profiling.task import load_task
+    from perfforge.task import load_task
 
     task = load_task(directory)
     try:
@@ -92,7 +86,7 @@ def run_catalogue(config: SynthPatternsConfig, *, on_check: Callable[[InstanceCh
     except KeyboardInterrupt:
         interrupted = True
     result = CatalogueResult(checks=done, stats=catalogue_stats(done, chosen), interrupted=interrupted)
-    result.paths["stats"] = config.out / "stats.json"
+    result.paths["stats"] = config.out / STATS_FILE
     write_json(result.paths["stats"], result.stats)
     result.paths["table"] = config.out / "catalogue.md"
     write_text(result.paths["table"], catalogue_table(result.stats))
@@ -137,7 +131,7 @@ def _materialise(config: SynthPatternsConfig, chosen: list[Pattern]
 
 def prebuild_instance_dir(directory: Path, work_dir: Path) -> str:
     """Build one task's versions ahead of its check (one thread's job); the build failure's reason, or ""."""
-    from profiling.task import load_task
+    from perfforge.task import load_task
 
     return prebuild(load_task(directory), work_dir)
 

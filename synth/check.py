@@ -18,11 +18,11 @@ from typing import Any
 
 from perfforge.errors import PerfforgeError
 from perfforge.records import Profile
+from perfforge.task import Task
+from perfforge.verdict import Status, Verdict
 from profiling.build import build
 from profiling.profile import profile_build_flags, profile_task
-from profiling.task import Task
 from profiling.validate import validate
-from profiling.verdict import Status, Verdict
 
 # The only plausibility problem a known pattern fix may carry: "speedup NNx is above 10x" (profiling/score.py).
 PLANTED_GAP_PROBLEM_PREFIX = "speedup "

@@ -38,6 +38,9 @@ from typing import Any
 from perfforge.errors import BackendError, PerfforgeError
 from perfforge.io import atomic_dir, read_json, write_json
 from perfforge.llm_client import ChatClient
+from perfforge.naming import PAIRS_FILE, STATS_FILE
+from perfforge.task import MANIFEST
+from perfforge.verdict import Status
 from synth.check import InstanceCheck, check_task, first_line, speedup_range
 from synth.config import SynthCommitsConfig
 
@@ -98,10 +101,10 @@ class Outcome(StrEnum):
     CHECK_CRASHED = "check_crashed"  # a bug of ours while checking; the traceback is in the attempt's detail
 
 
-# verdict status (profiling.verdict.Status) -> outcome, for checks that ended before profiling
-_STATUS_OUTCOME = {"build_failed": Outcome.BUILD_FAILED, "rejected": Outcome.REJECTED,
-                   "incorrect": Outcome.INCORRECT, "crashed": Outcome.CRASHED, "timeout": Outcome.TIMEOUT,
-                   "task_invalid": Outcome.INVALID_TASK}
+# verdict status (perfforge.verdict.Status) -> outcome, for checks that ended before profiling
+_STATUS_OUTCOME = {Status.BUILD_FAILED: Outcome.BUILD_FAILED, Status.REJECTED: Outcome.REJECTED,
+                   Status.INCORRECT: Outcome.INCORRECT, Status.CRASHED: Outcome.CRASHED,
+                   Status.TIMEOUT: Outcome.TIMEOUT, Status.TASK_INVALID: Outcome.INVALID_TASK}
 
 
 class AttemptFailed(Exception):
@@ -221,11 +224,11 @@ source, the fast source and the harness."""
 def load_example(target: str, example: Path | None) -> Path:
     """The example task shown to the model: the one given, else the first example of the target (or of cpu)."""
     if example is not None:
-        if not (example / "task.toml").is_file():
+        if not (example / MANIFEST).is_file():
             raise PerfforgeError(f"--example {example} is not a task directory (it has no task.toml)")
         return example
     for folder in (EXAMPLES_DIR / target, EXAMPLES_DIR / "cpu"):
-        tasks = sorted(p for p in folder.glob("*") if (p / "task.toml").is_file()) if folder.is_dir() else []
+        tasks = sorted(p for p in folder.glob("*") if (p / MANIFEST).is_file()) if folder.is_dir() else []
         if tasks:
             return tasks[0]
     raise PerfforgeError(f"no example task under {EXAMPLES_DIR}; pass --example with a task directory")
@@ -353,7 +356,7 @@ def write_task_files(directory: Path, files: dict[str, str]) -> Path:
 
 def load_generated_task(directory: Path, files: dict[str, str], target: str) -> Any:
     """The written task, loaded and held to the policy for generated tasks; AttemptFailed when it breaks it."""
-    from profiling.task import TaskError, load_task
+    from perfforge.task import TaskError, load_task
 
     try:
         task = load_task(directory)
@@ -398,7 +401,7 @@ def judge_check(check: InstanceCheck) -> tuple[Outcome, str, str]:
         return Outcome.KEPT, "", ""
     detail = check.verdict_reason[:MAX_FEEDBACK_DETAIL_CHARS]
     status = check.verdict_status
-    if status == "task_invalid" and "does not build" in check.verdict_reason:
+    if status == Status.TASK_INVALID and "does not build" in check.verdict_reason:
         return Outcome.BUILD_FAILED, f"the slow version does not build: {_build_error(check)}", detail
     if status in _STATUS_OUTCOME:
         outcome = _STATUS_OUTCOME[status]
@@ -548,7 +551,7 @@ def _judge_all(todo: list[dict[str, Any]], context: _Context, result: CommitsRes
 
 def _finish(config: SynthCommitsConfig, result: CommitsResult, skipped: Counter, selected: int) -> None:
     result.stats = commits_stats(result.results, skipped, selected)
-    result.paths["stats"] = config.out / "stats.json"
+    result.paths["stats"] = config.out / STATS_FILE
     write_json(result.paths["stats"], result.stats)
     result.paths["pairs"] = write_commit_records(config.out, [r for r in result.results if r.kept])
 
@@ -561,7 +564,7 @@ def commits_stats(results: list[PairResult], skipped: Counter, selected: int) ->
         by_target.setdefault(str(r.provenance.get("target")), Counter())[r.outcome] += 1
     return {
         "selected": selected, "skipped": dict(skipped), "judged": len(results), "kept": len(kept),
-        "kept_needing_review": sum(1 for c in (r.check for r in kept) if c and c.verdict_status == "needs_review"),
+        "kept_needing_review": sum(1 for c in (r.check for r in kept) if c and c.verdict_status == Status.NEEDS_REVIEW),
         "kept_share": round(len(kept) / len(results), 4) if results else None,
         "outcomes": dict(Counter(r.outcome for r in results).most_common()),
         "attempts": sum(len(r.attempts) for r in results),
@@ -588,7 +591,7 @@ def write_commit_records(out: Path, kept: list[PairResult]) -> Path:
                     f"verified speedup {check.speedup:.3f}x" if check.speedup else "correctness verified",
                     "diagnoses of the slow version: " + (", ".join(f"{n} ({s:.2f})" for n, s in check.diagnoses)
                                                          or "none"),
-                    *([REVIEW_NOTE] if check.verdict_status == "needs_review" else []),
+                    *([REVIEW_NOTE] if check.verdict_status == Status.NEEDS_REVIEW else []),
                     *(source.get("evidence") or [])]
         records += task_pair_records(
                 out / "tasks" / judged.id, check, repo=str(source.get("repo") or ""),
@@ -597,5 +600,5 @@ def write_commit_records(out: Path, kept: list[PairResult]) -> Path:
                 licence=str(source.get("licence") or "NOASSERTION"), found_by=FoundBy.SYNTHETIC_COMMIT,
                 category=str(source.get("category") or "other"), message=str(source.get("message") or ""),
                 evidence=evidence)
-    return write_records(out / "pairs.parquet", records)
+    return write_records(out / PAIRS_FILE, records)
 

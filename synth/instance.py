@@ -7,14 +7,14 @@ later stage (records, training splits, evaluation) knows which pattern the task 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfforge.io import write_text
+from perfforge.targets import source_suffixes
+from perfforge.task import write_task_dir
 
-SOURCE_SUFFIX = {"c": ".c", "cpp": ".cpp", "cuda": ".cu", "python": ".py"}
+SOURCE_SUFFIX = source_suffixes()  # language -> the suffix its files are written with (perfforge/targets.py)
 
 
 @dataclass(frozen=True)
@@ -70,52 +70,17 @@ class Instance:
 
 
 def write_task(instance: Instance, directory: Path) -> Path:
-    """Write the instance as a task directory (each file atomically; task.toml last, so a task directory with a
-    manifest is complete)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    write_text(directory / instance.source_name, instance.slow)
-    write_text(directory / instance.reference_name, instance.fast)
-    write_text(directory / instance.harness_name, instance.harness)
-    write_text(directory / "task.toml", dumps_toml(instance.manifest()))
-    return directory
+    """Write the instance as a task directory (perfforge.task.write_task_dir: task.toml last)."""
+    files = {instance.source_name: instance.slow, instance.reference_name: instance.fast,
+             instance.harness_name: instance.harness}
+    return write_task_dir(directory, files, instance.manifest())
 
 
-def dumps_toml(data: dict[str, Any]) -> str:
-    """TOML text of a manifest: scalars and inline tables at the top or in tables, lists of tables as [[...]].
-
-    The task format needs nothing more, and the GPU machine, which runs the generators from the checkout, has
-    no TOML writer installed.
-    """
-    scalars = [f"{key} = {_value(value)}" for key, value in data.items() if not _is_table(value)]
-    blocks = ["\n".join(scalars)] if scalars else []
-    for key, value in data.items():
-        if isinstance(value, dict) and _is_table(value):
-            blocks.append("\n".join([f"[{key}]", *(f"{k} = {_value(v)}" for k, v in value.items())]))
-        elif isinstance(value, list) and _is_table(value):
-            for entry in value:
-                blocks.append("\n".join([f"[[{key}]]", *(f"{k} = {_value(v)}" for k, v in entry.items())]))
-    return "\n\n".join(blocks) + "\n"
+def instance_dir(root: Path, pattern_id: str, seed: int) -> Path:
+    """Where the task of a pattern at a seed lives under `root` (the catalogue run's and eval's suites alike)."""
+    return root / pattern_id.replace("/", "__") / f"s{seed}"
 
 
-def _is_table(value: Any) -> bool:
-    return (isinstance(value, dict) and bool(value)) or (
-        isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value))
-
-
-def _value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"TOML manifest value {value!r} is not finite")
-        return repr(value)
-    if isinstance(value, str):
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-        return f'"{escaped}"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"no TOML form for {type(value).__name__} value {value!r}")
+def task_dir(out: Path, pattern_id: str, seed: int) -> Path:
+    """Where `perfforge synth patterns --out OUT` writes the task of a pattern at a seed."""
+    return instance_dir(out / "tasks", pattern_id, seed)

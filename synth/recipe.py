@@ -24,6 +24,7 @@ from typing import Any
 
 from perfforge.errors import ConfigError, PerfforgeError
 from perfforge.io import read_json, write_json, write_text
+from perfforge.naming import PAIRS_FILE
 from perfforge.records import FoundBy, PairRecord, Profile
 from synth.config import SynthRecipeConfig
 
@@ -321,7 +322,7 @@ def run_recipe(config: SynthRecipeConfig) -> RecipeResult:
         if record is not None:
             records.append(record)
     paths = {"comparison": config.out / "comparison.json", "table": config.out / "comparison.md",
-             "pairs": config.out / "pairs.parquet"}
+             "pairs": config.out / PAIRS_FILE}
     write_json(paths["comparison"], {"repo": str(recipe.repo), "parent": parent, "commit": sha,
                                      "benchmark": recipe.benchmark, "target": recipe.target, "top": top,
                                      "kernels": comparison})

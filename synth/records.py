@@ -11,10 +11,15 @@ import difflib
 from pathlib import Path
 
 from perfforge.io import write_parquet
+from perfforge.naming import PAIRS_FILE
 from perfforge.records import FoundBy, KernelKind, PairRecord, as_row, code_hash
 from synth.check import InstanceCheck
+from synth.instance import task_dir
 
 MINING_LANGUAGE = {"c": "c", "cpp": "cpp", "cuda": "cuda", "python": "python"}  # task language -> mining's
+
+SYNTH_REPO = "perfforge-synth"  # the records' repo field for catalogue instances
+SYNTH_LICENCE = "Apache-2.0"  # generated code is perfforge's own, under the project's licence
 
 
 def task_pair_records(task_root: Path, check: InstanceCheck, *, repo: str, repo_url: str, commit: str = "",
@@ -22,7 +27,7 @@ def task_pair_records(task_root: Path, check: InstanceCheck, *, repo: str, repo_
                       message: str, evidence: list[str]) -> list[PairRecord]:
     """The records of one checked task (its editable source before, its reference after)."""
     from mining.functions import changed_functions
-    from profiling.task import load_task
+    from perfforge.task import load_task
 
     task = load_task(task_root)
     language = MINING_LANGUAGE[task.language]
@@ -47,7 +52,6 @@ def task_pair_records(task_root: Path, check: InstanceCheck, *, repo: str, repo_
 
 def write_pair_records(out: Path, kept: list[InstanceCheck]) -> Path:
     """pairs.parquet of the kept catalogue instances."""
-    from synth.catalogue import SYNTH_LICENCE, SYNTH_REPO, task_dir
     from synth.patterns import patterns
 
     records = []
@@ -61,7 +65,7 @@ def write_pair_records(out: Path, kept: list[InstanceCheck]) -> Path:
                                      commit=f"{check.pattern}@{check.seed}", licence=SYNTH_LICENCE,
                                      found_by=FoundBy.SYNTHETIC_PATTERN, category=chosen.category,
                                      message=chosen.summary, evidence=evidence)
-    return write_records(out / "pairs.parquet", records)
+    return write_records(out / PAIRS_FILE, records)
 
 
 def write_records(path: Path, records: list[PairRecord]) -> Path:

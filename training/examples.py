@@ -29,19 +29,15 @@ from typing import Any
 
 from perfforge import prompt
 from perfforge.errors import DatasetError
-from perfforge.records import Profile, normalise_code
-from profiling.verdict import Status
+from perfforge.naming import TRAINING_FILES
+from perfforge.records import Profile, check_schema_version, function_hash
+from perfforge.verdict import Status
 
-PAIRS_FILE = "pairs.parquet"
-ATTEMPTS_FILE = "attempts.parquet"
-JUDGEMENTS_FILE = "judgements.parquet"
-DATASET_FILES = (PAIRS_FILE, ATTEMPTS_FILE, JUDGEMENTS_FILE)
-UNPARSABLE = "unparsable"  # an attempt whose answer held no code (the loop's status outside the verdict's)
 # Statuses whose candidate is worse than any improved one for the same prompt (DPO's rejected side): every
-# failure, and correct but not faster. task_invalid says nothing of the candidate; needs_review and untimed
-# correct results are not known to be worse.
-REJECTED_STATUSES = frozenset({UNPARSABLE, Status.SLOWER.value, Status.NO_CHANGE.value} |
-                              {s.value for s in Status if not s.correct and s is not Status.TASK_INVALID})
+# failure (unparsable included), and correct but not faster. task_invalid says nothing of the candidate;
+# needs_review and untimed correct results are not known to be worse.
+REJECTED_STATUSES = frozenset({Status.SLOWER, Status.NO_CHANGE} |
+                              {s for s in Status if not s.correct and s is not Status.TASK_INVALID})
 # A faster candidate is preferred over a slower correct one only when their speedups differ by this factor:
 # closer than that, two verdicts' intervals usually overlap and the order is noise.
 MIN_PREFERENCE_RATIO = 1.1
@@ -65,13 +61,13 @@ class Example:
 
 
 def dataset_files(paths: list[Path]) -> list[Path]:
-    """The parquet files that `paths` name: files, or directories holding any of DATASET_FILES."""
+    """The parquet files that `paths` name: files, or directories holding any of TRAINING_FILES."""
     files = []
     for path in paths:
         if path.is_dir():
-            found = [path / name for name in DATASET_FILES if (path / name).is_file()]
+            found = [path / name for name in TRAINING_FILES if (path / name).is_file()]
             if not found:
-                raise DatasetError(f"{path} holds none of {', '.join(DATASET_FILES)}; give a dataset "
+                raise DatasetError(f"{path} holds none of {', '.join(TRAINING_FILES)}; give a dataset "
                                    "directory written by perfforge mine, synth or optimize, or by "
                                    "bench/judge_examples.py")
             files.extend(found)
@@ -94,12 +90,14 @@ def read_rows(path: Path) -> tuple[str, list[dict[str, Any]]]:
         raise DatasetError(f"{path} is not a readable parquet file ({str(exc).splitlines()[0]}); give a "
                            "pairs.parquet, an attempts.parquet or a judgements.parquet") from None
     columns = set(table.column_names)
+    rows = table.to_pylist()
+    check_schema_version(path, rows)
     if {"function_before", "file_after"} <= columns:
-        return "pairs", table.to_pylist()
+        return "pairs", rows
     if {"completion", "status", "prompt"} <= columns:
-        return "attempts", table.to_pylist()
+        return "attempts", rows
     if {"system", "prompt", "completion", "sha"} <= columns:
-        return "judgements", table.to_pylist()
+        return "judgements", rows
     raise DatasetError(f"{path} holds neither pair, attempt nor judgement records (columns: "
                        f"{', '.join(sorted(columns)[:8])}...)")
 
@@ -121,7 +119,7 @@ def pair_example(row: dict[str, Any], *, sources: list[str], token_budget: int, 
     # keyed on the function, whatever part of the file is shown: the same edit in another file or at another
     # --max-code-chars is the same example
     return Example(group=_group(row.get("pattern", ""), row["repo"]),
-                   dedup_key=_dedup_key(row["function_before"] or before, row["language"]),
+                   dedup_key=function_hash(row["function_before"] or before, row["language"]),
                    prompt=messages, completion=[{"role": "assistant", "content": answer}])
 
 
@@ -142,7 +140,7 @@ def attempt_examples(rows: list[dict[str, Any]]) -> list[Example]:
     """SFT examples of the improved attempts (correct and measurably faster), in the answer format."""
     examples = []
     for row in rows:
-        if row["status"] != "improved" or not row["code"]:
+        if row["status"] != Status.IMPROVED or not row["code"]:
             continue
         answer = prompt.completion_text(row["code"], language=row["language"], hypothesis=row["hypothesis"],
                                         evidence=row["evidence"])
@@ -165,7 +163,7 @@ def preference_examples(rows: list[dict[str, Any]]) -> list[Example]:
         by_prompt[(row["task"], row["prompt"])].append(row)
     examples = []
     for candidates in by_prompt.values():
-        wins = sorted((r for r in candidates if r["status"] == "improved" and r["speedup"]),
+        wins = sorted((r for r in candidates if r["status"] == Status.IMPROVED and r["speedup"]),
                       key=lambda r: -r["speedup"])
         if not wins:
             continue
@@ -192,10 +190,6 @@ def _attempt_key(row: dict[str, Any]) -> str:
 
 def _group(pattern: str, repo: str) -> str:
     return f"pattern:{pattern}" if pattern else f"repo:{repo}"
-
-
-def _dedup_key(code: str, language: str) -> str:
-    return hashlib.sha256(normalise_code(code, language).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _refuse_judge_mix(kinds: dict[str, Path]) -> None:

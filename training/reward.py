@@ -5,7 +5,7 @@ for anything that is not proven correct and faster.
     reward = PipelineReward({"matvec_colwalk": "tasks/matvec"}, work_dir="perfforge-out/grpo")
     trainer = GRPOTrainer(model=..., reward_funcs=reward, train_dataset=ds, ...)   # ds has a "task" column
 
-Each completion is read with perfforge.prompt.parse_answer and judged by inference.judge.judge_candidates, i.e.
+Each completion is read with perfforge.prompt.parse_answer and judged by profiling.judge.judge_candidates, i.e.
 by profiling.validate in its sandboxed subprocesses (generated code runs nowhere else). The reward is
 log2(speedup) for an improved verdict, so a 2x gain scores 1 and gains compose additively; 0 for a correct
 candidate that is not faster, held for review, incorrect, failed, or unreadable. docs/training.md has the recipe.
@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from perfforge import prompt
-from profiling.task import Task, load_task
+from perfforge.task import Task, load_task
+from perfforge.verdict import Status, Verdict
 
 
 class PipelineReward:
@@ -35,7 +36,7 @@ class PipelineReward:
         return [self.score(name, completion) for name, completion in zip(task, completions, strict=True)]
 
     def score(self, task_name: str, completion: Any) -> float:
-        from inference.judge import judge_candidates
+        from profiling.judge import judge_candidates
 
         task = self.tasks[task_name]
         text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
@@ -47,12 +48,12 @@ class PipelineReward:
         candidate.parent.mkdir(parents=True, exist_ok=True)
         candidate.write_text(answer.code, encoding="utf-8")
         verdict = judge_candidates(task, [("c", candidate)], self.work_dir / "judge", profile_improved=False,
-                                   log=lambda _message: None)["c"]["verdict"]
+                                   log=lambda _message: None)["c"].verdict
         return reward_of(verdict)
 
 
-def reward_of(verdict: dict[str, Any]) -> float:
+def reward_of(verdict: Verdict) -> float:
     """log2 of the verified speedup for an improved verdict; 0 otherwise."""
-    if verdict.get("status") != "improved" or not verdict.get("speedup"):
+    if verdict.status is not Status.IMPROVED or not verdict.speedup:
         return 0.0
-    return max(0.0, math.log2(verdict["speedup"]))
+    return max(0.0, math.log2(verdict.speedup))

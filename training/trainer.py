@@ -20,9 +20,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from inference.models import resolve_model
 from perfforge.errors import ConfigError, PerfforgeError
 from perfforge.io import atomic_dir, read_json, write_json
+from perfforge.models import resolve_model
 from training.config import TrainConfig
 from training.examples import Example, load_examples
 from training.splits import assign_splits, split

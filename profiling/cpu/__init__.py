@@ -1,4 +1,5 @@
 """CPU profiling: callgrind's simulated cache and branch counters with per-line costs (callgrind.py), hardware
 counters where `perf stat` works (perf_stat.py), gcc's vectorisation report (vectorize.py), a static look at the
-kernel's loops (loops.py), and profile_cpu (profile.py), which combines them into a Profile with diagnoses.
+kernel's loops (loops.py), and profile_cpu (profile.py), which combines them into a Profile (diagnosed by its
+caller, profiling/profile.py).
 """

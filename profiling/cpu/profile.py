@@ -1,4 +1,5 @@
-"""profile_cpu: one CPU profile of a built harness, with its diagnoses.
+"""profile_cpu: one CPU profile of a built harness, without diagnoses (its caller attaches them:
+profiling/profile.py profile_task).
 
 Counters and hot lines come from callgrind (simulated, kernel only, per call), plus `perf stat` hardware
 counters where the machine has them. The static facts the diagnoses need ride along as numbers, so that a
@@ -26,7 +27,6 @@ from pathlib import Path
 from perfforge.records import CounterValue, HotLine, Profile, Timing
 from profiling.cpu import callgrind, loops, perf_stat, vectorize
 from profiling.cpu.cache_model import simulated_cache_model
-from profiling.diagnoses import diagnose
 from profiling.machine import describe_machine, tool_version
 
 _LINE_BYTES_RE = re.compile(r"^D1 cache:.*?(\d+) B, (\d+) B")
@@ -57,11 +57,9 @@ def profile_cpu(binary: Path, config_args: Sequence[str], source: Path, kernel: 
         hot.metrics += _static_line_metrics(hot, analysis, vec_report or {})
     counters = callgrind.counters(result) + _kernel_counters(result, analysis, work_bytes)
     counters += perf_stat.run_perf_stat(binary, list(config_args), scratch, timeout_s)
-    profile = Profile(machine=f"{describe_machine()}; {simulated_cache_model().describe()}",
-                      tool_versions=_tool_versions(compiler), timing=timing,
-                      counters=counters, hot_lines=lines, target="cpu", kernel=kernel, source_file=source.name)
-    profile.diagnoses = diagnose(profile)
-    return profile
+    return Profile(machine=f"{describe_machine()}; {simulated_cache_model().describe()}",
+                   tool_versions=_tool_versions(compiler), timing=timing,
+                   counters=counters, hot_lines=lines, target="cpu", kernel=kernel, source_file=source.name)
 
 
 def _tool_versions(compiler: str) -> str:

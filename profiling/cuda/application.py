@@ -1,5 +1,6 @@
 """Whole CUDA applications (IntelliPerf's mode): ncu ranks every launch by duration, then each of the top kernels
-is profiled with the full set, one ncu pass per kernel."""
+is profiled with the full set, one ncu pass per kernel. Profiles come back without diagnoses: the caller
+(profiling/application.py profile_application) attaches them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from profiling.cuda import ncu
 from profiling.cuda.launches import rank_kernels, read_application_page
 from profiling.cuda.profile import profile_from_files
 from profiling.cuda.source_csv import lines_of, read_source_page
-from profiling.diagnoses import diagnose
 from profiling.machine import tool_version
 
 APPLICATION_TIMEOUT_S = 1800.0
@@ -30,11 +30,10 @@ def profile_cuda_application(argv: list[str], workdir: Path, *, top: int, work_d
         timing = Timing(median_ms=kernel.mean_ms, p10_ms=kernel.mean_ms, p90_ms=kernel.mean_ms, trials=kernel.launches,
                         method="ncu gpu__time_duration, mean over the application's launches (serialised under the "
                                "profiler: for ranking, not for verdicts)")
-        profile = profile_from_files(exports.raw_csv, exports.source_csv, timing=timing,
-                                     source_file=_kernel_source_file(exports.source_csv, kernel.kernel),
-                                     machine="", tool_versions=f"ncu: {tool_version('ncu')}", kernel=kernel.kernel)
-        profile.diagnoses = diagnose(profile)
-        profiles.append(profile)
+        profiles.append(profile_from_files(exports.raw_csv, exports.source_csv, timing=timing,
+                                           source_file=_kernel_source_file(exports.source_csv, kernel.kernel),
+                                           machine="", tool_versions=f"ncu: {tool_version('ncu')}",
+                                           kernel=kernel.kernel))
     return profiles
 
 

@@ -19,9 +19,11 @@ times their penalties), per hot line and for the whole kernel, so severities of 
 from __future__ import annotations
 
 from perfforge.records import Diagnosis, Finding, HotLine, Profile
+from perfforge.targets import profiled_with
 from profiling.diagnoses.registry import Rule, Threshold, finding, make_diagnosis, register
 
-TARGETS = ("cpu",)
+# The rules read callgrind's simulated events: they apply to every target callgrind profiles (perfforge/targets.py).
+TARGETS = profiled_with("callgrind")
 
 
 def _m(line: HotLine, name: str) -> float:

@@ -14,18 +14,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from perfforge.records import Diagnosis, Finding, HotLine, Profile
+from perfforge.targets import profiled_with
 from profiling.cuda import launches as ln
 from profiling.cuda import metrics as m
 from profiling.diagnoses.registry import Rule, Threshold, finding, make_diagnosis, register
 
-TARGETS = ("cuda", "triton")
+# The rules read ncu metrics: they apply to every target ncu profiles (cuda and triton; perfforge/targets.py).
+TARGETS = profiled_with("ncu")
 REGIME_WEIGHT = 0.6  # the most a regime diagnosis (dram/compute/latency bound) weighs
 SYMPTOM_WEIGHT = 0.5  # a diagnosis that is the symptom of another one's cause weighs at most half
 Check = Callable[[Profile, dict[str, Threshold]], Diagnosis | None]
 
 
 def _threshold(thresholds: dict[str, Threshold], name: str) -> Threshold:
-    """The named threshold of the target (triton reads cuda.toml: registry.THRESHOLD_FILE_OF)."""
+    """The named threshold of the target (triton's spec names cuda.toml: perfforge/targets.py)."""
     return thresholds[name]
 
 

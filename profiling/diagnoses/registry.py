@@ -1,26 +1,28 @@
 """The registry of diagnosis rules, and the thresholds they read.
 
 A rule is a small object: its name (the bottleneck it names), the targets it applies to, the counters it reads,
-a one-sentence hint at the usual fix, and `check(profile, thresholds)` returning a Diagnosis or None. A
-duplicate name is an error; an unknown name answers with the close matches. Thresholds are not in the code:
-each target has a TOML file in thresholds/ whose entries say value, unit and reason, so a user can read
-why a threshold is what it is and override it.
+a one-sentence hint at the usual fix, and `check(profile, thresholds)` returning a Diagnosis or None. RULES is a
+perfforge.registry.Registry: a duplicate name is an error; an unknown name answers with the close matches and the
+valid names; the per-target rule modules are imported before the first lookup. Thresholds are not in the code:
+each target's spec (perfforge/targets.py) names its TOML file in thresholds/, whose entries say value, unit and
+reason, so a user can read why a threshold is what it is and override it.
 """
 
 from __future__ import annotations
 
-import difflib
+import importlib
+import pkgutil
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from perfforge.errors import PerfforgeError
 from perfforge.records import Diagnosis, Finding, Profile
+from perfforge.registry import Registry
+from perfforge.targets import TARGETS
 
 THRESHOLDS_DIR = Path(__file__).with_name("thresholds")
-THRESHOLD_FILE_OF = {"triton": "cuda"}
 
 
 @dataclass(frozen=True)
@@ -40,37 +42,43 @@ class Rule:
     name: str
     targets: tuple[str, ...]
     counters: tuple[str, ...]  # the profile counters (tool metric names) the rule reads
-    thresholds: tuple[str, ...]  # names of the entries of thresholds/<target>.toml it reads
+    thresholds: tuple[str, ...]  # names of the entries of its targets' thresholds file (thresholds/) it reads
     hint: str  # what usually fixes it
     check: Callable[[Profile, dict[str, Threshold]], Diagnosis | None]
 
 
-RULES: dict[str, Rule] = {}
+def _load_rule_modules() -> None:
+    """Import the per-target rule modules, which register their rules (RULES' loader)."""
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):  # this package's modules
+        if module.name != "registry":
+            importlib.import_module(f"profiling.diagnoses.{module.name}")
+
+
+RULES: Registry[Rule] = Registry("diagnosis", entry_type=Rule, loader=_load_rule_modules)
 
 
 def register(rule: Rule) -> Rule:
-    if rule.name in RULES:
-        raise ValueError(f"diagnosis rule {rule.name!r} is registered twice")
-    RULES[rule.name] = rule
-    return rule
+    """Register a rule under its name (a name registered twice is a ValueError)."""
+    return RULES.register(rule.name, rule)
 
 
 def get_rule(name: str) -> Rule:
-    _load_rule_modules()
-    if name not in RULES:
-        close = difflib.get_close_matches(name, list(RULES), n=3)
-        hint = f"did you mean {', '.join(close)}?" if close else f"valid names: {', '.join(sorted(RULES))}"
-        raise PerfforgeError(f"unknown diagnosis {name!r}; {hint}")
-    return RULES[name]
+    """The rule named `name`; an unknown name is an error naming the close matches and the valid names."""
+    return RULES.get(name)
 
 
 @cache
 def thresholds_for(target: str) -> dict[str, Threshold]:
-    """The thresholds of a target from thresholds/<target>.toml (value, unit, reason per entry). Triton kernels run
-    on the same GPUs and are read through the same ncu metrics as CUDA ones: they share cuda.toml."""
-    path = THRESHOLDS_DIR / f"{THRESHOLD_FILE_OF.get(target, target)}.toml"
-    if not path.is_file():
+    """The thresholds of a target from the thresholds/ file its spec names (value, unit, reason per entry); none
+    for a target without one (hip) or that is not runnable (a mined OpenCL kernel's profile). Triton's spec names
+    cuda.toml: its kernels run on the same GPUs and are read through the same ncu metrics as CUDA ones."""
+    spec = TARGETS.get(target, None)
+    if spec is None or spec.thresholds is None:
         return {}
+    path = THRESHOLDS_DIR / spec.thresholds
+    if not path.is_file():
+        raise FileNotFoundError(f"target {target!r} names thresholds file {spec.thresholds}, which is not in "
+                                f"{THRESHOLDS_DIR}: add it or correct the spec in perfforge/targets.py")
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     result = {}
     for name, entry in data.items():
@@ -81,21 +89,8 @@ def thresholds_for(target: str) -> dict[str, Threshold]:
     return result
 
 
-def _load_rule_modules() -> None:
-    """Import the per-target rule modules, which register their rules."""
-    import importlib
-    import pkgutil
-
-    import profiling.diagnoses as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name != "registry":
-            importlib.import_module(f"profiling.diagnoses.{module.name}")
-
-
 def diagnose(profile: Profile) -> list[Diagnosis]:
     """Every diagnosis whose rule fires on the profile, most severe first (ties by name, so the order is stable)."""
-    _load_rule_modules()
     thresholds = thresholds_for(profile.target)
     found = [d for rule in RULES.values() if profile.target in rule.targets
              if (d := rule.check(profile, thresholds)) is not None]

@@ -4,7 +4,9 @@ A pattern is a known performance problem (uncoalesced access, bank conflicts, a 
 as a function of a seed: each seed gives a distinct task (sizes, data types, names, code shape, surrounding
 code) with a slow version that has the problem, a fast version that fixes it, a harness, and the planted
 bottleneck named as the diagnosis that should find it. Patterns live in one module per target (cpu.py, cuda.py,
-triton.py) and register themselves with the `pattern` decorator, as lm-evaluation-harness registers its tasks.
+triton.py) and register themselves with the `pattern` decorator, as lm-evaluation-harness registers its tasks, in
+PATTERNS (a perfforge.registry.Registry: an id registered twice is an error; the modules are imported before the
+first lookup).
 
     from synth.patterns import generate, patterns
     for p in patterns(target="cpu"):
@@ -18,11 +20,14 @@ import pkgutil
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from perfforge.errors import PerfforgeError
 from perfforge.records import Category
-from synth.instance import Instance
+from perfforge.registry import Registry
+from perfforge.task import MANIFEST
+from synth.instance import Instance, instance_dir, write_task
 
 T = TypeVar("T")
 
@@ -64,8 +69,14 @@ class Generation:
                         bottleneck=self.pattern.bottleneck, category=self.pattern.category, **fields)
 
 
-PATTERNS: dict[str, Pattern] = {}
-TARGET_MODULES = ("cpu", "cuda", "triton")
+def _load() -> None:
+    """Import the per-target pattern modules, which register their patterns (PATTERNS' loader)."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+
+
+PATTERNS: Registry[Pattern] = Registry("pattern", entry_type=Pattern, loader=_load)
+TARGET_MODULES = ("cpu", "cuda", "triton")  # the targets with a pattern module here
 
 
 def pattern(id: str, *, bottleneck: str, category: Category, summary: str
@@ -76,26 +87,18 @@ def pattern(id: str, *, bottleneck: str, category: Category, summary: str
         raise ValueError(f"pattern id {id!r} must be target/name with target one of {', '.join(TARGET_MODULES)}")
 
     def register(generator: Callable[[Generation], Instance]) -> Callable[[Generation], Instance]:
-        if id in PATTERNS:
-            raise ValueError(f"pattern {id} is registered twice")
-        PATTERNS[id] = Pattern(id=id, target=target, bottleneck=bottleneck, category=category.value,
-                               summary=summary, generator=generator)
+        PATTERNS.register(id, Pattern(id=id, target=target, bottleneck=bottleneck, category=category.value,
+                                      summary=summary, generator=generator))
         return generator
     return register
 
 
-def _load() -> None:
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-
-
 def patterns(target: str | None = None, ids: Sequence[str] = ()) -> list[Pattern]:
     """Registered patterns, by id; only `target`'s, or only those named in `ids` (an unknown id is an error)."""
-    _load()
     unknown = [i for i in ids if i not in PATTERNS]
     if unknown:
         raise PerfforgeError(f"unknown pattern(s) {', '.join(unknown)}; `perfforge synth list` names them all")
-    chosen = [PATTERNS[i] for i in sorted(PATTERNS) if (not ids or i in ids)]
+    chosen = [PATTERNS[i] for i in sorted(PATTERNS.names()) if (not ids or i in ids)]
     return [p for p in chosen if target in (None, "all", p.target)]
 
 
@@ -106,3 +109,16 @@ def generate(pattern_id: str, seed: int) -> Instance:
     if instance.pattern != pattern_id or instance.seed != seed:
         raise ValueError(f"generator of {pattern_id} returned an instance of {instance.pattern}:{instance.seed}")
     return instance
+
+
+def catalogue_tasks(root: Path, *, target: str | None, ids: Sequence[str], seeds: range) -> list[tuple[Pattern, Path]]:
+    """(pattern, task directory) of every chosen pattern (patterns()) at every seed, written under `root` where
+    missing: instances are deterministic in pattern and seed, so a written one is never rewritten."""
+    found = []
+    for chosen in patterns(target, ids):
+        for seed in seeds:
+            path = instance_dir(root, chosen.id, seed)
+            if not (path / MANIFEST).is_file():
+                write_task(generate(chosen.id, seed), path)
+            found.append((chosen, path))
+    return found

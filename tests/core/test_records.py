@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from perfforge.card import records_markdown
 from perfforge.io import read_parquet, write_parquet
+from perfforge.record_docs import records_markdown
 from perfforge.records import (
     COMMIT_FEATURES,
     PAIR_FEATURES,

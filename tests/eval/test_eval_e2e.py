@@ -100,7 +100,7 @@ def test_rerun_asks_nothing_and_adds_nothing(main_eval: MainEval, tmp_path: Path
 
 
 def test_bundles_take_the_work_elsewhere_and_come_back(main_eval: MainEval, tmp_path: Path) -> None:
-    """--bundle: measure, round 1 and the generalisation check each wait for `python3 -m inference.bundle`."""
+    """--bundle: measure, round 1 and the generalisation check each wait for `python3 -m profiling.bundle`."""
     out = tmp_path / "out"
     with serve_scripted() as endpoint:
         endpoint.script([FAST_ANSWER])
@@ -114,7 +114,7 @@ def test_bundles_take_the_work_elsewhere_and_come_back(main_eval: MainEval, tmp_
                 break
             passes += 1
             assert passes <= 3, stdout
-            ran = subprocess.run([sys.executable, "-m", "inference.bundle", *map(str, pending)], cwd=ROOT,
+            ran = subprocess.run([sys.executable, "-m", "profiling.bundle", *map(str, pending)], cwd=ROOT,
                                  capture_output=True, text=True, timeout=600)
             assert ran.returncode == 0, ran.stderr
     assert passes == 3  # the original's profile, round 1, the winner on every input configuration

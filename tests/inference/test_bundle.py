@@ -1,5 +1,5 @@
 """`perfforge optimize --bundle`: each round's work written as a bundle, run elsewhere with
-`python3 -m inference.bundle DIR` (here: in subprocesses, as on the GPU machine), and read back by rerunning the
+`python3 -m profiling.bundle DIR` (here: in subprocesses, as on the GPU machine), and read back by rerunning the
 same optimize command."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from inference.bundle import RESULTS, RUN_COMMAND, read_results, run_bundle
 from perfforge.errors import PerfforgeError
+from profiling.bundle import RESULTS, RUN_COMMAND, read_results, run_bundle
 from tests.inference.conftest import ScriptedEndpoint, invoke, optimize_argv, read_json
 from tests.inference.test_optimize_e2e import FAST_ANSWER, WRONG_ANSWER, WRONG_C
 from tests.profiling.conftest import FAST_C
@@ -24,7 +24,7 @@ HEAVY_MODULES = ("datasets", "transformers", "vllm", "torch")
 RUN_AND_LIST_IMPORTS = (
     "import json, sys\n"
     "from pathlib import Path\n"
-    "from inference.bundle import run_bundle\n"
+    "from profiling.bundle import run_bundle\n"
     "run_bundle(Path(sys.argv[1]))\n"
     f"print(json.dumps(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)))\n"
 )
@@ -35,7 +35,7 @@ def printed_command(stdout: str, bundle: Path) -> list[str]:
     (line,) = [line for line in stdout.splitlines() if RUN_COMMAND in line]
     argument = line.split(RUN_COMMAND, 1)[1].split()[0]
     assert (bundle.parent / argument).resolve() == bundle.resolve(), line
-    return ["-m", "inference.bundle", argument]
+    return ["-m", "profiling.bundle", argument]
 
 
 def run_in_fresh_python(bundle: Path) -> list[str]:
@@ -133,10 +133,10 @@ def test_run_bundle_refuses_a_directory_that_is_not_a_bundle(tmp_path: Path) -> 
     (tmp_path / "bundle.json").write_text(json.dumps({"format": 99}))
     with pytest.raises(PerfforgeError, match="bundle format 99"):
         run_bundle(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "inference.bundle", str(tmp_path)], cwd=REPO_ROOT,
+    done = subprocess.run([sys.executable, "-m", "profiling.bundle", str(tmp_path)], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
-    assert done.stderr.startswith("python3 -m inference.bundle: error: ") and "bundle format 99" in done.stderr
+    assert done.stderr.startswith("python3 -m profiling.bundle: error: ") and "bundle format 99" in done.stderr
 
 
 def test_bundle_with_out_inside_the_task_directory(cpu_task: Path, scripted_endpoint: ScriptedEndpoint) -> None:

@@ -18,13 +18,13 @@ from inference.belief import SEVERITY_DROP, cited_evidence, counter_deltas, delt
 from inference.commands import _task_for
 from inference.config import OptimizeConfig, ServeConfig
 from inference.loop import choose_focus, unified_patch
-from inference.models import DEFAULT_MODEL_NAME
 from perfforge.cli import build_parser, main
 from perfforge.config import from_namespace
 from perfforge.errors import ConfigError
+from perfforge.models import DEFAULT_MODEL_NAME
 from perfforge.records import Belief, CounterDelta, CounterValue, Diagnosis, HotLine, Profile, Timing
-from profiling.task import load_task
-from profiling.verdict import Status
+from perfforge.task import load_task
+from perfforge.verdict import Status
 from tests.inference.conftest import write_cpu_task
 from tests.profiling.conftest import FAST_C, SLOW_C
 
@@ -46,56 +46,56 @@ ORIGINAL = profile(("cache_miss_bound", 0.52), ("missing_parallelism", 0.40))
 
 
 @pytest.mark.parametrize("status", [s.value for s in Status if s.value not in
-                                    ("improved", "no_change", "slower", "needs_review")] + ["unparsable"])
+                                    ("improved", "no_change", "slower", "needs_review")])
 def test_nothing_correct_is_untested(status: str) -> None:
-    belief, detail = judge_belief(status, focus="cache_miss_bound", original=ORIGINAL, candidate=ORIGINAL)
+    belief, detail = judge_belief(Status(status), focus="cache_miss_bound", original=ORIGINAL, candidate=ORIGINAL)
     assert belief is Belief.UNTESTED
     assert detail == f"{status}: nothing correct to measure"
 
 
 @pytest.mark.parametrize("status", ["no_change", "slower"])
 def test_correct_but_not_faster_is_refuted(status: str) -> None:
-    belief, detail = judge_belief(status, focus="cache_miss_bound", original=ORIGINAL, candidate=None)
+    belief, detail = judge_belief(Status(status), focus="cache_miss_bound", original=ORIGINAL, candidate=None)
     assert belief is Belief.REFUTED
     assert detail.startswith(f"correct but {status.replace('_', ' ')}:")
 
 
 def test_held_for_review_is_unverified() -> None:
-    belief, detail = judge_belief("needs_review", focus="cache_miss_bound", original=ORIGINAL,
+    belief, detail = judge_belief(Status.NEEDS_REVIEW, focus="cache_miss_bound", original=ORIGINAL,
                                   candidate=profile())
     assert belief is Belief.UNVERIFIED and "held for review" in detail
 
 
 def test_improved_without_a_profile_or_a_focus_is_confirmed_unchecked() -> None:
     for focus, candidate in (("cache_miss_bound", None), ("", profile(("cache_miss_bound", 0.52)))):
-        belief, detail = judge_belief("improved", focus=focus, original=ORIGINAL, candidate=candidate)
+        belief, detail = judge_belief(Status.IMPROVED, focus=focus, original=ORIGINAL, candidate=candidate)
         assert belief is Belief.CONFIRMED and "no profile of the candidate" in detail
 
 
 def test_improved_and_the_focus_shrank_or_vanished_is_confirmed() -> None:
     shrank = profile(("missing_parallelism", 0.40), ("cache_miss_bound", 0.20))
-    belief, detail = judge_belief("improved", focus="cache_miss_bound", original=ORIGINAL, candidate=shrank)
+    belief, detail = judge_belief(Status.IMPROVED, focus="cache_miss_bound", original=ORIGINAL, candidate=shrank)
     assert belief is Belief.CONFIRMED and detail == "faster, and cache_miss_bound fell from severity 0.52 to 0.20"
     # a diagnosis that vanishes counts even when its severity was below SEVERITY_DROP
     weak = profile(("cache_miss_bound", 0.05))
-    belief, detail = judge_belief("improved", focus="cache_miss_bound", original=weak,
+    belief, detail = judge_belief(Status.IMPROVED, focus="cache_miss_bound", original=weak,
                                   candidate=profile(("missing_parallelism", 0.4)))
     assert belief is Belief.CONFIRMED and "fell from severity 0.05 to 0.00" in detail
 
 
 def test_improved_but_the_focus_stayed_is_partly() -> None:
     stayed = profile(("cache_miss_bound", 0.50))
-    belief, detail = judge_belief("improved", focus="cache_miss_bound", original=ORIGINAL, candidate=stayed)
+    belief, detail = judge_belief(Status.IMPROVED, focus="cache_miss_bound", original=ORIGINAL, candidate=stayed)
     assert belief is Belief.PARTLY
     assert detail.startswith("faster, but cache_miss_bound stayed at severity 0.50 (was 0.52)")
     # a bottleneck that the original did not have cannot shrink
-    belief, _ = judge_belief("improved", focus="bank_conflicts", original=ORIGINAL, candidate=stayed)
+    belief, _ = judge_belief(Status.IMPROVED, focus="bank_conflicts", original=ORIGINAL, candidate=stayed)
     assert belief is Belief.PARTLY
 
 
 def test_a_drop_of_exactly_severity_drop_is_confirmed() -> None:
     assert SEVERITY_DROP == 0.1
-    belief, _ = judge_belief("improved", focus="cache_miss_bound", original=profile(("cache_miss_bound", 0.5)),
+    belief, _ = judge_belief(Status.IMPROVED, focus="cache_miss_bound", original=profile(("cache_miss_bound", 0.5)),
                              candidate=profile(("cache_miss_bound", 0.4)))
     assert belief is Belief.CONFIRMED
 

@@ -35,7 +35,7 @@ GREEDY_TOKENS = 16
 LORA_RANK = 8  # the adapter's rank, and the server's max_lora_rank
 MESSAGES = [{"role": "system", "content": "You are a performance engineer."},
             {"role": "user", "content": "Make this loop faster:\n```c\nfor (int j = 0; j < n; j++) s += a[j];\n```"}]
-# Every status an attempt may carry: the verdict's (profiling.verdict.Status) or the loop's "unparsable".
+# Every status an attempt may carry: the verdict's (perfforge.verdict.Status) or the loop's "unparsable".
 STATUSES = {"improved", "no_change", "slower", "needs_review", "correct", "incorrect", "crashed", "timeout",
             "build_failed", "rejected", "task_invalid", "unparsable"}
 

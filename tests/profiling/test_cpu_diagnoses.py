@@ -14,7 +14,7 @@ import pytest
 
 from perfforge.records import Profile, Timing
 from profiling.cpu.profile import profile_cpu
-from profiling.diagnoses import registry
+from profiling.diagnoses import diagnose, registry
 from tests.profiling.conftest import rows_harness
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,8 +43,10 @@ def _profile(directory: Path, kernel_c: str, harness_c: str, kernel: str, flags:
                     "--trials", "5", *args], check=True)
     times = sorted(json.loads((directory / "timing.json").read_text())["times_ms"])
     timing = Timing(statistics.median(times), times[0], times[-1], len(times), "monotonic_clock")
-    return profile_cpu(directory / "bin", args, directory / "kernel.c", kernel, "gcc", flags, directory / "scratch",
-                       timing, work_bytes=work_bytes)
+    profile = profile_cpu(directory / "bin", args, directory / "kernel.c", kernel, "gcc", flags,
+                          directory / "scratch", timing, work_bytes=work_bytes)
+    profile.diagnoses = diagnose(profile)  # as profile_task does: profilers return profiles without diagnoses
+    return profile
 
 
 def _task_profiles(name: str, tmp: Path) -> tuple[dict, Profile, Profile]:

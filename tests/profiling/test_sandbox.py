@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from perfforge.task import load_task
 from profiling import landlock, sandbox
 from profiling.build import build
 from profiling.harness_run import run_harness
-from profiling.task import load_task
 
 needs_landlock = pytest.mark.skipif(not sandbox.filesystem_isolation_available(),
                                     reason="this kernel has no Landlock")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfforge.task import load_task
 from profiling.static_checks import STATIC_CHECKS, run_static_checks
-from profiling.task import load_task
 from tests.profiling.conftest import SLOW_C, write_task
 
 CUDA_TOML = """\

@@ -337,7 +337,7 @@ def test_a_triton_store_without_its_mask_lands_in_the_guard_zone(tmp_path: Path)
 
 
 def test_triton_tasks_load_as_tasks() -> None:
-    from profiling.task import load_task
+    from perfforge.task import load_task
 
     for name in ("row_sum_strided", "scale_bias_relu_unfused"):
         task = load_task(TRITON_TASKS / name)

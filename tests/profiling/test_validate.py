@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from profiling.task import load_task
+from perfforge.task import load_task
+from perfforge.verdict import RuleStatus, Status
 from profiling.validate import validate
-from profiling.verdict import RuleStatus, Status
 from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
 
 HEADER = "void matvec(int n, const float *m, const float *w, float *out) {\n"

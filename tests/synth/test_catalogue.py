@@ -10,12 +10,12 @@ import pytest
 from perfforge.cli import main
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, read_parquet
-from profiling.task import load_task
+from perfforge.task import dumps_toml, load_task
 from synth import patterns as registry
-from synth.catalogue import catalogue_table, run_catalogue, task_dir
+from synth.catalogue import catalogue_table, run_catalogue
 from synth.check import InstanceCheck
 from synth.config import SynthPatternsConfig
-from synth.instance import dumps_toml, write_task
+from synth.instance import task_dir, write_task
 from synth.patterns import Generation, Pattern, generate, patterns
 
 

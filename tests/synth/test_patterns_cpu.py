@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from profiling.task import load_task
+from perfforge.task import load_task
 from synth.catalogue import instance_digest
 from synth.check import check_task
 from synth.instance import Instance, write_task
@@ -94,8 +94,8 @@ def test_interpreted_triton_is_never_timed(tmp_path: Path, monkeypatch: pytest.M
     """Times under TRITON_INTERPRET=1 are Python's, not a GPU's: a correct candidate is correct, never faster."""
     pytest.importorskip("torch")
     pytest.importorskip("triton")
+    from perfforge.verdict import Status
     from profiling.validate import validate
-    from profiling.verdict import Status
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")

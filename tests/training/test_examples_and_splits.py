@@ -19,15 +19,13 @@ from mining.judge import judge_prompt, judgement_record, parse_judgement
 from perfforge import prompt
 from perfforge.errors import ConfigError, DatasetError, PerfforgeError
 from perfforge.io import write_parquet
+from perfforge.naming import ATTEMPTS_FILE, JUDGEMENTS_FILE, PAIRS_FILE
 from perfforge.records import JUDGEMENT_FEATURES, Category, Diagnosis, Profile, as_row
-from profiling.task import load_task
+from perfforge.task import load_task
 from tests.profiling.conftest import SLOW_C, write_task
 from tests.training.conftest import PATTERNS, REPOS, attempt_records, hand_profile, pair_record, write_pairs
 from training.examples import (
-    ATTEMPTS_FILE,
-    JUDGEMENTS_FILE,
     MIN_PREFERENCE_RATIO,
-    PAIRS_FILE,
     Example,
     attempt_examples,
     dataset_files,

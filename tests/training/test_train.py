@@ -289,18 +289,18 @@ def fenced(code: str) -> str:
 
 
 def test_pipeline_reward_is_log2_of_the_verified_speedup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import inference.judge
+    import profiling.judge
     from training.reward import PipelineReward
 
     verdicts: list[dict[str, Any]] = []
-    real_judge = inference.judge.judge_candidates
+    real_judge = profiling.judge.judge_candidates
 
-    def recording_judge(*args: Any, **kwargs: Any) -> dict[str, dict[str, Any]]:  # the real judge, watched
+    def recording_judge(*args: Any, **kwargs: Any) -> dict[str, Any]:  # the real judge, watched
         results = real_judge(*args, **kwargs)
-        verdicts.extend(result["verdict"] for result in results.values())
+        verdicts.extend(result.verdict.to_dict() for result in results.values())
         return results
 
-    monkeypatch.setattr(inference.judge, "judge_candidates", recording_judge)
+    monkeypatch.setattr(profiling.judge, "judge_candidates", recording_judge)
     task = write_task(tmp_path / "task", toml=TASK_TOML.replace("timeout_s = 30", "timeout_s = 10"))
     reward = PipelineReward({"matvec_colwalk": task}, tmp_path / "work")
     assert reward.__name__ == "pipeline_speedup"
@@ -333,9 +333,10 @@ def test_pipeline_reward_is_log2_of_the_verified_speedup(tmp_path: Path, monkeyp
     ({"status": "no_change", "speedup": 1.01}, 0.0),
     ({"status": "needs_review", "speedup": 50.0}, 0.0),  # implausible gains are not rewarded until reviewed
     ({"status": "incorrect"}, 0.0),
-    ({}, 0.0),
 ])
 def test_reward_of(verdict: dict[str, Any], expected: float) -> None:
+    from perfforge.verdict import Verdict
     from training.reward import reward_of
 
-    assert reward_of(verdict) == pytest.approx(expected)
+    assert reward_of(Verdict.from_dict({"task": "t", "candidate": "c", "target": "cpu", "reason": "", **verdict})) \
+        == pytest.approx(expected)

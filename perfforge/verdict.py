@@ -1,12 +1,16 @@
 """The verdict: correct or not, faster or not, with reasons, and which rule of VALIDATION.md was enforced how.
 
-A verdict is JSON (to_dict) and one human line (headline). Its reason is written for a model to act on: the
-compiler's errors, the first mismatching output with its index and values, the timing with its spread.
+A verdict is an object inside the process, JSON at the file boundary (to_dict / from_dict), and one human line
+(headline). Its reason is written for a model to act on: the compiler's errors, the first mismatching output with
+its index and values, the timing with its spread.
+
+`Status` is the one set of attempt statuses every stage compares against: the validator's, plus `unparsable` for an
+answer the loop could read no code from (never judged). Its order (`rank`) says how far an attempt got.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -25,6 +29,7 @@ class Status(StrEnum):
     BUILD_FAILED = "build_failed"  # did not compile
     REJECTED = "rejected"  # a strict static check failed; nothing was built or run
     TASK_INVALID = "task_invalid"  # the task cannot judge: the original fails, or its test is degenerate (rule 10)
+    UNPARSABLE = "unparsable"  # the loop read no code from the model's answer: nothing was judged
 
     @property
     def correct(self) -> bool:
@@ -34,6 +39,23 @@ class Status(StrEnum):
     def trusted_speedup(self) -> bool:
         """Correct and timed with a speedup to believe: needs_review is held for a person, correct is untimed."""
         return self in (Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER)
+
+    @property
+    def rank(self) -> int:
+        """How far an attempt got, 0 for the furthest (improved): of several attempts, the lowest rank speaks."""
+        return _RANK[self]
+
+    @property
+    def built(self) -> bool:
+        """Whether the candidate reached the correctness check (it was read, passed the static checks, built)."""
+        return self not in (Status.UNPARSABLE, Status.REJECTED, Status.BUILD_FAILED, Status.TASK_INVALID)
+
+
+# Declaration order is not the progress order: correct-but-untimed sits below every timed correct status, and an
+# implausible win above a candidate that merely matched the original.
+_RANK = {status: index for index, status in enumerate((
+    Status.IMPROVED, Status.NEEDS_REVIEW, Status.NO_CHANGE, Status.SLOWER, Status.CORRECT, Status.INCORRECT,
+    Status.CRASHED, Status.TIMEOUT, Status.BUILD_FAILED, Status.REJECTED, Status.TASK_INVALID, Status.UNPARSABLE))}
 
 
 class RuleStatus(StrEnum):
@@ -95,3 +117,25 @@ class Verdict:
         data["correct"] = self.correct
         data["rules"] = [{**asdict(r), "status": r.status.value} for r in self.rules]
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        """The inverse of to_dict (verdict.json, bundle results, eval's measure files); `correct` is derived."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known - {"correct"}
+        if unknown:
+            raise ValueError(f"Verdict has no field(s) {sorted(unknown)}")
+        values = {key: value for key, value in data.items() if key in known}
+        values["status"] = Status(values["status"])
+        values["rules"] = [RuleCheck(**{**r, "status": RuleStatus(r["status"])}) for r in values.get("rules", [])]
+        for side in ("baseline_timing", "candidate_timing"):
+            if values.get(side) is not None:
+                values[side] = Timing(**values[side])
+        if values.get("speedup_ci") is not None:
+            values["speedup_ci"] = tuple(values["speedup_ci"])
+        return cls(**values)
+
+    @classmethod
+    def unparsable(cls, task: str, target: str, reason: str) -> Verdict:
+        """The verdict of an answer with no readable code: nothing was built or run."""
+        return cls(task=task, candidate="", target=target, status=Status.UNPARSABLE, reason=reason)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inference import models
+from perfforge import models
 from perfforge.errors import PerfforgeError
 
 

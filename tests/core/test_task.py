@@ -6,8 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from profiling.task import TaskError, load_task
+from perfforge.task import TaskError, load_task
 from tests.profiling.conftest import TASK_TOML, write_task
+
+
+@pytest.fixture
+def cpu_task_dir(tmp_path: Path) -> Path:
+    return write_task(tmp_path / "task")
 
 
 def test_loads_the_manifest_with_defaults(cpu_task_dir: Path) -> None:

@@ -1,9 +1,7 @@
 """Dataset cards in the Hugging Face format (YAML header + the sections of datasets' card template), written
 from what a dataset directory holds: stats.json, commits.parquet and pairs.parquet. Every figure in a card is
 read from the data; nothing is typed in by hand.
-
-Also renders the record field tables (docs/records.md and the cards' "Data Fields" section) from the field
-documentation in perfforge.records, so the two never disagree.
+The "Data Fields" tables come from perfforge.record_docs.
 """
 
 from __future__ import annotations
@@ -19,18 +17,11 @@ import yaml
 
 from perfforge.errors import DatasetError
 from perfforge.io import read_json, write_text
-from perfforge.records import (
-    RECORD_CLASSES,
-    SCHEMA_VERSION,
-    Category,
-    FoundBy,
-    KernelKind,
-    PairRecord,
-    Target,
-    field_docs,
-)
+from perfforge.naming import COMMITS_FILE, PAIRS_FILE, STATS_FILE
+from perfforge.record_docs import fields_table
+from perfforge.records import SCHEMA_VERSION, PairRecord
 
-REQUIRED_FILES = ("stats.json", "commits.parquet", "pairs.parquet")
+REQUIRED_FILES = (STATS_FILE, COMMITS_FILE, PAIRS_FILE)
 
 
 @dataclass
@@ -41,40 +32,18 @@ class CardConfig:
     name: str | None = field(default=None, metadata={"help": "dataset name (default: the dataset directory's name)"})
 
 
-def records_markdown() -> str:
-    """Markdown tables documenting every record class and field."""
-    parts = [f"# The record schema (version {SCHEMA_VERSION})\n",
-             "Generated from perfforge/records.py by `python scripts/gen_record_docs.py`; do not edit by hand.\n"]
-    for cls in RECORD_CLASSES:
-        parts.append(f"## {cls.__name__}\n\n{(cls.__doc__ or '').strip()}\n")
-        parts.append(_fields_table(cls))
-        parts.append("")
-    parts.append("## Closed sets\n")
-    for enum in (Category, KernelKind, Target, FoundBy):
-        parts.append(f"- `{enum.__name__}` ({(enum.__doc__ or '').strip()}): "
-                     + ", ".join(f"`{member.value}`" for member in enum))
-    parts.append("")
-    return "\n".join(parts)
-
-
-def _fields_table(cls: type) -> str:
-    rows = ["| field | type | meaning |", "|---|---|---|"]
-    rows.extend(f"| `{name}` | `{kind.replace('|', 'or')}` | {doc} |" for name, kind, doc in field_docs(cls))
-    return "\n".join(rows)
-
-
 def _load(dataset: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     missing = [name for name in REQUIRED_FILES if not (dataset / name).is_file()]
     if missing:
         raise DatasetError(f"{dataset} is not a perfforge dataset (missing {', '.join(missing)}); "
                            "pass the output directory of perfforge mine")
-    stats = read_json(dataset / "stats.json")
+    stats = read_json(dataset / STATS_FILE)
     major = str(stats.get("schema_version", "0")).split(".")[0]
     if major != SCHEMA_VERSION.split(".")[0]:
         raise DatasetError(f"{dataset} holds schema version {stats.get('schema_version')}, this perfforge reads "
                            f"{SCHEMA_VERSION}; mine it again with this version")
-    commits = pq.read_table(dataset / "commits.parquet", columns=["repo", "is_perf", "category"]).to_pylist()
-    pairs = pq.read_table(dataset / "pairs.parquet", columns=["repo", "licence", "language", "target",
+    commits = pq.read_table(dataset / COMMITS_FILE, columns=["repo", "is_perf", "category"]).to_pylist()
+    pairs = pq.read_table(dataset / PAIRS_FILE, columns=["repo", "licence", "language", "target",
                                                               "kernel_kind", "category", "found_by"]).to_pylist()
     return stats, commits, pairs
 
@@ -95,8 +64,8 @@ def _header(name: str, stats: dict[str, Any], pairs: list[dict[str, Any]]) -> st
         "tags": ["performance", "gpu", "hpc", "kernels", "code-optimization", "perfforge"],
         "task_categories": ["text-generation"],
         "size_categories": [_size_category(len(pairs))],
-        "configs": [{"config_name": "pairs", "data_files": "pairs.parquet", "default": True},
-                    {"config_name": "commits", "data_files": "commits.parquet"}],
+        "configs": [{"config_name": "pairs", "data_files": PAIRS_FILE, "default": True},
+                    {"config_name": "commits", "data_files": COMMITS_FILE}],
     }
     return "---\n" + yaml.safe_dump(header, sort_keys=False) + "---\n"
 
@@ -146,7 +115,7 @@ def render_card(name: str, stats: dict[str, Any], commits: list[dict[str, Any]],
         "### Performance commits by category\n", _table(perf_categories, ("category", "commits")) + "\n",
         "### Pairs by category\n", _table(Counter(p["category"] for p in pairs), ("category", "pairs")) + "\n",
         "### Pairs by kernel kind\n", _table(Counter(p["kernel_kind"] for p in pairs), ("kernel kind", "pairs")) + "\n",
-        "### Data Fields (pairs)\n", _fields_table(PairRecord) + "\n",
+        "### Data Fields (pairs)\n", fields_table(PairRecord) + "\n",
         "The full schema, commits and profiles included: docs/records.md in perfforge.\n",
         "## Dataset Creation\n",
         "### Source Data\n",

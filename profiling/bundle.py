@@ -10,7 +10,7 @@
 On the machine with the GPU, from a perfforge checkout or installation (it needs only profiling/ and the core,
 no model stack, no datasets):
 
-    python3 -m inference.bundle BUNDLE_DIR
+    python3 -m profiling.bundle BUNDLE_DIR
 
 writes BUNDLE_DIR/results.json (the original's profile, each candidate's verdict and, when improved, profile),
 updated after every candidate, so an interrupted run resumes. Copy the directory back and run the same
@@ -27,16 +27,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from inference.judge import Judgement
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, write_json, write_text
 from perfforge.records import Profile
-from profiling.task import Task, load_task
+from perfforge.task import Task, load_task
+from profiling.judge import Judgement
 
 BUNDLE_FORMAT = 1
 MANIFEST = "bundle.json"
 RESULTS = "results.json"
-RUN_COMMAND = "python3 -m inference.bundle"
+RUN_COMMAND = "python3 -m profiling.bundle"
 
 
 def write_bundle(directory: Path, task: Task, candidates: list[tuple[str, Path]], *, profile_original: bool,
@@ -100,15 +100,14 @@ class BundleJudge:
                 write_bundle(directory, task, candidates, profile_original=profile_original,
                              profile_improved=self.profile_improved, time_configs=self.time_configs)
             return None
-        judgements = {name: Judgement(r["verdict"], r.get("profile"), r.get("config_speedups"))
-                      for name, r in results["candidates"].items()}
+        judgements = {name: Judgement.from_dict(r) for name, r in results["candidates"].items()}
         original = results.get("original_profile")
         return judgements, Profile.from_dict(original) if original else None
 
 
 def run_bundle(directory: Path) -> Path:
     """Do the bundle's work here; results.json is rewritten after each piece, and finished pieces are skipped."""
-    from inference.judge import judge_candidates, profile_original
+    from profiling.judge import judge_candidates, profile_original
 
     manifest_path = directory / MANIFEST
     if not manifest_path.is_file():
@@ -133,7 +132,7 @@ def run_bundle(directory: Path) -> Path:
         judged = judge_candidates(task, [(name, directory / relative)], work,
                                   profile_improved=manifest["profile_improved"],
                                   time_configs=manifest.get("time_configs", False))
-        results["candidates"].update(judged)
+        results["candidates"].update({name: j.to_dict() for name, j in judged.items()})
         write_json(results_path, results)
     shutil.rmtree(work, ignore_errors=True)
     print(f"bundle done in {time.monotonic() - started:.0f} s: {results_path}")

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfforge import targets
 from perfforge.errors import PerfforgeError
 
 MANIFEST = "task.toml"
-TARGETS = ("cpu", "cuda", "triton", "hip")
-LANGUAGES = ("c", "cpp", "cuda", "python", "hip")
+TARGETS = targets.TARGETS.names()  # what a task may name: the target registry (perfforge/targets.py)
+LANGUAGES = targets.languages()
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8")
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
@@ -33,14 +34,7 @@ MAX_FLOAT32_RTOL = 1e-3
 MIN_SEEDS = 5  # rule 1: at least five fresh input sets per verdict
 MIN_CALLS = 2  # rule 5: every call of the kernel is checked, so a checked run makes at least two
 
-DEFAULT_BUILD = {
-    "cpu": {"compiler": "gcc", "flags": ["-O3", "-march=native", "-g"]},
-    "cuda": {"compiler": "nvcc", "flags": ["-O3", "-lineinfo", "-arch=sm_90"]},
-    "hip": {"compiler": "hipcc", "flags": ["-O3", "-g"]},
-    "triton": {"compiler": "python3", "flags": []},
-}
-LANGUAGE_OF_SUFFIX = {".c": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".cu": "cuda", ".py": "python",
-                      ".hip": "hip"}
+LANGUAGE_OF_SUFFIX = targets.language_of_suffix()
 
 
 class TaskError(PerfforgeError):
@@ -258,12 +252,12 @@ def _default_config(data: dict[str, Any], configs: tuple[TaskConfig, ...]) -> st
 
 def _build(raw: dict[str, Any], target: str, where: str) -> BuildSpec:
     _no_unknown(raw, {"compiler", "flags", "link", "openmp"}, f"{where}: [build]")
-    defaults = DEFAULT_BUILD[target]
+    defaults = targets.target_spec(target)
     for key in ("flags", "link"):
         if key in raw and not (isinstance(raw[key], list) and all(isinstance(x, str) for x in raw[key])):
             raise TaskError(f"{where}: [build] {key} must be a list of strings")
-    return BuildSpec(compiler=str(raw.get("compiler", defaults["compiler"])),
-                     flags=tuple(raw.get("flags", defaults["flags"])), link=tuple(raw.get("link", [])),
+    return BuildSpec(compiler=str(raw.get("compiler", defaults.compiler)),
+                     flags=tuple(raw.get("flags", defaults.flags)), link=tuple(raw.get("link", [])),
                      openmp=bool(raw.get("openmp", False)))
 
 
@@ -316,3 +310,67 @@ def _eval_expression(text: str, params: dict[str, int | float]) -> float:
     except SyntaxError:
         raise ValueError(f"{text!r} is not an arithmetic expression") from None
     return float(value(tree.body))
+
+
+# ---- writing and finding tasks ------------------------------------------------------------------------------------
+
+def write_task_dir(directory: Path, files: dict[str, str], manifest: dict[str, Any]) -> Path:
+    """Write a task directory: each file atomically, task.toml last, so a directory with a manifest is complete."""
+    from perfforge.io import write_text
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        write_text(directory / name, text)
+    write_text(directory / MANIFEST, dumps_toml(manifest))
+    return directory
+
+
+def find_tasks(directory: Path) -> list[Task]:
+    """The tasks in `directory` (itself a task, or holding task directories at any depth), in path order."""
+    if not directory.is_dir():
+        raise TaskError(f"{directory} is not a directory of tasks")
+    manifests = sorted(directory.rglob(MANIFEST))
+    if not manifests:
+        raise TaskError(f"{directory} holds no task directory (one with a {MANIFEST}); see docs/tasks.md")
+    return [load_task(path.parent) for path in manifests]
+
+
+def dumps_toml(data: dict[str, Any]) -> str:
+    """TOML text of a manifest: scalars and inline tables at the top or in tables, lists of tables as [[...]].
+
+    The task format needs nothing more, and the GPU machine, which runs the generators from the checkout, has
+    no TOML writer installed.
+    """
+    scalars = [f"{key} = {_value(value)}" for key, value in data.items() if not _is_table(value)]
+    blocks = ["\n".join(scalars)] if scalars else []
+    for key, value in data.items():
+        if isinstance(value, dict) and _is_table(value):
+            blocks.append("\n".join([f"[{key}]", *(f"{k} = {_value(v)}" for k, v in value.items())]))
+        elif isinstance(value, list) and _is_table(value):
+            for entry in value:
+                blocks.append("\n".join([f"[[{key}]]", *(f"{k} = {_value(v)}" for k, v in entry.items())]))
+    return "\n\n".join(blocks) + "\n"
+
+
+def _is_table(value: Any) -> bool:
+    return (isinstance(value, dict) and bool(value)) or (
+        isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value))
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"TOML manifest value {value!r} is not finite")
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+        return f'"{escaped}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"no TOML form for {type(value).__name__} value {value!r}")
