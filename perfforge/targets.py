@@ -49,6 +49,10 @@ class TargetSpec:
     # address-space limit of a harness run in bytes; None: none (CUDA maps far more virtual memory than it uses,
     # so an address-space limit kills every CUDA program, and torch under Triton does the same)
     memory_limit_bytes: int | None
+    # whether verdicts run its kernels in served processes the judge drives (profiling/served.py: the judge draws,
+    # times and reads; a system-call filter; the compiled object checked by profiling/binary_policy.py); the
+    # other targets are still judged through the harness's own check and time modes (docs/validation.md)
+    served: bool = False
 
     def __post_init__(self) -> None:
         # the records label code with a Target: a runnable target the records cannot name would be lost there
@@ -85,7 +89,7 @@ TARGETS.register("cpu", TargetSpec(
     key_counters=(("Ir", "instructions"), ("D1mr", "L1 data read misses"), ("DLmr", "last-level read misses"),
                   ("D1mw", "L1 data write misses"), ("Bcm", "mispredicted branches")),
     library_pattern=r"\b(cblas_\w+|LAPACKE_\w+|mkl_\w+|dgemm_|sgemm_|qsort)\s*\(",
-    memory_limit_bytes=CPU_MEMORY_LIMIT_BYTES))
+    memory_limit_bytes=CPU_MEMORY_LIMIT_BYTES, served=True))
 
 TARGETS.register("cuda", TargetSpec(
     name="cuda", languages=("cuda",), suffixes={".cu": "cuda"},

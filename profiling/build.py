@@ -4,6 +4,11 @@ The build directory holds the harness, the task's other auxiliary files and the 
 the editable source's own name, so compiler messages and line tables name the file the optimiser edits. The
 task's reference (its known fast version) is never copied in: a candidate cannot include it. Builds run in the
 sandbox and are cached by the hash of everything that goes in.
+
+Targets whose verdicts are served (perfforge/targets.py) compile the editable source alone first, into an object
+the binary policy reads (profiling/binary_policy.py; the preprocessed source is kept beside it), then link it
+with the harness. Their compiler reads nothing beyond the build directory, the harness runtime and the system's
+directories (a computed `#include` of the reference, or of another candidate's build, finds nothing).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfforge.targets import target_spec
 from perfforge.task import Task
 from profiling import sandbox
 
@@ -33,6 +39,7 @@ class Build:
     duration_s: float
     env: tuple[tuple[str, str], ...] = ()  # extra environment of every run (PYTHONPATH for Python harnesses)
     digest: str = ""  # of what runs (build_digest), taken when it was built
+    object_name: str = ""  # served targets: the editable source's own object, beside its preprocessed source
 
     @property
     def cache_dirs(self) -> tuple[Path, ...]:
@@ -62,19 +69,25 @@ def build(task: Task, version: Path, work_dir: Path, *, extra_flags: tuple[str, 
     digest = recorded.read_text() if marker.is_file() and recorded.is_file() else None
     if digest is not None and digest == build_digest(directory):
         return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log=marker.read_text(),
-                     duration_s=0.0, env=_run_env(task, directory), digest=digest)
+                     duration_s=0.0, env=_run_env(task, directory), digest=digest, object_name=_object_name(task))
     _stage(task, version, directory)  # new, or changed since it was built: made again
     if task.language == "python":
         return _finished(task, directory, "", 0.0)
-    result = sandbox.run(compile_argv(task, extra_flags), cwd=directory,
-                         limits=sandbox.Limits(timeout_s=BUILD_TIMEOUT_S, memory_bytes=None))
-    log = (result.stderr + result.stdout).strip()
-    if result.timed_out:
-        log = f"the compiler did not finish within {BUILD_TIMEOUT_S:.0f} s\n{log}"
+    steps = served_compile_argvs(task, extra_flags) if target_spec(task.target).served else [
+        compile_argv(task, extra_flags)]
+    log, duration_s = "", 0.0
+    for argv in steps:
+        result = sandbox.run(argv, cwd=directory, limits=sandbox.Limits(timeout_s=BUILD_TIMEOUT_S, memory_bytes=None),
+                             readable=[RUNTIME_DIR] if len(steps) > 1 else None)
+        log, duration_s = (log + "\n" + (result.stderr + result.stdout)).strip(), duration_s + result.duration_s
+        if result.timed_out:
+            log = f"the compiler did not finish within {BUILD_TIMEOUT_S:.0f} s\n{log}"
+        if not result.ok:
+            break
     if result.ok and (directory / "bin").is_file():
-        return _finished(task, directory, log, result.duration_s)
+        return _finished(task, directory, log, duration_s)
     return Build(ok=False, argv=_run_argv(task, directory), directory=directory, log=log,
-                 duration_s=result.duration_s, env=_run_env(task, directory))
+                 duration_s=duration_s, env=_run_env(task, directory))
 
 
 def _finished(task: Task, directory: Path, log: str, duration_s: float) -> Build:
@@ -83,7 +96,16 @@ def _finished(task: Task, directory: Path, log: str, duration_s: float) -> Build
     (directory / ".digest").write_text(digest)
     (directory / ".built").write_text(log)
     return Build(ok=True, argv=_run_argv(task, directory), directory=directory, log=log, duration_s=duration_s,
-                 env=_run_env(task, directory), digest=digest)
+                 env=_run_env(task, directory), digest=digest, object_name=_object_name(task))
+
+
+def _object_name(task: Task) -> str:
+    return f"{Path(task.source).stem}.o" if target_spec(task.target).served else ""
+
+
+def preprocessed_name(task: Task) -> str:
+    """The editable source as the compiler saw it (gcc -save-temps), beside its object."""
+    return f"{Path(task.source).stem}.{'ii' if task.language == 'cpp' else 'i'}"
 
 
 def build_digest(directory: Path) -> str:
@@ -110,6 +132,16 @@ def compile_argv(task: Task, extra_flags: tuple[str, ...] = ()) -> list[str]:
     if task.build.openmp and compiler == "nvcc":
         link.append("-lgomp")
     return [compiler, *flags, f"-I{RUNTIME_DIR}", "-I.", task.harness, task.source, "-o", "bin", *link]
+
+
+def served_compile_argvs(task: Task, extra_flags: tuple[str, ...] = ()) -> list[list[str]]:
+    """The editable source alone into its object (its preprocessed source kept), then the harness linked with it."""
+    full = compile_argv(task, extra_flags)
+    split = full.index(task.harness)
+    flags, link = full[1:split], full[split + 4:]  # after "harness source -o bin"
+    obj = _object_name(task)
+    return [[full[0], *flags, "-c", task.source, "-o", obj, "-save-temps=obj"],
+            [full[0], *flags, task.harness, obj, "-o", "bin", *link]]
 
 
 def _stage(task: Task, version: Path, directory: Path) -> None:

@@ -7,14 +7,16 @@ code under test cannot rewrite another build's binary, the original's cached bui
 or the project's own files. A program that another program starts (ncu's target) is fenced by running it through
 this file as a script (`fenced_command`).
 
-Only the write rights are handled: reads, directory listings and execution stay allowed everywhere (compilers,
-drivers and libraries live all over the filesystem). ioctl on device files is not handled either: the CUDA driver
-speaks to /dev/nvidia* through ioctl. Device files are writable only where a kernel needs them (/dev/null,
-/dev/nvidia*, ...), and no device node can be made. From ABI 6 the process also cannot signal, nor reach through
-an abstract unix socket, any process outside its fence (a daemon left behind cannot stop the baseline's timing).
-Landlock does not cover metadata (chmod, chown, utimes: build digests cover the mode), nor truncate(2) before
-ABI 3; links and renames out of a fenced directory are refused from ABI 1. A fenced process cannot ptrace, nor
-write the memory of (/proc/PID/mem), a process outside its fence.
+By default only the write rights are handled: reads, directory listings and execution stay allowed everywhere
+(compilers, drivers and libraries live all over the filesystem). Given `readable` directories, reads and execution
+are fenced too: allowed beneath those, the writable ones and the system's own directories (SYSTEM_READABLE), so a
+compiler told to `#include` the task's reference, or a sibling candidate's source, finds nothing. ioctl on device
+files is not handled either: the CUDA driver speaks to /dev/nvidia* through ioctl. Device files are writable only
+where a kernel needs them (/dev/null, /dev/nvidia*, ...), and no device node can be made. From ABI 6 the process
+also cannot signal, nor reach through an abstract unix socket, any process outside its fence (a daemon left behind
+cannot stop the baseline's timing). Landlock does not cover metadata (chmod, chown, utimes: build digests cover the
+mode), nor truncate(2) before ABI 3; links and renames out of a fenced directory are refused from ABI 1. A fenced
+process cannot ptrace, nor write the memory of (/proc/PID/mem), a process outside its fence.
 
 The calls and structures are those of the kernel's uapi (include/uapi/linux/landlock.h); the syscall numbers are
 the same on every architecture. The module imports nothing outside the standard library: it also runs as a script.
@@ -35,6 +37,15 @@ _CREATE_RULESET_VERSION = 1  # flag of landlock_create_ruleset: return the ABI v
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38  # required before landlock_restrict_self by an unprivileged process
 
+# LANDLOCK_ACCESS_FS_* bits that read or run.
+EXECUTE = 1 << 0
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+_READS = EXECUTE | READ_FILE | READ_DIR
+# Where compilers, their headers and libraries, and the system's configuration live: readable by every fenced
+# build. The task's directory, the work directory and the home directories are not among them.
+SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys",
+                   "/dev")
 # LANDLOCK_ACCESS_FS_* bits that write: to a file, or to a directory's entries.
 WRITE_FILE = 1 << 1
 REMOVE_DIR = 1 << 4
@@ -110,16 +121,18 @@ def prepare(writable: Sequence[Path]) -> list[Path]:
     return directories
 
 
-def restrict_writes(writable: Sequence[Path], *, scoped: bool = True) -> None:
+def restrict_writes(writable: Sequence[Path], *, scoped: bool = True, readable: Sequence[Path] | None = None) -> None:
     """Restrict this process and its future children: writes only beneath the writable directories (no device
     nodes), to the DEVICE_FILES, in shared memory and in its own /proc entry; with `scoped` (ABI 6), no signal nor
-    abstract socket out of the fence. OSError when the kernel refuses.
+    abstract socket out of the fence; with `readable`, reads and execution only beneath those, the writable
+    directories and SYSTEM_READABLE. OSError when the kernel refuses.
 
     Meant for a child between fork and exec (subprocess's preexec_fn): it allocates nothing but a few structs."""
     abi = abi_version()
     if abi == 0:
         raise OSError("Landlock is not available on this kernel")
-    handled = handled_writes(abi)
+    reads = _READS if readable is not None else 0
+    handled = handled_writes(abi) | reads
     attr = _RulesetAttr(handled_access_fs=handled,
                         scoped=SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if scoped and abi >= 6 else 0)
     ruleset = _check(_libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(_ruleset_attr_size(abi)),
@@ -127,6 +140,8 @@ def restrict_writes(writable: Sequence[Path], *, scoped: bool = True) -> None:
     try:
         for directory in writable:
             _allow(ruleset, directory, handled & ~_DEVICE_NODES)
+        for directory in [*(readable or ()), *(Path(p) for p in SYSTEM_READABLE if reads and Path(p).is_dir())]:
+            _allow(ruleset, directory, reads)
         for device in sorted({path for pattern in DEVICE_FILES for path in glob.glob(pattern)}):
             _allow(ruleset, Path(device), _FILE_WRITES & handled)
         if SHARED_MEMORY_DIR.is_dir():
@@ -143,7 +158,7 @@ def _allow(ruleset: int, path: Path, rights: int) -> None:
     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     try:
         if not path.is_dir():
-            rights &= _FILE_WRITES
+            rights &= _FILE_WRITES | EXECUTE | READ_FILE
         rule = _PathBeneathAttr(allowed_access=rights, parent_fd=fd)
         _check(_libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
                              ctypes.byref(rule), ctypes.c_uint32(0)), f"landlock_add_rule({path})")

@@ -97,12 +97,15 @@ class RunResult:
 
 @functools.cache
 def _unshare_prefix() -> tuple[str, ...] | None:
-    """The command prefix that puts a process in a new network namespace here (as root, or through a user
-    namespace), or None when neither works."""
+    """The command prefix that puts a process in new network and IPC namespaces here (as root, or through a user
+    namespace; the network alone where IPC namespaces are refused), or None when none works. The IPC namespace
+    gives each run System V shared memory, semaphores and message queues of its own: nothing a run leaves there
+    reaches a later run."""
     unshare = shutil.which("unshare")
     if not unshare:
         return None
-    for prefix in ((unshare, "--net"), (unshare, "--net", "--map-root-user")):
+    for prefix in ((unshare, "--net", "--ipc"), (unshare, "--net", "--ipc", "--map-root-user"), (unshare, "--net"),
+                   (unshare, "--net", "--map-root-user")):
         try:
             if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
                 return prefix
@@ -113,6 +116,10 @@ def _unshare_prefix() -> tuple[str, ...] | None:
 
 def network_namespace_available() -> bool:
     return _unshare_prefix() is not None
+
+
+def ipc_namespace_available() -> bool:
+    return "--ipc" in (_unshare_prefix() or ())
 
 
 @functools.cache
@@ -134,9 +141,10 @@ def scrubbed_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[
     return env
 
 
-def _set_limits(limits: Limits, writable: Sequence[Path] | None) -> None:
-    """Runs in the child before exec: its own session (so a timeout kills the whole group), its limits, and its
-    writable directories (None: no filesystem restriction)."""
+def _set_limits(limits: Limits, writable: Sequence[Path] | None, readable: Sequence[Path] | None = None) -> None:
+    """Runs in the child before exec: its own session (so a timeout kills the whole group), its limits, its
+    writable directories (None: no filesystem restriction) and, given, the only directories besides the system's
+    it may read."""
     os.setsid()
     cpu = limits.cpu_s if limits.cpu_s is not None else int(limits.timeout_s * 2) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
@@ -145,13 +153,14 @@ def _set_limits(limits: Limits, writable: Sequence[Path] | None) -> None:
     if limits.memory_bytes is not None:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     if writable is not None:
-        landlock.restrict_writes(writable)
+        landlock.restrict_writes(writable, readable=readable)
 
 
 def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mapping[str, str] | None = None,
-        stdin: str | None = None, writable: Sequence[Path] = ()) -> RunResult:
+        stdin: str | None = None, writable: Sequence[Path] = (), readable: Sequence[Path] | None = None) -> RunResult:
     """Run argv isolated in cwd (the scratch directory). env adds to the scrubbed environment. The process may
-    write beneath cwd and the writable directories only (unless limits.filesystem)."""
+    write beneath cwd and the writable directories only (unless limits.filesystem); given `readable`, it may read
+    only beneath those, what it may write and the system's directories (landlock.SYSTEM_READABLE)."""
     directories = landlock.prepare([cwd, *writable])  # made where missing, fenced or not
     full_argv = list(argv)
     isolated = False
@@ -167,7 +176,8 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
         proc = subprocess.Popen(full_argv, cwd=cwd, env=scrubbed_env(cwd, env), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE,
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                text=True, errors="replace", preexec_fn=lambda: _set_limits(limits, write_dirs))
+                                text=True, errors="replace",
+                                preexec_fn=lambda: _set_limits(limits, write_dirs, readable))
         _running.add(proc.pid)
     timed_out = False
     try:
@@ -184,6 +194,74 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
     return RunResult(argv=list(argv), returncode=proc.returncode, stdout=stdout[-OUTPUT_TAIL_CHARS:],
                      stderr=stderr[-OUTPUT_TAIL_CHARS:], duration_s=time.monotonic() - start, timed_out=timed_out,
                      network_isolated=isolated, filesystem_isolated=fenced, notes=notes, stdout_full=stdout)
+
+
+class Spawned:
+    """A long-lived isolated process (the judge's kernel processes): the fences of run(), without its wait."""
+
+    def __init__(self, proc: subprocess.Popen, children_before: set[int], stderr_path: Path) -> None:
+        self.proc, self._children_before, self._stderr_path = proc, children_before, stderr_path
+        self.pid = proc.pid
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, sig)
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def wait(self, timeout_s: float) -> int | None:
+        """Its exit status once it has ended (None if it is still running after timeout_s)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return self.proc.wait(timeout=timeout_s)
+        return None
+
+    def all_stopped(self) -> bool:
+        """Whether every thread is stopped by a signal (state T in /proc/PID/task/*/stat)."""
+        try:
+            tasks = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return False
+        for tid in tasks:
+            try:
+                state = Path(f"/proc/{self.pid}/task/{tid}/stat").read_text().rpartition(")")[2].split()[0]
+            except (OSError, IndexError):
+                continue  # a thread that just ended
+            if state not in ("T", "t"):
+                return False
+        return True
+
+    def stderr_tail(self) -> str:
+        """Its last line of standard error, cut to 300 characters."""
+        with contextlib.suppress(OSError):
+            lines = [line for line in self._stderr_path.read_text(errors="replace").splitlines() if line.strip()]
+            return lines[-1].strip()[:300] if lines else ""
+        return ""
+
+    def close(self) -> None:
+        """Kill it, its group and whatever it left elsewhere (a stopped process dies of SIGKILL too)."""
+        if self.proc.returncode is None or self.pid in _running:
+            _end_run(self.proc, self._children_before)
+
+
+def spawn(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(timeout_s=3600.0),
+          env: Mapping[str, str] | None = None, writable: Sequence[Path] = (),
+          pass_fds: Sequence[int] = ()) -> Spawned:
+    """Start argv isolated as run() does, and return at once; the caller ends it with close(). Standard output and
+    error go to files in cwd (never pipes: a process that writes much would block on a full pipe)."""
+    directories = landlock.prepare([cwd, *writable])
+    prefix = _unshare_prefix() if not limits.network else None
+    full_argv = [*(prefix or ()), *argv]
+    write_dirs = directories if not limits.filesystem and filesystem_isolation_available() else None
+    _adopt_orphans()
+    stderr_path = cwd / "stderr.log"
+    with open(cwd / "stdout.log", "wb") as stdout, open(stderr_path, "wb") as stderr, _running_lock:
+        children_before = _children()
+        proc = subprocess.Popen(full_argv, cwd=cwd, env=scrubbed_env(cwd, env), stdout=stdout, stderr=stderr,
+                                stdin=subprocess.DEVNULL, pass_fds=tuple(pass_fds),
+                                preexec_fn=lambda: _set_limits(limits, write_dirs))
+        _running.add(proc.pid)
+    return Spawned(proc, children_before, stderr_path)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -1,9 +1,16 @@
 """`perfforge validate TASK --candidate FILE`: the verdict on one candidate, following every rule of VALIDATION.md.
 
-Order of work: static checks (nothing is built for a rejected candidate), builds, correctness over every
-configuration and at least five seeds (candidate, then the original as the oracle, then the candidate again with
-another heap perturbation), degenerate-test detection on the oracle's outputs, interleaved timing on the default
-configuration, the plausibility gate. The first failure ends the verdict with its precise reason.
+Order of work: static checks (nothing is built for a rejected candidate), builds, the binary policy on the
+candidate's object (served targets), correctness over every configuration, degenerate-test detection on the
+oracle's outputs, interleaved timing on the default configuration, the plausibility gate. The first failure ends
+the verdict with its precise reason.
+
+Served targets (perfforge/targets.py: cpu) are judged by this process through kernel processes it drives
+(profiling/served.py, profiling/paired.py): per configuration one process per side serves every call; the judge
+draws fresh inputs for each call (edge values on every other correctness call), gives both sides the same ones,
+compares every call's outputs, the candidate's second run of the first inputs included, and times calls with its
+own clock, interleaved A B B A. Other targets still run the harness's own check and time modes (one process per
+seed and round, the harness drawing and timing in the candidate's process).
 """
 
 from __future__ import annotations
@@ -20,11 +27,14 @@ from perfforge.targets import target_spec
 from perfforge.task import Task, TaskConfig
 from perfforge.verdict import RuleCheck, RuleStatus, Status, Verdict
 from profiling import sandbox
-from profiling.build import Build, build
+from profiling.binary_policy import BinaryPolicyError, check_object
+from profiling.build import Build, build, preprocessed_name
 from profiling.correctness import compare_run, degenerate_reason
 from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, TamperedBuild, run_harness
 from profiling.machine import describe_machine, describe_tools, gpu_peaks
+from profiling.paired import Mismatch, OriginalFailed, Pair
 from profiling.score import SpeedupEstimate, estimate_speedup, plausibility_problems
+from profiling.served import ProtocolError
 from profiling.static_checks import run_static_checks
 from profiling.timing import TimingRuns, time_interleaved
 
@@ -49,12 +59,16 @@ class _Session:
     original: Build
     candidate: Build
     oracle_duration_s: float | None = None
+    filtered: bool | None = None  # served: whether the candidate's process ran under the system-call filter
 
     def candidate_timeout_s(self) -> float:
         if self.oracle_duration_s is None:
             return self.task.validate.timeout_s
         return min(self.task.validate.timeout_s,
                    max(MIN_CANDIDATE_TIMEOUT_S, CANDIDATE_TIMEOUT_FACTOR * self.oracle_duration_s))
+
+    def note_original(self, duration_s: float) -> None:
+        self.oracle_duration_s = max(self.oracle_duration_s or 0.0, duration_s)
 
 
 def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True) -> Verdict:
@@ -63,15 +77,20 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
     work_dir = work_dir.resolve()  # builds and runs happen in directories of their own
     verdict = Verdict(task=task.name, candidate=str(candidate), target=task.target, status=Status.NO_CHANGE,
                       reason="", machine=describe_machine(), tools=describe_tools(task.build.compiler))
+    session: _Session | None = None
     try:
         _static(task, candidate, verdict)
         session = _build_both(task, candidate, work_dir)
-        _check_correctness(session, verdict)
         interpreted = task.target == "triton" and os.environ.get("TRITON_INTERPRET") == "1"
         timing = timing and not interpreted
-        if timing:
-            _time_and_score(session, verdict)
+        if target_spec(task.target).served:
+            _binary_policy(session)
+            _served(session, verdict, timing)
         else:
+            _check_correctness(session, verdict)
+        if timing and not target_spec(task.target).served:
+            _time_and_score(session, verdict)
+        elif not timing:
             verdict.status = Status.CORRECT
             why = ("Triton's CPU interpreter (TRITON_INTERPRET=1) runs the kernels, and its times say nothing of a "
                    "GPU" if interpreted else "--no-timing")
@@ -80,7 +99,7 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
         verdict.status, verdict.reason = stop.status, stop.reason
     except TamperedBuild as tampered:
         verdict.status, verdict.reason = Status.REJECTED, f"rejected: {tampered}"
-    verdict.rules = rule_table(task, verdict, timing)
+    verdict.rules = rule_table(task, verdict, timing, filtered=session.filtered if session else None)
     verdict.duration_s = round(time.monotonic() - started, 3)
     return verdict
 
@@ -194,6 +213,105 @@ def _run_oracle(session: _Session, config: TaskConfig, seed: int) -> HarnessRun:
     return run
 
 
+def _binary_policy(session: _Session) -> None:
+    """The candidate's object against the binary policy (rule 22): nothing of it has run yet."""
+    directory = session.candidate.directory
+    try:
+        preprocessed = (directory / preprocessed_name(session.task)).read_text(errors="replace")
+        refusals = check_object(session.task, directory / session.candidate.object_name, preprocessed)
+    except (OSError, BinaryPolicyError) as error:
+        raise _Stop(Status.REJECTED, f"the binary policy could not read the candidate's object ({error}): no verdict "
+                                     "without it") from None
+    if refusals:
+        raise _Stop(Status.REJECTED, "; ".join(f"{r.message} [{r.rule}]" for r in refusals))
+
+
+def _served(session: _Session, verdict: Verdict, timing: bool) -> None:
+    """Correctness on every configuration, then timing on the default one with the same processes (it comes
+    last). Every failure of the candidate's process, or of its outputs, ends the verdict with its reason."""
+    task = session.task
+    default = task.config()
+    configs = [c for c in task.configs if c.name != default.name] + [default]
+    for config in configs:
+        try:
+            with Pair.start(task, config, session.original, session.candidate, session.work_dir) as pair:
+                session.filtered = pair.filtered if session.filtered is None else session.filtered and pair.filtered
+                _served_correctness(session, pair, verdict)
+                if timing and config.name == default.name:
+                    _served_timing(session, pair, verdict)
+        except OriginalFailed as failed:
+            raise _Stop(Status.TASK_INVALID, f"the task's original source fails (config {config.name!r}): "
+                                             f"{failed}") from None
+        except Mismatch as mismatch:
+            raise _Stop(Status.INCORRECT, f"config {config.name!r}: {mismatch}") from None
+        except ProtocolError as error:
+            status = {"timeout": Status.TIMEOUT, "deviation": Status.REJECTED}.get(error.kind, Status.CRASHED)
+            raise _Stop(status, f"config {config.name!r}: {error.reason}") from None
+
+
+def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None:
+    """seeds x calls input sets (edge values in every other one), each on both sides; the candidate's first call
+    made twice (the same inputs must give the same outputs); the oracle's outputs checked for a degenerate test."""
+    task, config = session.task, pair.config
+    oracle_runs = []
+    for call in range(task.validate.seeds * task.validate.calls):
+        inputs = pair.draw(edges=call % 2 == 1)
+        want = pair.run("original", inputs, timeout_s=task.validate.timeout_s)
+        session.note_original(want.duration_ms / 1e3)
+        got = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
+        _compare(task, got.outputs, want.outputs, f"call {call}", verdict)
+        if call == 0:
+            again = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
+            same = compare_run(task.outputs, again.outputs, got.outputs)
+            if not same.ok:
+                raise Mismatch(f"call 0: two runs on identical inputs disagree ({same.problem}): the kernel reads "
+                               "uninitialised memory, races, or keeps state between calls")
+        if call < task.validate.seeds:
+            oracle_runs.append(want.outputs)
+        verdict.checked_runs.append(f"{config.name}/call{call}")
+    reason = degenerate_reason(task.outputs, oracle_runs)
+    if reason:
+        raise _Stop(Status.TASK_INVALID, f"degenerate test in config {config.name!r}: {reason}; fix the harness's "
+                                         "inputs or outputs before judging candidates")
+
+
+def _compare(task: Task, got: dict[str, np.ndarray], want: dict[str, np.ndarray], where: str,
+             verdict: Verdict) -> None:
+    result = compare_run(task.outputs, got, want)
+    if not result.ok:
+        raise Mismatch(f"{where}: {result.problem}")
+    if verdict.worst_margin is None or result.worst_margin > verdict.worst_margin:
+        verdict.worst_margin, verdict.worst_output = result.worst_margin, result.worst_output
+
+
+def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
+    """rounds x (warm-up + trials) calls per side, each pair of calls on fresh inputs of its own, the order flipping
+    every call (A B B A ...), a cache flush before each; every call's outputs compared. The judge's clock times
+    each call from resuming the process to its 'done'."""
+    task = session.task
+    spec = task.validate
+    baseline: list[list[float]] = []
+    candidate: list[list[float]] = []
+    flip = False
+    for round_index in range(spec.rounds):
+        baseline.append([])
+        candidate.append([])
+        for trial in range(spec.warmup + spec.trials):
+            inputs = pair.draw(edges=False)
+            results = {}
+            for side in (("candidate", "original") if flip else ("original", "candidate")):
+                timeout = task.validate.timeout_s if side == "original" else session.candidate_timeout_s()
+                results[side] = pair.run(side, inputs, timeout_s=timeout, flush=True)
+            flip = not flip
+            _compare(task, results["candidate"].outputs, results["original"].outputs,
+                     f"timed call {trial} of round {round_index}", verdict)
+            if trial >= spec.warmup:
+                baseline[-1].append(results["original"].duration_ms)
+                candidate[-1].append(results["candidate"].duration_ms)
+    estimate = estimate_speedup(baseline, candidate, "judge_clock")
+    _score(session, verdict, estimate, pair.config, context={})
+
+
 def _timed(session: _Session, config: TaskConfig) -> tuple[TimingRuns, SpeedupEstimate | None]:
     """Both versions timed interleaved on `config`, and their speedup (None when a run failed)."""
     runs = time_interleaved(session.task, session.original, session.candidate, config, session.work_dir,
@@ -211,13 +329,20 @@ def _time_and_score(session: _Session, verdict: Verdict) -> None:
     if estimate is None:
         status = Status.TIMEOUT if "timed out" in runs.failure else Status.CRASHED
         raise _Stop(status, runs.failure)
+    _score(session, verdict, estimate, config, runs.context)
+
+
+def _score(session: _Session, verdict: Verdict, estimate: SpeedupEstimate, config: TaskConfig,
+           context: dict[str, Any]) -> None:
+    """The verdict's speedup, status and reason from the timing estimate, with the plausibility gate (rule 14)."""
+    task = session.task
     verdict.speedup, verdict.speedup_ci = estimate.speedup, (estimate.ci_low, estimate.ci_high)
     verdict.noise_floor = estimate.noise_floor
     verdict.baseline_timing, verdict.candidate_timing = estimate.baseline, estimate.candidate
-    verdict.machine = describe_machine(runs.context)
-    verdict.tools = describe_tools(task.build.compiler, runs.context)
+    verdict.machine = describe_machine(context)
+    verdict.tools = describe_tools(task.build.compiler, context)
     flops, bytes_moved = task.work.evaluate(config.params)
-    peaks = gpu_peaks(runs.context.get("device", ""))
+    peaks = gpu_peaks(context.get("device", ""))
     verdict.review = plausibility_problems(estimate, flops=flops, bytes_moved=bytes_moved,
                                            peak_gflop_per_s=peaks.fp32_gflop_per_s if peaks else None,
                                            peak_gbyte_per_s=peaks.dram_gbyte_per_s if peaks else None)
@@ -235,37 +360,52 @@ def _time_and_score(session: _Session, verdict: Verdict) -> None:
         "; held for review: " + "; ".join(verdict.review) if status == Status.NEEDS_REVIEW else "")
 
 
-def rule_table(task: Task, verdict: Verdict, timed: bool) -> list[RuleCheck]:
-    """How each rule of VALIDATION.md was applied to this verdict."""
+def rule_table(task: Task, verdict: Verdict, timed: bool, *, filtered: bool | None = None) -> list[RuleCheck]:
+    """How each rule of VALIDATION.md was applied to this verdict. filtered: whether the candidate's kernel process
+    ran under the system-call filter (served targets; None when it never started)."""
     E, P, N, NA = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED, RuleStatus.NOT_APPLICABLE
     gpu = target_spec(task.target).gpu
+    served = target_spec(task.target).served
     n_configs = len(task.configs)
     timing_status = E if timed else N
     network = sandbox.network_namespace_available()
     fenced = sandbox.filesystem_isolation_available()
-    return [
+    ipc = sandbox.ipc_namespace_available()
+    v = task.validate
+    rules = [
         RuleCheck(1, "fresh random inputs, several seeds and shapes", E if n_configs > 1 else P,
-                  f"{task.validate.seeds} seeds x {n_configs} configuration(s), inputs redrawn per call"),
+                  f"{v.seeds * v.calls} input sets drawn by the judge x {n_configs} configuration(s), edge values in "
+                  "every other one; every timed call on fresh inputs" if served else
+                  f"{v.seeds} seeds x {n_configs} configuration(s), inputs redrawn per call"),
         RuleCheck(2, "degenerate tests rejected", E, "oracle outputs checked for zero, constant, input-independent"),
         RuleCheck(3, "candidate never sees reference results", E,
+                  "the oracle's outputs stay in the judge's memory; each side's buffers are its own shared memory, "
+                  "poisoned before every call" if served else
                   "separate processes; outputs poisoned before each call, timed ones too; candidate runs before and "
                   "after the oracle, whose outputs are deleted once read"),
         RuleCheck(4, "every output compared with dtype-aware tolerances", E,
                   ", ".join(f"{o.name}: {o.dtype} rtol {o.rtol:g} atol {o.atol:g}" for o in task.outputs)),
-        RuleCheck(5, "every call checked", E, f"{task.validate.calls} calls per run, fresh inputs per call"),
-        RuleCheck(6, "inputs unchanged", E, "every non-output buffer compared bit for bit after each call"),
+        RuleCheck(5, "every call checked", E, "every call of both sides compared, timed ones included" if served
+                  else f"{v.calls} calls per run, fresh inputs per call"),
+        RuleCheck(6, "inputs unchanged", E, "every input and fixed buffer compared bit for bit with the judge's copy "
+                  "after each call" if served else "every non-output buffer compared bit for bit after each call"),
         RuleCheck(7, "candidate twice on identical inputs agrees", E,
+                  "the first inputs run twice in the same process" if served else
                   "second run with another heap perturbation (MALLOC_PERTURB_)" if not gpu else "second run compared"),
-        RuleCheck(8, "precision downgrades flagged, output dtype matches", E, "static check + dtype of every output"),
+        RuleCheck(8, "precision downgrades flagged, output dtype matches", E,
+                  "half-precision instructions and fast-math pragmas read from the compiled object and the "
+                  "preprocessed source; dtype of every output" if served else "static check + dtype of every output"),
         RuleCheck(9, "no fallback to the reference or a library", E if not gpu else P,
-                  "static checks" + ("; device kernel launch checked statically, not by counting launches" if gpu
-                                     else "")),
+                  "static checks" + ("; imports on an allow-list (binary policy)" if served else "")
+                  + ("; device kernel launch checked statically, not by counting launches" if gpu else "")),
         RuleCheck(10, "fail closed", E, "no outputs declared -> task refused; original failing -> task_invalid"),
         RuleCheck(11, "device events / monotonic clock, warm-up, many trials, median and spread", timing_status,
-                  f"{task.validate.warmup} warm-up + {task.validate.trials} trials x {task.validate.rounds} rounds"),
+                  f"{v.warmup} warm-up + {v.trials} trials x {v.rounds} rounds"
+                  + (", each call timed by the judge's monotonic clock" if served else "")),
         RuleCheck(12, "cache flushed between trials", timing_status,
                   "memset of 2x L2 before each call" if gpu else "write over 2x LLC (at most 64 MiB) before each call"),
-        RuleCheck(13, "interleaved A/B with a noise floor", timing_status, "ABBA rounds, noise floor from A vs A"),
+        RuleCheck(13, "interleaved A/B with a noise floor", timing_status,
+                  "A B B A per call, noise floor from A vs A" if served else "ABBA rounds, noise floor from A vs A"),
         RuleCheck(14, "plausibility gate (10x, roofline)", (E if gpu else P) if timed else N,
                   "10x gate; peak-throughput gate " + ("against the device's datasheet peaks" if gpu else
                                                       "not enforced: no peak known for this CPU")),
@@ -280,4 +420,36 @@ def rule_table(task: Task, verdict: Verdict, timed: bool) -> list[RuleCheck]:
                   "cudaGetLastError + synchronise after every call" if gpu else "no device launches on the CPU"),
         RuleCheck(19, "counter improvements count only with correct output and no regression", NA,
                   "verdicts judge outputs and time; counter deltas are reported by `perfforge profile`"),
+    ]
+    if served:
+        return rules + _adversary_rules(filtered, ipc, fenced)
+    return rules + [RuleCheck(n, title, N, f"not yet for {task.target}: the harness draws, times and checks inside "
+                              "the candidate's process (docs/validation.md)") for n, title in ADVERSARY_RULES]
+
+
+ADVERSARY_RULES = ((20, "the judge outside the candidate's process"), (21, "fresh inputs, nothing to learn of checks"),
+                   (22, "binary policy"), (23, "each run fenced"), (24, "inputs checked bitwise, edge values"),
+                   (25, "every deviation a failing verdict"))
+
+
+def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool) -> list[RuleCheck]:
+    E, P = RuleStatus.ENFORCED, RuleStatus.PARTLY
+    fence = E if filtered and ipc and fenced else P
+    return [
+        RuleCheck(20, ADVERSARY_RULES[0][1], E, "this process draws, times (its own clock, the kernel process stopped "
+                  "between calls) and reads outputs from its own mapping of the shared memory"),
+        RuleCheck(21, ADVERSARY_RULES[1][1], E, "inputs from the judge's generator, seeded from os.urandom; every "
+                  "call checked"),
+        RuleCheck(22, ADVERSARY_RULES[2][1], E, "defined symbols, imports allow-list, no constructors, no raw system "
+                  "calls, no half precision (objdump/nm/readelf on the candidate's object)"),
+        RuleCheck(23, ADVERSARY_RULES[3][1], fence, ", ".join([
+            "system-call filter (seccomp): no file, socket, process, IPC or scheduling call" if filtered
+            else "system-call filter NOT installed (no seccomp for this build or kernel)",
+            "own IPC namespace" if ipc else "IPC namespace NOT available",
+            "compiler reads only its build directory and the system's" if fenced else "reads NOT fenced",
+            "every process it started killed when the verdict ends"])),
+        RuleCheck(24, ADVERSARY_RULES[4][1], E, "inputs compared byte for byte with the judge's private copy; zeros, "
+                  "ties, subnormals and the range's ends in every other correctness call"),
+        RuleCheck(25, ADVERSARY_RULES[5][1], E, "an exit, signal, hang or message out of turn ends the verdict with "
+                  "its reason"),
     ]

@@ -15,7 +15,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "cpu" / "
 def test_validate_writes_the_verdict_and_exits_by_correctness(cpu_task_dir: Path, tmp_path: Path, capsys) -> None:
     assert main(["validate", str(cpu_task_dir), "--no-timing", "--out", str(tmp_path / "v")]) == 0
     verdict = read_json(tmp_path / "v" / "verdict.json")
-    assert verdict["status"] == "correct" and verdict["correct"] and len(verdict["rules"]) == 19
+    assert verdict["status"] == "correct" and verdict["correct"] and len(verdict["rules"]) == 25
     assert "matvec_colwalk: correct" in capsys.readouterr().out
     wrong = tmp_path / "wrong.c"
     wrong.write_text("void matvec(int n, const float *m, const float *w, float *out) { out[0] = 1; }\n")

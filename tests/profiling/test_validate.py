@@ -34,19 +34,18 @@ def test_fast_candidate_is_improved_with_every_rule_accounted_for(cpu_task_dir: 
     assert verdict.status == Status.IMPROVED, verdict.reason
     assert verdict.speedup > 1.3 and verdict.speedup_ci[0] > 1.0
     assert verdict.worst_margin is not None and verdict.worst_margin <= 1.0
-    assert len(verdict.checked_runs) == 10  # 2 configs x 5 seeds
-    assert [r.rule for r in verdict.rules] == list(range(1, 20))
+    assert len(verdict.checked_runs) == 20  # 2 configs x 5 seeds x 2 calls, each on input sets of its own
+    assert [r.rule for r in verdict.rules] == list(range(1, 26))  # rules 20-25: the adversary
     assert verdict.rules[17].status == RuleStatus.NOT_APPLICABLE  # launch errors: no device on the CPU
     assert "improved" in verdict.headline() and "ms ->" in verdict.headline()
 
 
 def test_no_reference_result_is_left_on_disk_for_a_later_candidate(cpu_task_dir: Path, tmp_path: Path) -> None:
-    """The oracle's outputs (and the baseline's timed ones, which are the same results) are deleted once compared:
-    candidates validated later in the same work directory find nothing to copy."""
+    """The oracle's outputs never touch the disk: the judge reads them from its own mapping of the original's shared
+    memory and keeps them in its memory, so candidates validated later in the same work directory find nothing."""
     verdict = judge(cpu_task_dir, tmp_path, FAST_C, timing=True)
     assert verdict.status == Status.IMPROVED, verdict.reason
-    outputs = [p.relative_to(tmp_path / "work") for p in (tmp_path / "work").rglob("*.npy")]
-    assert outputs and all(p.parts[0].startswith("cand-") for p in outputs)  # the candidate's own check runs only
+    assert not list((tmp_path / "work").rglob("*.npy"))
 
 
 def test_untimed_correct_candidate_is_correct(cpu_task_dir: Path, tmp_path: Path) -> None:
@@ -79,26 +78,24 @@ def test_output_cache_keyed_by_pointer_is_caught_on_the_second_call(cpu_task_dir
 
 
 def test_skipping_work_once_timed_is_caught_by_the_last_timed_call(cpu_task_dir: Path, tmp_path: Path) -> None:
-    """A kernel that does half the rows once it has been called more often than a check calls it: it passes every
-    checked call and would time as 2x; the last timed call's outputs, compared with the original's, give it away.
-    (Telling a timed call by its outputs no longer works: each starts poisoned, test_triton_harness.py.)"""
+    """A kernel that does half the rows once it has been called more often than a check calls it, hoping to pass
+    the checked calls and time as 2x: every call of a served process is checked, the timed ones too."""
     code = "static int calls;\n" + HEADER + "    int rows = ++calls > 3 ? n / 2 : n;\n" + \
         ROW_LOOP.replace("i < n;", "i < rows;") + "}\n"
     verdict = judge(cpu_task_dir, tmp_path, code, timing=True)
     assert verdict.status == Status.INCORRECT, verdict.reason
-    assert "behaves differently when timed" in verdict.reason and "never written" in verdict.reason
+    assert "never written" in verdict.reason
 
 
-def test_consecutive_calls_never_share_inputs_so_nothing_answers_from_memory(cpu_task_dir: Path,
-                                                                          tmp_path: Path) -> None:
-    """A kernel that would answer from memory when it sees the inputs of its previous call (here: write a wrong
-    value) never gets the chance: checked calls draw fresh inputs and timed calls alternate between two sets, so
-    the timed calls the validator checks at random are right."""
+def test_a_kernel_answering_from_memory_when_inputs_repeat_is_caught(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """A kernel that answers from memory when it sees the inputs of its previous call (here: a wrong value). Timed
+    calls never repeat inputs, so it never profits there; the one deliberate repeat (the determinism check of the
+    first inputs) catches it."""
     code = ("static float last_m0, last_w0; static int seen;\n" + HEADER
             + ROW_LOOP + "    if (seen && m[0] == last_m0 && w[0] == last_w0) out[0] = 12345.0f;\n"
             + "    last_m0 = m[0]; last_w0 = w[0]; seen = 1;\n}\n")
     verdict = judge(cpu_task_dir, tmp_path, code, timing=True)
-    assert verdict.correct and verdict.speedup is not None, verdict.reason
+    assert verdict.status == Status.INCORRECT and "two runs on identical inputs disagree" in verdict.reason
 
 
 def test_partial_write_is_reported_as_never_written(cpu_task_dir: Path, tmp_path: Path) -> None:
@@ -207,7 +204,7 @@ def test_correct_only_at_one_size_is_caught_at_another(cpu_task_dir: Path, tmp_p
 def test_state_kept_between_calls_is_caught(cpu_task_dir: Path, tmp_path: Path) -> None:
     code = "static int calls;\n" + HEADER + ROW_LOOP + "    out[0] += (float)calls++;\n}\n"
     verdict = judge(cpu_task_dir, tmp_path, code)
-    assert verdict.status == Status.INCORRECT and "call 1" in verdict.reason
+    assert verdict.status == Status.INCORRECT and "identical inputs disagree" in verdict.reason
 
 
 def test_implausible_speedup_is_held_for_review(tmp_path: Path) -> None:

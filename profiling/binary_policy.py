@@ -1,0 +1,208 @@
+"""The binary policy: what a candidate's compiled object may define, import and contain (VALIDATION.md rule 22).
+
+The candidate's source is compiled alone into an object (profiling/build.py) and read with binutils before it is
+linked or run, so macros, token pasting, asm labels and attributes cannot hide anything from it:
+
+- definitions: its own functions and data only. No symbol the C library and its companions export (a `clock_gettime`
+  or `memcpy` of its own would be bound in place of libc's, for the harness too), no `main` or `_start`, no IFUNC
+  (its resolver runs while the program loads);
+- no constructor or destructor of any kind (.init_array, .ctors, .preinit_array, .init and their fini twins): code
+  that runs before the first call, or after the last, runs outside the judge's protocol;
+- imports: each must be on the target's allow-list (math, memory, formatted output, threads, OpenMP, the C++
+  runtime, time, random numbers); files, processes, signals, the environment and dynamic loading are refused with
+  the symbol named. The system-call filter (served.py) holds whatever still gets through at run time;
+- no raw system call instruction (syscall, sysenter, int 0x80);
+- precision: with float32 or float64 outputs, no half-precision arithmetic or conversion in the object (F16C and
+  AVX512-FP16 instructions, libgcc's half helpers), and no optimize pragma or attribute that relaxes floating-point
+  semantics (fast-math and its parts) in the preprocessed source: read from what the compiler saw, never from words.
+
+Source regexes (static_checks.py) remain a fast first filter only.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfforge.task import Task
+
+# Shared libraries whose exports a candidate may not define (their sonames, found through the compiler).
+SYSTEM_LIBRARIES = ("libc.so.6", "libm.so.6", "libgomp.so.1", "libpthread.so.0", "libdl.so.2", "librt.so.1")
+RESERVED_DEFINITIONS = frozenset({"main", "_start", "_init", "_fini", "__libc_csu_init", "__libc_csu_fini"})
+LOAD_TIME_SECTIONS = (".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors", ".init", ".fini")
+
+# The imports a CPU kernel may use, each family with why it is harmless. Matched against the whole symbol name.
+CPU_IMPORTS: tuple[tuple[str, str], ...] = (
+    (r"(mem|str)(cpy|move|set|cmp|chr|rchr|len|ncpy|ncmp|cat|ncat|dup)|bzero|__(mem|str)\w*_chk|"
+     r"malloc|calloc|realloc|free|aligned_alloc|posix_memalign|memalign|valloc", "memory and strings"),
+    (r"(v?s?n?f?printf|puts|putchar|fputs|fputc|fwrite|fflush|__v?s?n?f?printf_chk|stdout|stderr)",
+     "formatted output to the process's own stdout/stderr"),
+    (r"abort|__assert_fail|__stack_chk_fail|exit|_exit|atexit", "ending the process (a deviation the judge reports)"),
+    (r"(q|b)sort|bsearch|l?l?abs|l?l?div|strto\w+|ato[ifl]l?|rand|srand|rand_r|random|srandom|[dlme]rand48\w*",
+     "the C library's pure helpers"),
+    (r"clock_gettime|clock|time|gettimeofday|nanosleep|usleep|sleep", "clocks (the judge times calls with its own)"),
+    (r"pthread_(create|join|detach|self|equal|exit|once|attr_\w+|mutex\w*|cond_\w+|rwlock\w*|spin_\w+|barrier\w*|"
+     r"key_create|key_delete|getspecific|setspecific)|sched_yield|sched_getcpu|get_nprocs\w*|sysconf",
+     "threads (the filter lets clone create threads only)"),
+    (r"omp_\w+|GOMP_\w+|__kmpc_\w+", "OpenMP"),
+    (r"_Zn[wa]\w*|_Zd[la]\w*|__cxa_\w+|__gxx_personality_v0|_Unwind_\w+|_ZSt\w*|_ZNSt\w*|_ZNKSt\w*|_ZTVN10__cxxabiv\w*|"
+     r"_ZTI\w*|_ZTS\w*|__dso_handle", "the C++ runtime and standard library"),
+    (r"_GLOBAL_OFFSET_TABLE_|__tls_get_addr|__cpu_model|__cpu_indicator_init|__cpu_features\w*|"
+     r"__(div|udiv|mod|umod|mul|popcount|clz|ctz|ffs|bswap|parity|ashl|ashr|lshr|neg)\w*",
+     "compiler support routines"),
+)
+CPU_IMPORT_RE = re.compile("|".join(f"(?:{pattern})" for pattern, _ in CPU_IMPORTS))
+
+# Half precision in an object: F16C conversions and AVX512-FP16 arithmetic (every such mnemonic ends in "ph" or
+# "sh", packed or scalar, or converts to or from one), and libgcc's software conversions to half and bfloat16.
+HALF_MNEMONIC_RE = re.compile(r"v\w*(ph|sh)x?|v?cvt\w*(ph|sh)\w*")
+HALF_HELPER_RE = re.compile(r"__(extend|trunc)\w*(hf|bf)\d?")
+SYSCALL_MNEMONICS = frozenset({"syscall", "sysenter"})
+MNEMONIC_RE = re.compile(r"^\s*[0-9a-f]+:\t(\S+)(?:\s+(\S+))?", re.MULTILINE)
+# GCC's optimize pragma and attribute, clang's fp pragmas: what they switch that relaxes floating point.
+RELAXED_FP_RE = re.compile(
+    r"#\s*pragma\s+(GCC\s+optimize|clang\s+fp|float_control|STDC\s+FP_CONTRACT\s+ON)[^\n]*|"
+    r"__attribute__\s*\(\(\s*(__)?optimize(__)?\s*\([^)]*\)", re.IGNORECASE)
+RELAXED_FP_WORD_RE = re.compile(r"fast|unsafe|associative|reciprocal|finite-math|no-signed-zeros|no-trapping|"
+                                r"cx-limited|contract|Ofast|reassociate", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One way the object breaks the policy, said so a model can act on it."""
+
+    rule: str  # definitions, load_time_code, imports, raw_syscall, precision
+    message: str
+
+
+def check_object(task: Task, obj: Path, preprocessed: str) -> list[Refusal]:
+    """Every refusal of the candidate's object (empty: it passes). `preprocessed` is the candidate's source as the
+    compiler saw it (gcc -E), for the optimize pragmas and attributes."""
+    symbols = _symbols(obj)
+    mnemonics = _mnemonics(obj)
+    refusals = _definitions(symbols) + _load_time_code(obj) + _imports(symbols) + _raw_syscalls(mnemonics)
+    if {o.dtype for o in task.outputs} & {"float32", "float64"}:
+        refusals += _half_precision(symbols, mnemonics) + _relaxed_fp(preprocessed, task.source)
+    return refusals
+
+
+@dataclass(frozen=True)
+class _Symbol:
+    name: str
+    kind: str  # nm's type letter
+
+
+def _symbols(obj: Path) -> list[_Symbol]:
+    out = _tool(["nm", "-P", "--no-sort", str(obj)])
+    found = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            found.append(_Symbol(parts[0], parts[1]))
+    return found
+
+
+def _definitions(symbols: list[_Symbol]) -> list[Refusal]:
+    refusals = []
+    exported = frozenset().union(*(library_exports(library) for library in SYSTEM_LIBRARIES))
+    for symbol in symbols:
+        if symbol.kind in "Uwv" or not symbol.kind.isupper() and symbol.kind != "i":
+            continue  # undefined, or local to the object
+        if symbol.kind == "i":
+            refusals.append(Refusal("load_time_code", f"defines {symbol.name} as an IFUNC: its resolver runs while "
+                                                      "the program loads, before the judge's protocol"))
+        elif symbol.name in RESERVED_DEFINITIONS or symbol.name in exported:
+            refusals.append(Refusal("definitions", f"defines {symbol.name}, which the C library or the harness "
+                                                   "provides: a kernel defines only its own functions (rename it, "
+                                                   "or make it static)"))
+    return refusals
+
+
+def _load_time_code(obj: Path) -> list[Refusal]:
+    sections = set(re.findall(r"\]\s+(\.\S+)", _tool(["readelf", "-S", "-W", str(obj)])))
+    found = sorted(s for s in sections if any(s == name or s.startswith(name + ".") for name in LOAD_TIME_SECTIONS))
+    return [Refusal("load_time_code", f"has a {section} section: code that runs before the first call or after the "
+                                      "last (a constructor, destructor or global object with one); initialise "
+                                      "inside the kernel instead") for section in found]
+
+
+def _imports(symbols: list[_Symbol]) -> list[Refusal]:
+    math = library_exports("libm.so.6")
+    refused = sorted({s.name for s in symbols if s.kind in "Uwv" and _unversioned(s.name) not in math
+                      and not CPU_IMPORT_RE.fullmatch(_unversioned(s.name))})
+    return [Refusal("imports", f"uses {name}, which a kernel may not: files, processes, signals, the environment and "
+                               "dynamic loading are not available (allowed: math, " +
+                    ", ".join(w for _, w in CPU_IMPORTS) + ")") for name in refused]
+
+
+def _mnemonics(obj: Path) -> list[tuple[str, str]]:
+    """(mnemonic, first operand) of every instruction of the object's code."""
+    return MNEMONIC_RE.findall(_tool(["objdump", "-d", "--no-show-raw-insn", str(obj)]))
+
+
+def _raw_syscalls(mnemonics: list[tuple[str, str]]) -> list[Refusal]:
+    if any(m in SYSCALL_MNEMONICS or (m == "int" and operand == "$0x80") for m, operand in mnemonics):
+        return [Refusal("raw_syscall", "contains a raw system call instruction: a kernel calls no system directly")]
+    return []
+
+
+def _half_precision(symbols: list[_Symbol], mnemonics: list[tuple[str, str]]) -> list[Refusal]:
+    found = next((m for m, _ in mnemonics if HALF_MNEMONIC_RE.fullmatch(m)), None)
+    found = found or next((s.name for s in symbols if HALF_HELPER_RE.fullmatch(_unversioned(s.name))), None)
+    if found:
+        return [Refusal("precision", f"computes in half precision ({found}) although the task's outputs are "
+                                     "float32/float64")]
+    return []
+
+
+def _relaxed_fp(preprocessed: str, source_name: str) -> list[Refusal]:
+    """Optimize pragmas and attributes that relax floating point, in the candidate's own lines of the preprocessed
+    source (headers' lines are skipped by their line markers)."""
+    refusals = []
+    for text in _own_lines(preprocessed, source_name):
+        for match in RELAXED_FP_RE.finditer(text):
+            if RELAXED_FP_WORD_RE.search(match.group(0)) or "FP_CONTRACT" in match.group(0).upper():
+                refusals.append(Refusal("precision", f"relaxes floating point: {match.group(0).strip()[:120]} (the "
+                                                     "task's build decides the floating-point rules)"))
+    return refusals
+
+
+def _own_lines(preprocessed: str, source_name: str) -> list[str]:
+    lines, own = [], True
+    for line in preprocessed.splitlines():
+        marker = re.match(r'#\s+\d+\s+"([^"]*)"', line)
+        if marker:
+            own = Path(marker.group(1)).name == source_name
+            continue
+        if own:
+            lines.append(line)
+    return lines
+
+
+def _unversioned(name: str) -> str:
+    return name.split("@", 1)[0]
+
+
+@functools.cache
+def library_exports(soname: str) -> frozenset[str]:
+    """Every symbol a system library exports (read once per process; empty where the compiler cannot find it)."""
+    path = _tool(["gcc", "-print-file-name=" + soname]).strip()
+    if not path or not Path(path).is_file():
+        return frozenset()
+    return frozenset(_unversioned(line.split()[0])
+                     for line in _tool(["nm", "-D", "--defined-only", "-P", path]).splitlines() if line.split())
+
+
+def _tool(argv: list[str]) -> str:
+    """A binutils command's output (the object is data to it: nothing of the candidate's runs)."""
+    result = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=120)
+    if result.returncode != 0:
+        raise BinaryPolicyError(f"{argv[0]} could not read {argv[-1]}: {result.stderr.strip()[:200]}")
+    return result.stdout
+
+
+class BinaryPolicyError(Exception):
+    """binutils is missing or could not read the object: the verdict cannot check the policy (fails closed)."""

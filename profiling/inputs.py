@@ -1,0 +1,87 @@
+"""The judge's inputs: drawn in the judge's process, fresh for every call, with the domain's edge values.
+
+A harness declares each input buffer with a dtype and a half-open range [lo, hi) (perfforge_harness.h). The kernel
+process never draws: the judge fills the shared buffers from a generator seeded from the operating system's
+entropy, once per verdict, so no process of the verdict can know what comes next. Every other call carries edge
+values where the range holds them, so code that special-cases them runs:
+
+- zeros (when lo <= 0 < hi) and, for floats, subnormals beside them and negative zero;
+- ties: elements equal to another element of the buffer;
+- the range's low end itself (and negatives wherever lo < 0, which the uniform draw already gives).
+
+Integers are drawn uniformly in [floor(lo), ceil(hi) - 1]; bfloat16 travels as the upper 16 bits of a float32.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from profiling.correctness import NUMPY_DTYPE
+
+# Share of a buffer's elements each edge class takes on an edge call: small enough that the draw still looks like
+# the task's distribution (sums, norms and maxima stay typical), large enough that every block of a tiled kernel
+# meets a few (1/32 of 1,024 elements is 32).
+EDGE_SHARE = 1 / 32
+FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator, *, edges: bool) -> np.ndarray:
+    """`count` values of `dtype` in [lo, hi) (the harness's layout: bfloat16 as uint16), edges sprinkled when asked."""
+    if dtype in FLOAT_DTYPES:
+        values = _uniform(rng, count, lo, hi)
+        if edges:
+            _float_edges(values, lo, hi, rng)
+        return _to_dtype(values, dtype)
+    low, high = math.floor(lo), max(math.ceil(hi), math.floor(lo) + 1)
+    values = rng.integers(low, high, size=count, dtype=np.int64)
+    if edges:
+        _integer_edges(values, low, high, rng)
+    return values.astype(NUMPY_DTYPE[dtype])
+
+
+def _uniform(rng: np.random.Generator, count: int, lo: float, hi: float) -> np.ndarray:
+    values = rng.random(count, dtype=np.float64)
+    values *= hi - lo
+    values += lo
+    return values
+
+
+def _positions(rng: np.random.Generator, count: int) -> np.ndarray:
+    return rng.integers(0, count, size=max(1, int(count * EDGE_SHARE))) if count else np.empty(0, np.int64)
+
+
+def _float_edges(values: np.ndarray, lo: float, hi: float, rng: np.random.Generator) -> None:
+    count = values.size
+    if lo <= 0.0 < hi:
+        values[_positions(rng, count)] = 0.0
+        values[_positions(rng, count)] = -0.0
+        # float32's subnormals (float64 keeps them; float16 and bfloat16 round them to zero, still an edge)
+        tiny = _positions(rng, count)
+        values[tiny] = rng.choice(np.array([1e-42, -1e-42, 1e-40, 1.4e-45]), size=tiny.size)
+    values[_positions(rng, count)] = lo
+    _ties(values, rng)
+
+
+def _integer_edges(values: np.ndarray, low: int, high: int, rng: np.random.Generator) -> None:
+    values[_positions(rng, values.size)] = low
+    if low <= 0 < high:
+        values[_positions(rng, values.size)] = 0
+    _ties(values, rng)
+
+
+def _ties(values: np.ndarray, rng: np.random.Generator) -> None:
+    """Some elements copied onto others: runs of equal values, and equal values far apart."""
+    if values.size < 2:
+        return
+    source = _positions(rng, values.size)
+    values[_positions(rng, values.size)[:source.size]] = values[source]
+    start = int(rng.integers(0, values.size - 1))
+    values[start:start + 8] = values[start]
+
+
+def _to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return values.astype(NUMPY_DTYPE[dtype])

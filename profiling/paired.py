@@ -1,0 +1,157 @@
+"""The original and the candidate served side by side at one configuration: every call on inputs nobody has seen.
+
+A `Pair` holds one kernel process per side (profiling/served.py). For each call the judge draws fresh inputs
+(profiling/inputs.py) and hands the same ones to both sides, in turn: the original's outputs are the oracle, the
+candidate's must match them. After every call of either side the judge checks, from its own mapping, that the
+inputs came back bit for bit (against its private copy), that fixed buffers are unchanged, that nothing was
+written past a buffer's ends, and returns copies of the outputs. Timed calls are the same calls with a cache
+flush before them: every call is checked, so there is nothing to learn about which ones are.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from perfforge.task import Task, TaskConfig
+from profiling.build import Build
+from profiling.inputs import draw
+from profiling.served import POISON_BYTE, KernelProcess, ProtocolError, Role
+
+# The judge's cache flush before a timed call: writing twice the last-level cache evicts it under LRU; capped
+# because virtual machines report the host's whole L3 (the harness's own flush used the same bound).
+FLUSH_CAP_BYTES = 64 << 20
+FALLBACK_LLC_BYTES = 8 << 20
+
+
+class Mismatch(Exception):
+    """The candidate's call went against the task: wrong or missing outputs, changed inputs, an overrun."""
+
+
+class OriginalFailed(Exception):
+    """The task's own original failed a call: the task cannot judge."""
+
+
+Inputs = dict[str, np.ndarray]
+Outputs = dict[str, np.ndarray]
+
+
+@dataclass
+class SideResult:
+    outputs: Outputs
+    duration_ms: float
+
+
+@dataclass
+class Pair:
+    """Both sides at one configuration, started and stopped, with the judge's generator and flush buffer."""
+
+    task: Task
+    config: TaskConfig
+    original: KernelProcess
+    candidate: KernelProcess
+    rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(int.from_bytes(os.urandom(16))))
+    fixed: dict[str, bytes] = field(default_factory=dict)  # the original's fixed buffers after its set-up
+    _flush: np.ndarray | None = None
+
+    @classmethod
+    def start(cls, task: Task, config: TaskConfig, original: Build, candidate: Build, work_dir: Path) -> Pair:
+        sides = []
+        for who, built in (("original", original), ("candidate", candidate)):
+            scratch = work_dir / f"serve-{who}-{config.name}"
+            scratch.mkdir(parents=True, exist_ok=True)
+            sides.append(KernelProcess(built, config, scratch, who=who))
+        pair = cls(task, config, *sides)
+        try:
+            try:
+                pair.original.start()
+            except ProtocolError as error:
+                raise OriginalFailed(error.reason) from None
+            pair.candidate.start()
+            pair._agree()
+        except BaseException:
+            pair.close()
+            raise
+        return pair
+
+    def close(self) -> None:
+        self.original.close()
+        self.candidate.close()
+
+    def __enter__(self) -> Pair:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def filtered(self) -> bool:
+        return self.candidate.filtered
+
+    def _agree(self) -> None:
+        """Both sides declared the same buffers (same harness, same configuration); the fixed ones are recorded."""
+        ours = [b.signature() for b in self.original.buffers]
+        theirs = [b.signature() for b in self.candidate.buffers]
+        if ours != theirs:
+            raise ProtocolError(f"the candidate's process declared buffers {theirs}, the original's {ours}",
+                                "deviation")
+        self.fixed = {b.name: bytes(b.data().view(np.uint8)) for b in self.original.buffers if b.role is Role.FIXED}
+        for buffer in self.candidate.buffers:
+            if buffer.role is Role.FIXED and bytes(buffer.data().view(np.uint8)) != self.fixed[buffer.name]:
+                raise Mismatch(f"fixed buffer '{buffer.name}' differs from the original's after the harness's set-up")
+
+    # ---- one call
+
+    def draw(self, *, edges: bool) -> Inputs:
+        """Fresh values for every drawn buffer (inputs and in-out ones)."""
+        return {b.name: draw(b.dtype, b.count, b.lo, b.hi, self.rng, edges=edges)
+                for b in self.original.buffers if b.role in (Role.INPUT, Role.INOUT)}
+
+    def run(self, side: str, inputs: Inputs, *, timeout_s: float, flush: bool = False) -> SideResult:
+        """One call of `side` on `inputs`; its outputs after every check of the buffers passed."""
+        process = self.original if side == "original" else self.candidate
+        for buffer in process.buffers:
+            data = buffer.data()
+            if buffer.role in (Role.INPUT, Role.INOUT):
+                data[:] = inputs[buffer.name]
+            elif buffer.role is Role.OUTPUT:
+                data.view(np.uint8)[:] = POISON_BYTE
+            buffer.arm_guards()
+        if flush:
+            self._flush_cache()
+        try:
+            duration_ms = process.call(timeout_s)
+        except ProtocolError as error:
+            if side == "original":
+                raise OriginalFailed(error.reason) from None
+            raise
+        call = process.calls - 1
+        problem = self._check_buffers(process, inputs, call)
+        if problem:
+            raise (OriginalFailed(problem) if side == "original" else Mismatch(problem))
+        outputs = {b.name: b.data().copy() for b in process.buffers if b.role in (Role.OUTPUT, Role.INOUT)}
+        return SideResult(outputs, duration_ms)
+
+    def _check_buffers(self, process: KernelProcess, inputs: Inputs, call: int) -> str:
+        for buffer in process.buffers:
+            where = buffer.overrun()
+            if where:
+                return f"buffer '{buffer.name}' was written out of bounds, {where} (call {call})"
+            data = buffer.data()
+            if buffer.role is Role.INPUT and not np.array_equal(data.view(np.uint8), inputs[buffer.name].view(np.uint8)):
+                index = int(np.flatnonzero(data.view(np.uint8) != inputs[buffer.name].view(np.uint8))[0])
+                return (f"input '{buffer.name}' was modified by call {call} (first changed byte at {index}); a kernel "
+                        "must leave its inputs as it found them")
+            if buffer.role is Role.FIXED and bytes(data.view(np.uint8)) != self.fixed[buffer.name]:
+                return f"fixed buffer '{buffer.name}' was modified by call {call}"
+        return ""
+
+    def _flush_cache(self) -> None:
+        if self._flush is None:
+            llc = os.sysconf("SC_LEVEL3_CACHE_SIZE") if "SC_LEVEL3_CACHE_SIZE" in os.sysconf_names else 0
+            size = min(FLUSH_CAP_BYTES, 2 * (llc if llc > 0 else FALLBACK_LLC_BYTES))
+            self._flush = np.zeros(size, dtype=np.uint8)
+        self._flush += 1  # read and written: every line passes through the cache

@@ -1,0 +1,254 @@
+"""Kernel processes that serve calls to the judge: the untrusted half of a verdict (VALIDATION.md rules 20-25).
+
+The candidate's code is linked into its harness, so everything in that process is untrusted: its clock, its memory,
+its files, its exit status. It only runs the kernel on buffers the judge made and says when it is done. The judge
+(this process) draws the inputs, times each call with its own clock, stops the process and reads what it wrote
+from its own mapping of the shared memory:
+
+    judge (trusted)                                      kernel process (harness + candidate, untrusted)
+    sandbox.spawn(bin serve --channel FD k=v ...)  ->    pf_init
+                          <-  "buf NAME DTYPE ROLE COUNT LO HI"   pf_input/pf_output/... (the harness's set-up)
+    a sealed memfd per buffer, "ok BYTES"  ->            mapped: [guard | data | guard]
+                          <-  "ready seccomp"            the system-call filter is in (first pf_begin)
+    per call, while it is stopped (SIGSTOP): inputs written, outputs poisoned, guards armed, caches flushed
+    "call", SIGCONT; the clock starts  ->                the loop body: the kernel
+    the clock stops at "done"; SIGSTOP  <-               pf_end
+    outputs, inputs and guards read from the judge's mapping while every thread of it is stopped
+
+Between calls the process is stopped, so no thread of it can work ahead on inputs being written or finish its
+outputs after saying "done". Any deviation (an early exit, a signal, a message out of turn, a hang) is a
+ProtocolError with its reason: a failing verdict, never a crash of the validator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import select
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+
+import numpy as np
+
+from perfforge.task import TaskConfig
+from profiling import sandbox
+from profiling.build import Build
+from profiling.correctness import NUMPY_DTYPE
+
+# The harness's pf_dtype and pf_role, in their C order (perfforge_harness.h).
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8")
+
+
+class Role(IntEnum):
+    INPUT = 0  # drawn by the judge before every call, must come back bit for bit
+    OUTPUT = 1  # poisoned before every call, compared after it
+    INOUT = 2  # drawn like an input, compared like an output
+    FIXED = 3  # filled once by the harness's set-up (structure, indices), must never change
+
+
+GUARD_BYTES = 256  # before and after each buffer, as the harness lays them out (PF_GUARD_BYTES)
+GUARD_BYTE = 0xA5
+POISON_BYTE = 0xFF  # NaN for floats, -1 for integers: an element never written is told apart (correctness.py)
+HANDSHAKE_TIMEOUT_S = 60.0  # starting the process and the harness's set-up (a large fixed buffer filled on the CPU)
+STOP_TIMEOUT_S = 5.0  # every thread of a stopped process reports stopped long before this
+MAX_BUFFER_BYTES = 16 << 30  # all buffers of one process: more is a harness bug, not a task
+MESSAGE_BYTES = 512
+
+
+class ProtocolError(Exception):
+    """The kernel process left the protocol. kind: crashed (died or exited), timeout, or deviation (out of turn)."""
+
+    def __init__(self, reason: str, kind: str = "crashed") -> None:
+        super().__init__(reason)
+        self.reason, self.kind = reason, kind
+
+
+@dataclass
+class SharedBuffer:
+    """One buffer the judge made and the kernel process mapped; the judge's own mapping of it."""
+
+    name: str
+    dtype: str
+    role: Role
+    count: int
+    lo: float
+    hi: float
+    memory: mmap.mmap = field(repr=False)
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * np.dtype(NUMPY_DTYPE[self.dtype]).itemsize
+
+    def data(self) -> np.ndarray:
+        """The buffer's elements, a writable view of the shared memory (no copy)."""
+        return np.frombuffer(self.memory, dtype=NUMPY_DTYPE[self.dtype], count=self.count, offset=GUARD_BYTES)
+
+    def arm_guards(self) -> None:
+        guard = bytes([GUARD_BYTE]) * GUARD_BYTES
+        self.memory[:GUARD_BYTES] = guard
+        self.memory[GUARD_BYTES + self.nbytes:2 * GUARD_BYTES + self.nbytes] = guard
+
+    def overrun(self) -> str:
+        """Where the kernel wrote outside the buffer ('' when both guards are intact)."""
+        guard = bytes([GUARD_BYTE]) * GUARD_BYTES
+        if self.memory[:GUARD_BYTES] != guard:
+            return "before its start"
+        if self.memory[GUARD_BYTES + self.nbytes:2 * GUARD_BYTES + self.nbytes] != guard:
+            return "past its end"
+        return ""
+
+    def signature(self) -> tuple[str, str, int, int, float, float]:
+        return self.name, self.dtype, int(self.role), self.count, self.lo, self.hi
+
+
+class KernelProcess:
+    """One built version serving calls at one input configuration, in the sandbox."""
+
+    def __init__(self, built: Build, config: TaskConfig, scratch: Path, *, who: str) -> None:
+        self.built, self.config, self.scratch, self.who = built, config, scratch, who
+        self.buffers: list[SharedBuffer] = []
+        self.filtered = False  # the system-call filter is in
+        self.calls = 0
+        self._channel: socket.socket | None = None
+        self._process: sandbox.Spawned | None = None
+
+    # ---- lifetime
+
+    def start(self) -> None:
+        """Spawn the process and take its buffer declarations; it is stopped when this returns."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._channel = ours
+        argv = [*self.built.argv, "serve", "--channel", str(theirs.fileno()), *self.config.args()]
+        try:
+            self._process = sandbox.spawn(argv, cwd=self.scratch, env=dict(self.built.env),
+                                          writable=self.built.cache_dirs, pass_fds=(theirs.fileno(),))
+        finally:
+            theirs.close()
+        deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
+        while True:
+            message = self._receive(deadline, "starting")
+            if message.startswith("ready "):
+                self.filtered = message == "ready seccomp"
+                break
+            if not message.startswith("buf "):
+                raise ProtocolError(f"the {self.who} sent {message[:80]!r} while declaring its buffers", "deviation")
+            self._declare(message)
+        self._stop()
+
+    def close(self) -> None:
+        """Kill the process and everything it started; release the shared memory."""
+        if self._process is not None:
+            self._process.close()
+        if self._channel is not None:
+            self._channel.close()
+        for buffer in self.buffers:
+            with contextlib.suppress(BufferError):  # a view still held elsewhere: freed with it
+                buffer.memory.close()
+
+    def __enter__(self) -> KernelProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- one call
+
+    def call(self, timeout_s: float) -> float:
+        """Run the loop body once on what the buffers hold now; its duration in ms by the judge's clock. The process
+        is stopped again when this returns, so its buffers can be read."""
+        assert self._process is not None and self._channel is not None
+        self._refuse_pending()
+        self._channel.send(b"call")
+        started = time.perf_counter_ns()
+        self._process.signal(signal.SIGCONT)
+        deadline = time.monotonic() + timeout_s
+        message = self._receive(deadline, f"call {self.calls}")
+        finished = time.perf_counter_ns()
+        self._stop()
+        if message != "done":
+            raise ProtocolError(f"the {self.who} answered {message[:80]!r} to call {self.calls}, not 'done'",
+                                "deviation")
+        self.calls += 1
+        return (finished - started) / 1e6
+
+    # ---- the protocol's pieces
+
+    def _declare(self, message: str) -> None:
+        try:
+            _, name, dtype, role, count, lo, hi = message.split(" ")
+            spec = (name, DTYPES[int(dtype)], Role(int(role)), int(count), float(lo), float(hi))
+        except (ValueError, IndexError):
+            raise ProtocolError(f"the {self.who} declared a buffer as {message[:80]!r}", "deviation") from None
+        nbytes = spec[3] * np.dtype(NUMPY_DTYPE[spec[1]]).itemsize
+        if spec[3] < 0 or sum(b.nbytes for b in self.buffers) + nbytes > MAX_BUFFER_BYTES:
+            raise ProtocolError(f"the {self.who} declared buffer {name!r} of {nbytes} bytes: too large", "deviation")
+        size = -(-(nbytes + 2 * GUARD_BYTES) // mmap.PAGESIZE) * mmap.PAGESIZE
+        fd = os.memfd_create(f"pf-{name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(fd, size)
+            # its size can never change again: a shrunk memfd would fault the judge's reads (SIGBUS)
+            import fcntl
+
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+            memory = mmap.mmap(fd, size)
+            socket.send_fds(self._channel, [f"ok {size}".encode()], [fd])
+        finally:
+            os.close(fd)
+        buffer = SharedBuffer(*spec, memory=memory)
+        buffer.arm_guards()
+        self.buffers.append(buffer)
+
+    def _receive(self, deadline: float, during: str) -> str:
+        assert self._channel is not None and self._process is not None
+        limit_s = deadline - time.monotonic()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ProtocolError(f"the {self.who} timed out in {during}: no answer within {limit_s:.1f} s (hung or "
+                                    "far too slow)", "timeout")
+            ready, _, _ = select.select([self._channel], [], [], min(left, 0.5))
+            if ready:
+                data = self._channel.recv(MESSAGE_BYTES)
+                if data:
+                    return data.decode("ascii", errors="replace")
+                raise ProtocolError(self._death(during))
+            if self._process.poll() is not None:
+                raise ProtocolError(self._death(during))
+
+    def _refuse_pending(self) -> None:
+        """A message waiting before the call was asked for is out of turn (a 'done' sent ahead, by a thread)."""
+        assert self._channel is not None
+        ready, _, _ = select.select([self._channel], [], [], 0)
+        if ready:
+            data = self._channel.recv(MESSAGE_BYTES)
+            what = repr(data.decode("ascii", errors="replace")[:80]) if data else "the channel's end"
+            raise ProtocolError(f"the {self.who} sent {what} between calls, outside the protocol", "deviation")
+
+    def _death(self, during: str) -> str:
+        assert self._process is not None
+        code = self._process.wait(timeout_s=2.0)
+        tail = self._process.stderr_tail()
+        hint = f": {tail}" if tail else ""
+        if code is None:
+            return f"the {self.who} closed the judge's channel during {during}{hint}"
+        if code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            return f"the {self.who} died of {name} during {during}{hint}"
+        return f"the {self.who} exited with status {code} during {during}, before the judge let it{hint}"
+
+    def _stop(self) -> None:
+        """SIGSTOP, then wait until every thread is stopped (or the process is gone)."""
+        assert self._process is not None
+        self._process.signal(signal.SIGSTOP)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while not self._process.all_stopped():
+            if self._process.poll() is not None:
+                raise ProtocolError(self._death(f"call {self.calls}"))
+            if time.monotonic() > deadline:
+                raise ProtocolError(f"the {self.who} did not stop when told to", "timeout")
+            time.sleep(0)
