@@ -3,9 +3,11 @@
 The candidate's source is compiled alone into an object (profiling/build.py) and read with binutils before it is
 linked or run, so macros, token pasting, asm labels and attributes cannot hide anything from it:
 
-- definitions: its own functions and data only. No symbol the C library and its companions export (a `clock_gettime`
-  or `memcpy` of its own would be bound in place of libc's, for the harness too), no `main` or `_start`, no IFUNC
-  (its resolver runs while the program loads);
+- definitions: its own functions and data only. No symbol that the harness or a runtime library (libc, libm,
+  libgomp, libstdc++, libgcc_s, the loader) calls through the dynamic linker: a `clock_gettime`, `malloc` or
+  `getenv` of its own would be bound in place of libc's, for the harness and for libgomp's start-up code too (run
+  before main). A name the C library merely exports and nothing calls (`advance`, `index`) is the candidate's to
+  use. No `main` or `_start`, no IFUNC (its resolver runs while the program loads);
 - no constructor or destructor of any kind (.init_array, .ctors, .preinit_array, .init and their fini twins): code
   that runs before the first call, or after the last, runs outside the judge's protocol;
 - imports: each must be on the target's allow-list (math, memory, formatted output, threads, OpenMP, the C++
@@ -29,8 +31,13 @@ from pathlib import Path
 
 from perfforge.task import Task
 
-# Shared libraries whose exports a candidate may not define (their sonames, found through the compiler).
-SYSTEM_LIBRARIES = ("libc.so.6", "libm.so.6", "libgomp.so.1", "libpthread.so.0", "libdl.so.2", "librt.so.1")
+# Libraries a program may load: the names they import through the dynamic linker are what a definition in the
+# program would take over (their sonames, found through the compiler; one not installed imports nothing).
+RUNTIME_LIBRARIES = ("libc.so.6", "libm.so.6", "libgomp.so.1", "libstdc++.so.6", "libgcc_s.so.1",
+                     "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1")
+# Interposable by design (glibc documents replacing them), and called by everything: never the candidate's.
+ALLOCATOR = frozenset({"malloc", "free", "calloc", "realloc", "memalign", "aligned_alloc", "posix_memalign", "valloc",
+                       "pvalloc", "malloc_usable_size", "reallocarray"})
 RESERVED_DEFINITIONS = frozenset({"main", "_start", "_init", "_fini", "__libc_csu_init", "__libc_csu_fini"})
 LOAD_TIME_SECTIONS = (".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors", ".init", ".fini")
 
@@ -78,12 +85,17 @@ class Refusal:
     message: str
 
 
-def check_object(task: Task, obj: Path, preprocessed: str) -> list[Refusal]:
+def check_object(task: Task, obj: Path, preprocessed: str, harness_obj: Path, original_obj: Path) -> list[Refusal]:
     """Every refusal of the candidate's object (empty: it passes). `preprocessed` is the candidate's source as the
-    compiler saw it (gcc -E), for the optimize pragmas and attributes."""
+    compiler saw it (gcc -E), for the optimize pragmas and attributes; `harness_obj` the harness's own object and
+    `original_obj` the original's: what the harness calls of the original (the kernel) is the candidate's to
+    define, the rest of what it calls is not."""
     symbols = _symbols(obj)
     mnemonics = _mnemonics(obj)
-    refusals = _definitions(symbols) + _load_time_code(obj) + _imports(symbols) + _raw_syscalls(mnemonics)
+    interface = {s.name for s in _symbols(original_obj) if s.kind not in "Uwv"}
+    harness_calls = {s.name for s in _symbols(harness_obj) if s.kind in "Uwv"} - interface
+    taken = (dynamic_imports() | ALLOCATOR | harness_calls) - interface
+    refusals = (_definitions(symbols, taken) + _load_time_code(obj) + _imports(symbols) + _raw_syscalls(mnemonics))
     if {o.dtype for o in task.outputs} & {"float32", "float64"}:
         refusals += _half_precision(symbols, mnemonics) + _relaxed_fp(preprocessed, task.source)
     return refusals
@@ -105,19 +117,18 @@ def _symbols(obj: Path) -> list[_Symbol]:
     return found
 
 
-def _definitions(symbols: list[_Symbol]) -> list[Refusal]:
+def _definitions(symbols: list[_Symbol], taken: frozenset[str] | set[str]) -> list[Refusal]:
     refusals = []
-    exported = frozenset().union(*(library_exports(library) for library in SYSTEM_LIBRARIES))
     for symbol in symbols:
         if symbol.kind in "Uwv" or not symbol.kind.isupper() and symbol.kind != "i":
             continue  # undefined, or local to the object
         if symbol.kind == "i":
             refusals.append(Refusal("load_time_code", f"defines {symbol.name} as an IFUNC: its resolver runs while "
                                                       "the program loads, before the judge's protocol"))
-        elif symbol.name in RESERVED_DEFINITIONS or symbol.name in exported:
-            refusals.append(Refusal("definitions", f"defines {symbol.name}, which the C library or the harness "
-                                                   "provides: a kernel defines only its own functions (rename it, "
-                                                   "or make it static)"))
+        elif symbol.name in RESERVED_DEFINITIONS or _unversioned(symbol.name) in taken:
+            refusals.append(Refusal("definitions", f"defines {symbol.name}, which the harness or a runtime library "
+                                                   "calls: a kernel defines only its own functions (rename it, or "
+                                                   "make it static)"))
     return refusals
 
 
@@ -189,11 +200,21 @@ def _unversioned(name: str) -> str:
 @functools.cache
 def library_exports(soname: str) -> frozenset[str]:
     """Every symbol a system library exports (read once per process; empty where the compiler cannot find it)."""
+    return _dynamic_symbols(soname, "--defined-only")
+
+
+@functools.cache
+def dynamic_imports() -> frozenset[str]:
+    """Every name a runtime library imports through the dynamic linker (read once per process)."""
+    return frozenset().union(*(_dynamic_symbols(soname, "--undefined-only") for soname in RUNTIME_LIBRARIES))
+
+
+def _dynamic_symbols(soname: str, which: str) -> frozenset[str]:
     path = _tool(["gcc", "-print-file-name=" + soname]).strip()
     if not path or not Path(path).is_file():
         return frozenset()
-    return frozenset(_unversioned(line.split()[0])
-                     for line in _tool(["nm", "-D", "--defined-only", "-P", path]).splitlines() if line.split())
+    return frozenset(_unversioned(line.split()[0]) for line in _tool(["nm", "-D", which, "-P", path]).splitlines()
+                     if line.split())
 
 
 def _tool(argv: list[str]) -> str:

@@ -14,6 +14,7 @@ directories (a computed `#include` of the reference, or of another candidate's b
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -26,6 +27,10 @@ from profiling import sandbox
 RUNTIME_DIR = Path(__file__).with_name("runtime")  # perfforge_harness.h and perfforge_harness.py
 BUILD_TIMEOUT_S = 300.0
 COMPILER_LOG_CHARS = 3000  # the first errors are what a model can act on; later ones mostly cascade from them
+# A line that names a cause (compiler error, linker failure); the driver's summary lines name none.
+_CAUSE_RE = re.compile(r"\berror\b|undefined reference|multiple definition|cannot find -l|fatal|No such file|"
+                       r"Permission denied", re.IGNORECASE)
+_SUMMARY_RE = re.compile(r"collect2: error: ld returned|error: linker command failed|compilation terminated")
 
 
 @dataclass(frozen=True)
@@ -52,11 +57,14 @@ class Build:
         return not self.ok or build_digest(self.directory) == self.digest
 
     def reason(self) -> str:
-        """The first error line, then the compiler's output (its start: later errors mostly cascade)."""
+        """The first line that says what is wrong, then the compiler's output (its start: later errors mostly
+        cascade). The linker's closing "collect2: error: ld returned 1 exit status" says nothing of the cause: the
+        line before it (an undefined reference, a multiple definition) does."""
         if self.ok:
             return ""
         lines = self.log.splitlines()
-        first = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no output")
+        first = next((line for line in lines if _CAUSE_RE.search(line) and not _SUMMARY_RE.search(line)),
+                     next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no output"))
         return f"build failed: {first.strip()}\n{self.log[:COMPILER_LOG_CHARS]}"
 
 
@@ -79,7 +87,7 @@ def build(task: Task, version: Path, work_dir: Path, *, extra_flags: tuple[str, 
     for argv in steps:
         result = sandbox.run(argv, cwd=directory, limits=sandbox.Limits(timeout_s=BUILD_TIMEOUT_S, memory_bytes=None),
                              readable=[RUNTIME_DIR] if len(steps) > 1 else None)
-        log, duration_s = (log + "\n" + (result.stderr + result.stdout)).strip(), duration_s + result.duration_s
+        log, duration_s = (log + "\n" + (result.stderr_full + result.stdout)).strip(), duration_s + result.duration_s
         if result.timed_out:
             log = f"the compiler did not finish within {BUILD_TIMEOUT_S:.0f} s\n{log}"
         if not result.ok:
@@ -135,13 +143,19 @@ def compile_argv(task: Task, extra_flags: tuple[str, ...] = ()) -> list[str]:
 
 
 def served_compile_argvs(task: Task, extra_flags: tuple[str, ...] = ()) -> list[list[str]]:
-    """The editable source alone into its object (its preprocessed source kept), then the harness linked with it."""
+    """The editable source alone into its object (its preprocessed source kept), the harness into its own (the
+    binary policy reads what it imports), then both linked."""
     full = compile_argv(task, extra_flags)
     split = full.index(task.harness)
     flags, link = full[1:split], full[split + 4:]  # after "harness source -o bin"
-    obj = _object_name(task)
+    obj, harness_obj = _object_name(task), harness_object_name(task)
     return [[full[0], *flags, "-c", task.source, "-o", obj, "-save-temps=obj"],
-            [full[0], *flags, task.harness, obj, "-o", "bin", *link]]
+            [full[0], *flags, "-c", task.harness, "-o", harness_obj],
+            [full[0], *flags, harness_obj, obj, "-o", "bin", *link]]
+
+
+def harness_object_name(task: Task) -> str:
+    return f"{Path(task.harness).stem}.harness.o"
 
 
 def _stage(task: Task, version: Path, directory: Path) -> None:

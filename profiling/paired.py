@@ -141,8 +141,9 @@ class Pair:
             if where:
                 return f"buffer '{buffer.name}' was written out of bounds, {where} (call {call})"
             data = buffer.data()
-            if buffer.role is Role.INPUT and not np.array_equal(data.view(np.uint8), inputs[buffer.name].view(np.uint8)):
-                index = int(np.flatnonzero(data.view(np.uint8) != inputs[buffer.name].view(np.uint8))[0])
+            given = inputs[buffer.name].view(np.uint8) if buffer.role is Role.INPUT else None
+            if given is not None and not np.array_equal(data.view(np.uint8), given):
+                index = int(np.flatnonzero(data.view(np.uint8) != given)[0])
                 return (f"input '{buffer.name}' was modified by call {call} (first changed byte at {index}); a kernel "
                         "must leave its inputs as it found them")
             if buffer.role is Role.FIXED and bytes(data.view(np.uint8)) != self.fixed[buffer.name]:

@@ -65,6 +65,7 @@ class RunResult:
     filesystem_isolated: bool = False
     notes: list[str] = field(default_factory=list)
     stdout_full: str = ""  # the whole stdout (stdout keeps only the tail)
+    stderr_full: str = ""  # the whole stderr: a compiler's first errors come first
 
     @property
     def ok(self) -> bool:
@@ -193,7 +194,8 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
         notes.append("filesystem not isolated: no Landlock on this kernel")
     return RunResult(argv=list(argv), returncode=proc.returncode, stdout=stdout[-OUTPUT_TAIL_CHARS:],
                      stderr=stderr[-OUTPUT_TAIL_CHARS:], duration_s=time.monotonic() - start, timed_out=timed_out,
-                     network_isolated=isolated, filesystem_isolated=fenced, notes=notes, stdout_full=stdout)
+                     network_isolated=isolated, filesystem_isolated=fenced, notes=notes, stdout_full=stdout,
+                     stderr_full=stderr)
 
 
 class Spawned:

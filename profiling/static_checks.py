@@ -53,6 +53,9 @@ _PYTHON = tuple(spec.name for spec in TARGETS.values() if "python" in spec.langu
 _C_LIKE = tuple(name for name in _ALL if name not in _PYTHON)
 _GPU = tuple(spec.name for spec in TARGETS.values() if spec.gpu)  # must launch a device kernel
 _GPU_C_LIKE = tuple(name for name in _GPU if name in _C_LIKE)  # CUDA/HIP host code: streams
+# Served targets' objects pass the binary policy (profiling/binary_policy.py), which reads what the compiler made of
+# the source: the word checks below that it replaces (escapes, interposition, precision) are not run on them.
+_UNSERVED_C_LIKE = tuple(name for name in _C_LIKE if not TARGETS.get(name).served)
 
 
 def strip_comments(code: str, language: str) -> str:
@@ -93,15 +96,16 @@ def _swallows_errors(code: str, task: Task) -> list[tuple[int, str]]:
 
 
 _LOW_PRECISION = {
-    "c_like": r"\b(__half2?|half2?|__nv_bfloat16\w*|__float2half\w*|__float2bfloat16\w*|_Float16|__fp16|__bf16|"
-              r"nv_bfloat16|wmma::precision::tf32|__float_to_tf32|tf32|fast-math|ffast-math|__fmul_rn_fast)\b",
+    # type and intrinsic names only: `half` or `tf32` as a variable's name is innocent
+    "c_like": r"\b(__half2?|__nv_bfloat16\w*|__float2half\w*|__float2bfloat16\w*|_Float16|__fp16|__bf16|"
+              r"nv_bfloat16|wmma::precision::tf32|__float_to_tf32|fast-math|ffast-math|__fmul_rn_fast)\b",
     "python": r"(tl\.(float16|bfloat16|float8\w*)|torch\.(float16|half|bfloat16)|allow_tf32\s*=\s*True|"
               r"input_precision\s*=\s*[\"'](tf32|tf32x3)[\"'])",
 }
 
 
 @_register("precision_downgrade", "a candidate that computes in a lower precision than the task declares "
-           "(fp16/bf16/tf32 inside an fp32 task, fast-math)", _ALL)
+           "(fp16/bf16/tf32 inside an fp32 task, fast-math)", _PYTHON + _UNSERVED_C_LIKE)
 def _precision_downgrade(code: str, task: Task) -> list[tuple[int, str]]:
     declared = {o.dtype for o in task.outputs}
     if not declared & {"float32", "float64"}:
@@ -148,7 +152,7 @@ _ESCAPES = {
 
 
 @_register("escapes_sandbox", "a candidate that reads files, the environment or the network, starts processes, "
-           "or runs code at load time (how a cached or stolen answer gets in)", _ALL)
+           "or runs code at load time (how a cached or stolen answer gets in)", _PYTHON + _UNSERVED_C_LIKE)
 def _escapes_sandbox(code: str, task: Task) -> list[tuple[int, str]]:
     pattern = _ESCAPES["python" if task.language == "python" else "c_like"]
     return _matches(code, pattern, "not allowed in a kernel: {}")
@@ -160,7 +164,7 @@ _TIMER_SYMBOLS = (r"\b(clock_gettime|gettimeofday|time|clock|cudaEventRecord|cud
 
 
 @_register("interposes_harness", "a candidate that defines a function the harness calls (timer, synchronisation, "
-           "allocation, copy), replacing it at link time", _C_LIKE)
+           "allocation, copy), replacing it at link time", _UNSERVED_C_LIKE)
 def _interposes_harness(code: str, task: Task) -> list[tuple[int, str]]:
     return _matches(code, _TIMER_SYMBOLS, "redefines a function the harness relies on: {}")
 

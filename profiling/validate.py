@@ -28,7 +28,7 @@ from perfforge.task import Task, TaskConfig
 from perfforge.verdict import RuleCheck, RuleStatus, Status, Verdict
 from profiling import sandbox
 from profiling.binary_policy import BinaryPolicyError, check_object
-from profiling.build import Build, build, preprocessed_name
+from profiling.build import Build, build, harness_object_name, preprocessed_name
 from profiling.correctness import compare_run, degenerate_reason
 from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, TamperedBuild, run_harness
 from profiling.machine import describe_machine, describe_tools, gpu_peaks
@@ -71,8 +71,12 @@ class _Session:
         self.oracle_duration_s = max(self.oracle_duration_s or 0.0, duration_s)
 
 
-def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True) -> Verdict:
-    """Judge `candidate` (a file standing in for the task's editable source) against the task's original."""
+def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True,
+             served: bool | None = None) -> Verdict:
+    """Judge `candidate` (a file standing in for the task's editable source) against the task's original.
+    served: force the served path (True) or the harness-driven one (False); None, the target's own
+    (perfforge/targets.py). Only bench/bench_verdict.py forces it, to time the two paths side by side."""
+    served = target_spec(task.target).served if served is None else served
     started = time.monotonic()
     work_dir = work_dir.resolve()  # builds and runs happen in directories of their own
     verdict = Verdict(task=task.name, candidate=str(candidate), target=task.target, status=Status.NO_CHANGE,
@@ -83,12 +87,12 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
         session = _build_both(task, candidate, work_dir)
         interpreted = task.target == "triton" and os.environ.get("TRITON_INTERPRET") == "1"
         timing = timing and not interpreted
-        if target_spec(task.target).served:
+        if served:
             _binary_policy(session)
             _served(session, verdict, timing)
         else:
             _check_correctness(session, verdict)
-        if timing and not target_spec(task.target).served:
+        if timing and not served:
             _time_and_score(session, verdict)
         elif not timing:
             verdict.status = Status.CORRECT
@@ -99,7 +103,7 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
         verdict.status, verdict.reason = stop.status, stop.reason
     except TamperedBuild as tampered:
         verdict.status, verdict.reason = Status.REJECTED, f"rejected: {tampered}"
-    verdict.rules = rule_table(task, verdict, timing, filtered=session.filtered if session else None)
+    verdict.rules = rule_table(task, verdict, timing, served=served, filtered=session.filtered if session else None)
     verdict.duration_s = round(time.monotonic() - started, 3)
     return verdict
 
@@ -218,7 +222,9 @@ def _binary_policy(session: _Session) -> None:
     directory = session.candidate.directory
     try:
         preprocessed = (directory / preprocessed_name(session.task)).read_text(errors="replace")
-        refusals = check_object(session.task, directory / session.candidate.object_name, preprocessed)
+        refusals = check_object(session.task, directory / session.candidate.object_name, preprocessed,
+                                directory / harness_object_name(session.task),
+                                session.original.directory / session.original.object_name)
     except (OSError, BinaryPolicyError) as error:
         raise _Stop(Status.REJECTED, f"the binary policy could not read the candidate's object ({error}): no verdict "
                                      "without it") from None
@@ -360,12 +366,12 @@ def _score(session: _Session, verdict: Verdict, estimate: SpeedupEstimate, confi
         "; held for review: " + "; ".join(verdict.review) if status == Status.NEEDS_REVIEW else "")
 
 
-def rule_table(task: Task, verdict: Verdict, timed: bool, *, filtered: bool | None = None) -> list[RuleCheck]:
-    """How each rule of VALIDATION.md was applied to this verdict. filtered: whether the candidate's kernel process
-    ran under the system-call filter (served targets; None when it never started)."""
+def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
+               filtered: bool | None = None) -> list[RuleCheck]:
+    """How each rule of VALIDATION.md was applied to this verdict. served: judged through kernel processes;
+    filtered: whether the candidate's ran under the system-call filter (None when it never started)."""
     E, P, N, NA = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED, RuleStatus.NOT_APPLICABLE
     gpu = target_spec(task.target).gpu
-    served = target_spec(task.target).served
     n_configs = len(task.configs)
     timing_status = E if timed else N
     network = sandbox.network_namespace_available()

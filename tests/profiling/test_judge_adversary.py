@@ -1,0 +1,356 @@
+"""The judge against candidates written by someone who has read it (VALIDATION.md rules 20-25), CPU target.
+
+One test per attack, its scenario in the docstring; each must end in the verdict named, with the reason that names
+what stopped it. Then legitimate candidates with unusual but innocent code, which must pass. The task is the
+matvec of conftest.py (the original walks the matrix by column; FAST_C by row).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfforge.task import load_task
+from perfforge.verdict import Status, Verdict
+from profiling.validate import validate
+from tests.profiling.conftest import FAST_C, TASK_TOML, write_task
+
+SIGNATURE = "void matvec(int n, const float *m, const float *w, float *out)"
+ROWS = """\
+    for (int i = 0; i < n; i++) {
+        float acc = 0.0f;
+        for (int j = 0; j < n; j++) acc += m[(long)i * n + j] * w[j];
+        out[i] = acc;
+    }
+"""
+
+
+def judge(task_dir: Path, tmp_path: Path, code: str, *, timing: bool = False) -> Verdict:
+    candidate = tmp_path / "candidate.c"
+    candidate.write_text(code)
+    return validate(load_task(task_dir), candidate, tmp_path / "work", timing=timing)
+
+
+def kernel(body: str, prelude: str = "") -> str:
+    return f"{prelude}\n{SIGNATURE} {{\n{body}}}\n"
+
+
+# --- 1. knowing which calls are checked ---------------------------------------------------------------------------
+
+
+def test_skipping_work_after_the_calls_it_expects_to_be_checked(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Counts its calls and, past the number of checked calls the old harness made per process (10), computes only
+    half the rows, expecting the rest to be timed and unchecked. Every served call is checked."""
+    code = kernel("    static int calls;\n    int rows = ++calls > 10 ? n / 2 : n;\n"
+                  + ROWS.replace("i < n; i++) {", "i < rows; i++) {"))
+    verdict = judge(cpu_task_dir, tmp_path, code, timing=True)
+    assert verdict.status is Status.INCORRECT and "never written" in verdict.reason, verdict.reason
+
+
+def test_reading_its_command_line_for_the_seeds(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Opens /proc/self/cmdline to learn the seed and which calls are checked (the old harness passed both there).
+    The import of fopen is refused before anything runs."""
+    code = kernel(ROWS, "#include <stdio.h>\nstatic int peek(void) { FILE *f = fopen(\"/proc/self/cmdline\", \"r\"); "
+                        "return f != 0; }\nint (*keep)(void) = peek;")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "uses fopen" in verdict.reason and "[imports]" in verdict.reason
+
+
+# --- 2. tampering with the measurement ---------------------------------------------------------------------------
+
+
+def test_a_clock_of_its_own(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Defines clock_gettime so that the harness's timer, bound to it at link time, reads a frozen clock."""
+    code = kernel(ROWS, "#include <time.h>\nint clock_gettime(clockid_t c, struct timespec *t) "
+                        "{ (void)c; t->tv_sec = 0; t->tv_nsec = 0; return 0; }")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "defines clock_gettime" in verdict.reason
+
+
+def test_a_clock_behind_an_asm_label(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """The same clock under another name in the source, renamed to clock_gettime by an asm label and hidden behind
+    token pasting: no regex on the source sees it; the object's symbol table does."""
+    code = kernel(ROWS, "#include <time.h>\n#define CAT(a, b) a##b\n"
+                        "int my_clock(clockid_t c, struct timespec *t) __asm__(\"clock_\" \"gettime\");\n"
+                        "int my_clock(clockid_t c, struct timespec *t) { (void)c; t->tv_sec = 0; t->tv_nsec = 0; "
+                        "return 0; }")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "defines clock_gettime" in verdict.reason
+
+
+def test_an_allocator_of_its_own(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Defines malloc: the C library, libgomp and the harness would call it, before main too."""
+    code = kernel(ROWS, "#include <stddef.h>\nstatic char pool[1 << 20]; static size_t used;\n"
+                        "void *malloc(size_t n) { void *p = pool + used; used += (n + 15) & ~15ul; return p; }")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "defines malloc" in verdict.reason
+
+
+def test_lowering_the_judges_priority(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Renices its parent (the judge, whose calls to the original it would then slow down)."""
+    code = kernel(ROWS, "#include <sys/resource.h>\n#include <unistd.h>\n"
+                        "static void lower(void) { setpriority(PRIO_PROCESS, getppid(), 19); }\n"
+                        "void (*keep)(void) = lower;")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "uses setpriority" in verdict.reason
+
+
+def test_a_raw_system_call(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Makes the system call itself (inline asm), past any import list."""
+    code = kernel(ROWS + "    if (n < 0) { long r; __asm__ volatile(\"syscall\" : \"=a\"(r) : \"a\"(39L) : \"rcx\", "
+                         "\"r11\", \"memory\"); out[0] = (float)r; }\n")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "[raw_syscall]" in verdict.reason
+
+
+def test_open_through_a_pointer_found_in_libcs_symbol_table(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Passes the binary policy (only memcpy and strcmp imported), then walks the C library's dynamic symbol table
+    in memory from memcpy's address to find `open`, and calls it: the system-call filter answers EPERM. Had the
+    open worked, out[0] would say so and the verdict would be incorrect."""
+    walker = r"""
+#include <elf.h>
+#include <string.h>
+#include <stdint.h>
+typedef int (*open_fn)(const char *, int, ...);
+static open_fn find_open(void) {
+    uintptr_t p = ((uintptr_t)&memcpy) & ~(uintptr_t)4095;
+    for (int pages = 0; pages < 1 << 16; pages++, p -= 4096)
+        if (memcmp((void *)p, ELFMAG, SELFMAG) == 0) break;
+    Elf64_Ehdr *eh = (Elf64_Ehdr *)p;
+    Elf64_Phdr *ph = (Elf64_Phdr *)(p + eh->e_phoff);
+    Elf64_Dyn *dyn = 0;
+    for (int i = 0; i < eh->e_phnum; i++) if (ph[i].p_type == PT_DYNAMIC) dyn = (Elf64_Dyn *)(p + ph[i].p_vaddr);
+    Elf64_Sym *sym = 0; const char *str = 0;
+    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+        uintptr_t v = dyn->d_un.d_ptr < p ? p + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
+        if (dyn->d_tag == DT_SYMTAB) sym = (Elf64_Sym *)v;
+        if (dyn->d_tag == DT_STRTAB) str = (const char *)v;
+    }
+    for (Elf64_Sym *s = sym; s && (const char *)s < str; s++)
+        if (s->st_value && strcmp(str + s->st_name, "open") == 0) return (open_fn)(p + s->st_value);
+    return 0;
+}
+"""
+    code = kernel(ROWS + "    open_fn o = find_open();\n"
+                         "    if (o && o(\"/proc/self/cmdline\", 0) >= 0) out[0] = 12345.0f;\n", walker)
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.correct, verdict.reason  # the open failed: nothing was learnt, the outputs are right
+    rule = next(r for r in verdict.rules if r.rule == 23)
+    assert "system-call filter (seccomp)" in rule.detail
+
+
+# --- 3. work outside the timed window ------------------------------------------------------------------------------
+
+
+def test_a_thread_that_finishes_after_the_call_returns(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Hands the rows to a detached thread and returns at once: the call looks instant. The judge stops every thread
+    at 'done' and reads the outputs then: still poisoned."""
+    prelude = ("#include <pthread.h>\nstruct job { int n; const float *m, *w; float *out; };\n"
+               "static void *work(void *arg) { struct job *j = arg; int n = j->n; const float *m = j->m, *w = j->w; "
+               "float *out = j->out;\n" + ROWS + "    return 0; }\nstatic struct job job;")
+    code = kernel("    job = (struct job){n, m, w, out};\n    pthread_t t;\n    pthread_create(&t, 0, work, &job);\n"
+                  "    pthread_detach(t);\n", prelude)
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.INCORRECT and "never written" in verdict.reason, verdict.reason
+
+
+def test_a_constructor_that_runs_before_the_first_call(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Work (or a look around) in a constructor, before main and before the filter is in."""
+    code = kernel(ROWS + "    out[0] += (float)(ready - 1);\n",
+                  "static volatile int ready;\n__attribute__((constructor)) static void early(void) { ready = 1; }")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and ".init_array" in verdict.reason
+
+
+def test_lazy_outputs_behind_a_page_fault_handler(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Protects the output pages and fills them in a SIGSEGV handler when they are first read, so that the work
+    happens when the harness reads them, after the timer. Refused at the import of sigaction; and the judge reads
+    its own mapping, which no handler of the candidate's sees."""
+    code = kernel(ROWS, "#include <signal.h>\nstatic void on_fault(int s) { (void)s; }\n"
+                        "static void arm(void) { struct sigaction a = {0}; a.sa_handler = on_fault; "
+                        "sigaction(SIGSEGV, &a, 0); }\nvoid (*keep)(void) = arm;")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "uses sigaction" in verdict.reason
+
+
+# --- 4. caches that outlive a call or a run ------------------------------------------------------------------------
+
+
+def test_results_shared_between_runs_through_posix_shared_memory(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Keeps results in a POSIX shared-memory object for a later run (or copies the original's there)."""
+    code = kernel(ROWS, "#include <sys/mman.h>\n#include <fcntl.h>\n"
+                        "static int stash(void) { return shm_open(\"/pf-cache\", O_RDWR | O_CREAT, 0600); }\n"
+                        "int (*keep)(void) = stash;")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "uses shm_open" in verdict.reason
+
+
+def test_a_cache_keyed_by_input_contents_never_hits(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Remembers the last inputs' first elements and the result, and returns the result (here, wrongly marked) when
+    they come again: no input set is ever drawn twice but for the one deliberate repeat, which catches it."""
+    prelude = "static float seen_m, seen_w; static int have;"
+    code = kernel(ROWS + "    if (have && m[0] == seen_m && w[0] == seen_w) out[n - 1] = -1.0f;\n"
+                         "    seen_m = m[0]; seen_w = w[0]; have = 1;\n", prelude)
+    verdict = judge(cpu_task_dir, tmp_path, code, timing=True)
+    assert verdict.status is Status.INCORRECT and "identical inputs disagree" in verdict.reason
+
+
+# --- 5. reading what it should not ---------------------------------------------------------------------------------
+
+
+def test_a_computed_include_of_the_reference(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Includes the task's fast version by its absolute path, built by macros so no regex sees "fast.c": the
+    compiler may read only its build directory, the harness runtime and the system's directories."""
+    reference = (cpu_task_dir / "fast.c").resolve()
+    stem, suffix = str(reference)[:-2], str(reference)[-2:]
+    code = f'#define STR(x) #x\n#define PATH(a, b) STR(a ## b)\n#include PATH({stem}, {suffix})\n'
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.BUILD_FAILED, verdict.reason
+    assert "Permission denied" in verdict.reason or "No such file" in verdict.reason
+
+
+def test_embedding_the_reference_with_incbin(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Pulls the reference's bytes in through the assembler (.incbin): the same read fence stops it."""
+    reference = (cpu_task_dir / "fast.c").resolve()
+    code = kernel(ROWS, f'__asm__(".section .rodata\\n.global stolen\\nstolen: .incbin \\"{reference}\\"\\n'
+                        '.text");')
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.BUILD_FAILED, verdict.reason
+
+
+# --- 6. forging the input check ------------------------------------------------------------------------------------
+
+
+def test_an_input_used_as_scratch_and_put_back_almost(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Uses w as scratch space and restores it so that its sum (and a linear digest) is unchanged: two elements
+    swapped. The judge compares every byte with its own copy."""
+    code = kernel(ROWS + "    if (n > 2) { float *x = (float *)w; float t = x[1]; x[1] = x[2]; x[2] = t; }\n")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.INCORRECT and "input 'w' was modified" in verdict.reason
+
+
+# --- 7. precision ---------------------------------------------------------------------------------------------------
+
+
+def test_fast_math_through_a_macro_made_pragma(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Turns on fast-math with a _Pragma produced by a macro, so the source never says "#pragma ... fast-math"."""
+    code = kernel(ROWS, '#define RELAX(x) _Pragma(#x)\nRELAX(GCC optimize("fast-" "math"))')
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "relaxes floating point" in verdict.reason
+
+
+def test_ofast_as_a_function_attribute(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """The same per function: __attribute__((optimize("Ofast")))."""
+    code = "__attribute__((optimize(\"Ofast\"))) " + kernel(ROWS).lstrip()
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "relaxes floating point" in verdict.reason
+
+
+def test_half_precision_arithmetic(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Accumulates in _Float16, behind a typedef with an innocent name: the object holds the conversions."""
+    code = kernel(ROWS.replace("float acc = 0.0f;", "real acc = 0;").replace("out[i] = acc;", "out[i] = (float)acc;"),
+                  "typedef _Float16 real;")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "half precision" in verdict.reason
+
+
+# --- 9. fail-open edges --------------------------------------------------------------------------------------------
+
+
+def test_an_early_exit_is_a_crash_not_a_traceback(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """exit(0) in the first call: status 0 from a process that never said 'done' is a failure, not a pass."""
+    code = kernel("    exit(0);\n", "#include <stdlib.h>")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.CRASHED and "exited with status 0 during call 0" in verdict.reason
+
+
+def test_an_abort_names_its_signal(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = kernel("    abort();\n", "#include <stdlib.h>")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.CRASHED and "SIGABRT" in verdict.reason
+
+
+def test_a_hang_times_out_within_the_calls_limit(tmp_path: Path) -> None:
+    task_dir = write_task(tmp_path / "task", toml=TASK_TOML.replace("timeout_s = 30", "timeout_s = 3"))
+    code = kernel("    volatile int spin = 1;\n    while (spin) {}\n")
+    verdict = judge(task_dir, tmp_path, code)
+    assert verdict.status is Status.TIMEOUT and "timed out" in verdict.reason
+
+
+def test_an_out_of_bounds_write_is_caught_by_the_guard(cpu_task_dir: Path, tmp_path: Path) -> None:
+    code = kernel(ROWS + "    out[n] = 1.0f;\n")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.INCORRECT and "out of bounds, past its end" in verdict.reason
+
+
+# --- legitimate candidates with unusual code: all accepted --------------------------------------------------------
+
+
+def test_names_like_types_and_allowed_pragmas_pass(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Variables named half, tf32 and float16 (a word check once rejected `half`), an unroll pragma, a static
+    helper, a debug print that never fires, a heap scratch buffer."""
+    code = kernel("""\
+    float *scratch = malloc(sizeof(float) * (size_t)n);
+    int half = n / 2, tf32 = 0, float16 = 1;
+    for (int i = 0; i < n; i++) {
+        float acc = 0.0f;
+#pragma GCC unroll 4
+        for (int j = 0; j < n; j++) acc += m[(long)i * n + j] * w[j];
+        scratch[i] = acc;
+    }
+    for (int i = 0; i < n; i++) out[i] = scratch[i];
+    if (half < 0 && tf32 == float16) printf("never\\n");
+    free(scratch);
+""", "#include <stdio.h>\n#include <stdlib.h>")
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.correct, verdict.reason
+
+
+def test_threads_of_its_own_pass(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Splits the rows over two pthreads and joins them inside the call: threads are allowed (clone with
+    CLONE_THREAD passes the filter)."""
+    prelude = ("#include <pthread.h>\nstruct part { int n, lo, hi; const float *m, *w; float *out; };\n"
+               "static void *rows(void *arg) { struct part *p = arg; int n = p->n; for (int i = p->lo; i < p->hi; "
+               "i++) { float acc = 0.0f; for (int j = 0; j < n; j++) acc += p->m[(long)i * n + j] * p->w[j]; "
+               "p->out[i] = acc; } return 0; }")
+    code = kernel("    struct part a = {n, 0, n / 2, m, w, out}, b = {n, n / 2, n, m, w, out};\n"
+                  "    pthread_t t;\n    pthread_create(&t, 0, rows, &a);\n    rows(&b);\n    pthread_join(t, 0);\n",
+                  prelude)
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.correct, verdict.reason
+
+
+def test_openmp_passes(tmp_path: Path) -> None:
+    """An OpenMP parallel loop in a task built with OpenMP: libgomp's thread pool runs under the filter."""
+    task_dir = write_task(tmp_path / "task", toml=TASK_TOML.replace('flags = ["-O2", "-g"]',
+                                                                    'flags = ["-O2", "-g"]\nopenmp = true'))
+    code = kernel(ROWS.replace("    for (int i = 0; i < n; i++) {", "#pragma omp parallel for\n"
+                                                                     "    for (int i = 0; i < n; i++) {"))
+    verdict = judge(task_dir, tmp_path, code, timing=True)
+    assert verdict.correct and verdict.speedup is not None, verdict.reason
+
+
+def test_a_kernel_named_like_an_obscure_libc_function_passes(tmp_path: Path) -> None:
+    """A helper called `advance` (glibc exports one, nothing calls it): a name is the candidate's unless the harness
+    or a runtime library calls it."""
+    code = ("static float advance(const float *row, const float *w, int n) { float acc = 0.0f; "
+            "for (int j = 0; j < n; j++) acc += row[j] * w[j]; return acc; }\n"
+            "float index_of(int i) { return (float)i; }\n"
+            + kernel("    for (int i = 0; i < n; i++) out[i] = advance(m + (long)i * n, w, n);\n"))
+    task_dir = write_task(tmp_path / "task")
+    verdict = judge(task_dir, tmp_path, code)
+    assert verdict.correct, verdict.reason
+
+
+@pytest.mark.parametrize("name", ["decay_loop_invariant", "matmul_loop_order"])
+def test_the_example_tasks_known_fixes_are_accepted(name: str, tmp_path: Path) -> None:
+    """Every example task's own fast version is a correct candidate under the new judge (timed in the benchmark)."""
+    task = load_task(Path(__file__).resolve().parents[2] / "examples" / "tasks" / "cpu" / name)
+    verdict = validate(task, task.reference_path, tmp_path / "work", timing=False)
+    assert verdict.correct, verdict.reason
+
+
+def test_fast_c_is_improved(cpu_task_dir: Path, tmp_path: Path) -> None:
+    verdict = judge(cpu_task_dir, tmp_path, FAST_C, timing=True)
+    assert verdict.status is Status.IMPROVED, verdict.reason
