@@ -53,6 +53,9 @@ class TargetSpec:
     # times and reads; a system-call filter; the compiled object checked by profiling/binary_policy.py); the
     # other targets are still judged through the harness's own check and time modes (docs/validation.md)
     served: bool = False
+    # whether a candidate is compiled alone and its object read by the binary policy (profiling/binary_policy.py:
+    # definitions, imports, constructors, raw system calls, precision) instead of the source word checks
+    binary_policy: bool = False
 
     def __post_init__(self) -> None:
         # the records label code with a Target: a runnable target the records cannot name would be lost there
@@ -89,7 +92,7 @@ TARGETS.register("cpu", TargetSpec(
     key_counters=(("Ir", "instructions"), ("D1mr", "L1 data read misses"), ("DLmr", "last-level read misses"),
                   ("D1mw", "L1 data write misses"), ("Bcm", "mispredicted branches")),
     library_pattern=r"\b(cblas_\w+|LAPACKE_\w+|mkl_\w+|dgemm_|sgemm_|qsort)\s*\(",
-    memory_limit_bytes=CPU_MEMORY_LIMIT_BYTES, served=True))
+    memory_limit_bytes=CPU_MEMORY_LIMIT_BYTES, served=True, binary_policy=True))
 
 TARGETS.register("cuda", TargetSpec(
     name="cuda", languages=("cuda",), suffixes={".cu": "cuda"},

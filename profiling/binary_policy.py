@@ -58,8 +58,8 @@ CPU_IMPORTS: tuple[tuple[str, str], ...] = (
     (r"_Zn[wa]\w*|_Zd[la]\w*|__cxa_\w+|__gxx_personality_v0|_Unwind_\w+|_ZSt\w*|_ZNSt\w*|_ZNKSt\w*|_ZTVN10__cxxabiv\w*|"
      r"_ZTI\w*|_ZTS\w*|__dso_handle", "the C++ runtime and standard library"),
     (r"_GLOBAL_OFFSET_TABLE_|__tls_get_addr|__cpu_model|__cpu_indicator_init|__cpu_features\w*|"
-     r"__(div|udiv|mod|umod|mul|popcount|clz|ctz|ffs|bswap|parity|ashl|ashr|lshr|neg)\w*",
-     "compiler support routines"),
+     r"__(div|udiv|mod|umod|mul|popcount|clz|ctz|ffs|bswap|parity|ashl|ashr|lshr|neg|extend|trunc|fix|float)\w*",
+     "compiler support routines (half-precision conversions are the precision rule's to judge)"),
 )
 CPU_IMPORT_RE = re.compile("|".join(f"(?:{pattern})" for pattern, _ in CPU_IMPORTS))
 

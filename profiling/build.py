@@ -5,7 +5,7 @@ the editable source's own name, so compiler messages and line tables name the fi
 task's reference (its known fast version) is never copied in: a candidate cannot include it. Builds run in the
 sandbox and are cached by the hash of everything that goes in.
 
-Targets whose verdicts are served (perfforge/targets.py) compile the editable source alone first, into an object
+Targets with a binary policy (perfforge/targets.py) compile the editable source alone first, into an object
 the binary policy reads (profiling/binary_policy.py; the preprocessed source is kept beside it), then link it
 with the harness. Their compiler reads nothing beyond the build directory, the harness runtime and the system's
 directories (a computed `#include` of the reference, or of another candidate's build, finds nothing).
@@ -81,7 +81,7 @@ def build(task: Task, version: Path, work_dir: Path, *, extra_flags: tuple[str, 
     _stage(task, version, directory)  # new, or changed since it was built: made again
     if task.language == "python":
         return _finished(task, directory, "", 0.0)
-    steps = served_compile_argvs(task, extra_flags) if target_spec(task.target).served else [
+    steps = served_compile_argvs(task, extra_flags) if target_spec(task.target).binary_policy else [
         compile_argv(task, extra_flags)]
     log, duration_s = "", 0.0
     for argv in steps:
@@ -108,7 +108,7 @@ def _finished(task: Task, directory: Path, log: str, duration_s: float) -> Build
 
 
 def _object_name(task: Task) -> str:
-    return f"{Path(task.source).stem}.o" if target_spec(task.target).served else ""
+    return f"{Path(task.source).stem}.o" if target_spec(task.target).binary_policy else ""
 
 
 def preprocessed_name(task: Task) -> str:

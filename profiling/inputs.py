@@ -1,9 +1,11 @@
 """The judge's inputs: drawn in the judge's process, fresh for every call, with the domain's edge values.
 
 A harness declares each input buffer with a dtype and a half-open range [lo, hi) (perfforge_harness.h). The kernel
-process never draws: the judge fills the shared buffers from a generator seeded from the operating system's
-entropy, once per verdict, so no process of the verdict can know what comes next. Every other call carries edge
-values where the range holds them, so code that special-cases them runs:
+process never draws: the judge fills the shared buffers from a generator whose seed no process of the verdict can
+know: a keyed hash of what is judged (the task, the configuration, both sources) under a secret key kept in the
+user's cache directory (made once from os.urandom; never inside a fence's reach). Judging the same candidate again
+draws the same inputs, so a failure reads the same twice; any other candidate, or another key, draws others. Every
+other call carries edge values where the range holds them, so code that special-cases them runs:
 
 - zeros (when lo <= 0 < hi) and, for floats, subnormals beside them and negative zero;
 - ties: elements equal to another element of the buffer;
@@ -14,10 +16,15 @@ Integers are drawn uniformly in [floor(lo), ceil(hi) - 1]; bfloat16 travels as t
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 
+from perfforge.models import cache_dir
 from profiling.correctness import NUMPY_DTYPE
 
 # Share of a buffer's elements each edge class takes on an edge call: small enough that the draw still looks like
@@ -25,6 +32,33 @@ from profiling.correctness import NUMPY_DTYPE
 # meets a few (1/32 of 1,024 elements is 32).
 EDGE_SHARE = 1 / 32
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+KEY_FILE = "judge.key"
+KEY_BYTES = 32
+
+
+def verdict_generator(*parts: bytes) -> np.random.Generator:
+    """The judge's generator for one verdict: seeded by HMAC-SHA256(secret key, parts)."""
+    digest = hmac.new(_secret_key(), b"\0".join(parts), hashlib.sha256).digest()
+    return np.random.default_rng(int.from_bytes(digest))
+
+
+def _secret_key() -> bytes:
+    path = cache_dir() / KEY_FILE
+    try:
+        key = path.read_bytes()
+        if len(key) == KEY_BYTES:
+            return key
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(f"{path}.{os.getpid()}.incomplete")
+    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(os.urandom(KEY_BYTES))
+    os.replace(fresh, path)  # two judges racing both write a key; the last one stays, and both then read it
+    return path.read_bytes()
 
 
 def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator, *, edges: bool) -> np.ndarray:

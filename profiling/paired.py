@@ -18,7 +18,7 @@ import numpy as np
 
 from perfforge.task import Task, TaskConfig
 from profiling.build import Build
-from profiling.inputs import draw
+from profiling.inputs import draw, verdict_generator
 from profiling.served import POISON_BYTE, KernelProcess, ProtocolError, Role
 
 # The judge's cache flush before a timed call: writing twice the last-level cache evicts it under LRU; capped
@@ -53,7 +53,7 @@ class Pair:
     config: TaskConfig
     original: KernelProcess
     candidate: KernelProcess
-    rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(int.from_bytes(os.urandom(16))))
+    rng: np.random.Generator
     fixed: dict[str, bytes] = field(default_factory=dict)  # the original's fixed buffers after its set-up
     _flush: np.ndarray | None = None
 
@@ -64,7 +64,10 @@ class Pair:
             scratch = work_dir / f"serve-{who}-{config.name}"
             scratch.mkdir(parents=True, exist_ok=True)
             sides.append(KernelProcess(built, config, scratch, who=who))
-        pair = cls(task, config, *sides)
+        # keyed by the sources, not the binaries: a build's path (in its debug information) must not change the draw
+        sources = [(built.directory / task.source).read_bytes() for built in (original, candidate)]
+        rng = verdict_generator(task.name.encode(), config.name.encode(), *sources)
+        pair = cls(task, config, *sides, rng=rng)
         try:
             try:
                 pair.original.start()
@@ -120,7 +123,7 @@ class Pair:
             elif buffer.role is Role.OUTPUT:
                 data.view(np.uint8)[:] = POISON_BYTE
             buffer.arm_guards()
-        if flush:
+        if flush and not process.staged:  # a staged (CUDA) process flushes the device's L2 itself
             self._flush_cache()
         try:
             duration_ms = process.call(timeout_s)

@@ -16,8 +16,11 @@ from its own mapping of the shared memory:
     outputs, inputs and guards read from the judge's mapping while every thread of it is stopped
 
 Between calls the process is stopped, so no thread of it can work ahead on inputs being written or finish its
-outputs after saying "done". Any deviation (an early exit, a signal, a message out of turn, a hang) is a
-ProtocolError with its reason: a failing verdict, never a crash of the validator.
+outputs after saying "done". A CUDA kernel process is "staged": its buffers also live on the device, the harness
+copies them up on "call" and says "start", and after the body and a whole-device synchronisation says "synced" (the
+clock runs from "start" to "synced"), copies them back and says "done"; its filter refuses new threads and
+executable mappings, so nothing of the candidate's runs outside the body. Any deviation (an early exit, a signal, a
+message out of turn, a hang) is a ProtocolError with its reason: a failing verdict, never a crash of the validator.
 """
 
 from __future__ import annotations
@@ -113,6 +116,7 @@ class KernelProcess:
         self.built, self.config, self.scratch, self.who = built, config, scratch, who
         self.buffers: list[SharedBuffer] = []
         self.filtered = False  # the system-call filter is in
+        self.staged = False  # its buffers are copied to and from a device around each call (CUDA)
         self.calls = 0
         self._channel: socket.socket | None = None
         self._process: sandbox.Spawned | None = None
@@ -133,7 +137,8 @@ class KernelProcess:
         while True:
             message = self._receive(deadline, "starting")
             if message.startswith("ready "):
-                self.filtered = message == "ready seccomp"
+                words = message.split()
+                self.filtered, self.staged = words[1] == "seccomp", words[-1] == "staged"
                 break
             if not message.startswith("buf "):
                 raise ProtocolError(f"the {self.who} sent {message[:80]!r} while declaring its buffers", "deviation")
@@ -167,14 +172,24 @@ class KernelProcess:
         started = time.perf_counter_ns()
         self._process.signal(signal.SIGCONT)
         deadline = time.monotonic() + timeout_s
-        message = self._receive(deadline, f"call {self.calls}")
-        finished = time.perf_counter_ns()
+        during = f"call {self.calls}"
+        if self.staged:
+            self._expect("start", deadline, during)
+            started = time.perf_counter_ns()
+            self._expect("synced", deadline, during)
+            finished = time.perf_counter_ns()
+            self._expect("done", deadline, during)
+        else:
+            self._expect("done", deadline, during)
+            finished = time.perf_counter_ns()
         self._stop()
-        if message != "done":
-            raise ProtocolError(f"the {self.who} answered {message[:80]!r} to call {self.calls}, not 'done'",
-                                "deviation")
         self.calls += 1
         return (finished - started) / 1e6
+
+    def _expect(self, word: str, deadline: float, during: str) -> None:
+        message = self._receive(deadline, during)
+        if message != word:
+            raise ProtocolError(f"the {self.who} answered {message[:80]!r} in {during}, not {word!r}", "deviation")
 
     # ---- the protocol's pieces
 
@@ -209,8 +224,8 @@ class KernelProcess:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ProtocolError(f"the {self.who} timed out in {during}: no answer within {limit_s:.1f} s (hung or "
-                                    "far too slow)", "timeout")
+                raise ProtocolError(f"the {self.who} timed out after {limit_s:.1f} s in {during} (hung or far too "
+                                    "slow)", "timeout")
             ready, _, _ = select.select([self._channel], [], [], min(left, 0.5))
             if ready:
                 data = self._channel.recv(MESSAGE_BYTES)

@@ -53,9 +53,9 @@ _PYTHON = tuple(spec.name for spec in TARGETS.values() if "python" in spec.langu
 _C_LIKE = tuple(name for name in _ALL if name not in _PYTHON)
 _GPU = tuple(spec.name for spec in TARGETS.values() if spec.gpu)  # must launch a device kernel
 _GPU_C_LIKE = tuple(name for name in _GPU if name in _C_LIKE)  # CUDA/HIP host code: streams
-# Served targets' objects pass the binary policy (profiling/binary_policy.py), which reads what the compiler made of
+# Some targets' objects pass the binary policy (profiling/binary_policy.py), which reads what the compiler made of
 # the source: the word checks below that it replaces (escapes, interposition, precision) are not run on them.
-_UNSERVED_C_LIKE = tuple(name for name in _C_LIKE if not TARGETS.get(name).served)
+_UNSERVED_C_LIKE = tuple(name for name in _C_LIKE if not TARGETS.get(name).binary_policy)
 
 
 def strip_comments(code: str, language: str) -> str:

@@ -88,7 +88,8 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
         interpreted = task.target == "triton" and os.environ.get("TRITON_INTERPRET") == "1"
         timing = timing and not interpreted
         if served:
-            _binary_policy(session)
+            if target_spec(task.target).binary_policy:
+                _binary_policy(session)
             _served(session, verdict, timing)
         else:
             _check_correctness(session, verdict)
@@ -428,7 +429,7 @@ def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
                   "verdicts judge outputs and time; counter deltas are reported by `perfforge profile`"),
     ]
     if served:
-        return rules + _adversary_rules(filtered, ipc, fenced)
+        return rules + _adversary_rules(filtered, ipc, fenced, target_spec(task.target).binary_policy)
     return rules + [RuleCheck(n, title, N, f"not yet for {task.target}: the harness draws, times and checks inside "
                               "the candidate's process (docs/validation.md)") for n, title in ADVERSARY_RULES]
 
@@ -438,16 +439,19 @@ ADVERSARY_RULES = ((20, "the judge outside the candidate's process"), (21, "fres
                    (25, "every deviation a failing verdict"))
 
 
-def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool) -> list[RuleCheck]:
-    E, P = RuleStatus.ENFORCED, RuleStatus.PARTLY
+def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: bool) -> list[RuleCheck]:
+    E, P, N = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED
     fence = E if filtered and ipc and fenced else P
     return [
         RuleCheck(20, ADVERSARY_RULES[0][1], E, "this process draws, times (its own clock, the kernel process stopped "
                   "between calls) and reads outputs from its own mapping of the shared memory"),
-        RuleCheck(21, ADVERSARY_RULES[1][1], E, "inputs from the judge's generator, seeded from os.urandom; every "
-                  "call checked"),
-        RuleCheck(22, ADVERSARY_RULES[2][1], E, "defined symbols, imports allow-list, no constructors, no raw system "
-                  "calls, no half precision (objdump/nm/readelf on the candidate's object)"),
+        RuleCheck(21, ADVERSARY_RULES[1][1], E, "inputs from the judge's generator, seeded by a keyed hash under a "
+                  "secret key no fenced process can read; every call checked"),
+        RuleCheck(22, ADVERSARY_RULES[2][1], E if policy else N,
+                  "defined symbols, imports allow-list, no constructors, no raw system calls, no half precision "
+                  "(objdump/nm/readelf on the candidate's object)" if policy else
+                  "not for this target yet: source checks only; at run time the filter refuses new threads and "
+                  "executable mappings"),
         RuleCheck(23, ADVERSARY_RULES[3][1], fence, ", ".join([
             "system-call filter (seccomp): no file, socket, process, IPC or scheduling call" if filtered
             else "system-call filter NOT installed (no seccomp for this build or kernel)",

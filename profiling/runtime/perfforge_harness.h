@@ -19,6 +19,11 @@
  *            runs the loop body once on whatever the judge wrote into the buffers, and says "done". The judge
  *            writes the inputs, times the call with its own clock, stops this process and reads the outputs from
  *            its own mapping. "exit" (or the channel closing) ends the loop.
+ *            CUDA ("ready ... staged"): every buffer also lives on the device. On "call" the harness copies the
+ *            judge's bytes (guards included) up and says "start"; after the body, the launch check and a whole-
+ *            device synchronisation it says "synced" (the judge's clock runs from "start" to "synced"), copies
+ *            every buffer back and says "done". No code of the candidate's runs outside the body: its filter
+ *            refuses new threads and executable mappings, so the harness's synchronisation cannot be skipped.
  *
  * Arguments: MODE --seed N --out DIR [--calls C] [--warmup W] [--trials T] [--no-flush] [--dump-inputs]
  *            [--channel FD] [key=value ...] (--dump-inputs: inputs written whole as .npy too, for debugging).
@@ -591,8 +596,7 @@ static int pf_finish(pf_run *r) {
 
 /* ---- serve mode: the untrusted side of the judge's protocol (profiling/served.py) --------------------------- */
 
-/* CPU harnesses only so far: a CUDA kernel process would need the judge to read device memory itself (CUDA IPC). */
-#if defined(PF_HAVE_SERVE) && !defined(__CUDACC__)
+#if defined(PF_HAVE_SERVE)
 static void pf_serve_send(pf_run *r, const char *text) {
     if (send(r->channel, text, strlen(text), MSG_NOSIGNAL) < 0) _exit(6);
 }
@@ -619,7 +623,24 @@ static void pf_serve_map(pf_run *r, pf_buf *b) {
     if (map == MAP_FAILED) pf_fail(2, "cannot map buffer %s%s", b->name, "");
     b->raw = (unsigned char *)map;
     b->host = b->raw + PF_GUARD_BYTES;
+#ifdef __CUDACC__
+    pf_cuda_check(cudaMalloc((void **)&b->draw, total), b->name);
+    b->dev = b->draw + PF_GUARD_BYTES;
+#endif
 }
+
+#ifdef __CUDACC__
+/* Every buffer, guards included, between the judge's memory and the device. */
+static void pf_serve_copy(pf_run *r, int to_device) {
+    for (int i = 0; i < r->nbufs; i++) {
+        pf_buf *b = &r->bufs[i];
+        size_t bytes = pf_bytes(b) + 2 * PF_GUARD_BYTES;
+        pf_cuda_check(to_device ? cudaMemcpy(b->draw, b->raw, bytes, cudaMemcpyHostToDevice)
+                                : cudaMemcpy(b->raw, b->draw, bytes, cudaMemcpyDeviceToHost), b->name);
+    }
+    pf_cuda_check(cudaDeviceSynchronize(), to_device ? "copying the inputs" : "copying the outputs");
+}
+#endif
 
 #define PF_ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 
@@ -646,7 +667,7 @@ static int pf_install_filter(void) {
         PF_ALLOW(__NR_pread64), PF_ALLOW(__NR_pwrite64), PF_ALLOW(__NR_close), PF_ALLOW(__NR_lseek),
         PF_ALLOW(__NR_fstat), PF_ALLOW(__NR_newfstatat),
         PF_ALLOW(__NR_recvfrom), PF_ALLOW(__NR_recvmsg), PF_ALLOW(__NR_sendto), PF_ALLOW(__NR_sendmsg),
-        PF_ALLOW(__NR_mmap), PF_ALLOW(__NR_munmap), PF_ALLOW(__NR_mprotect), PF_ALLOW(__NR_mremap),
+        PF_ALLOW(__NR_munmap), PF_ALLOW(__NR_mremap),
         PF_ALLOW(__NR_madvise), PF_ALLOW(__NR_brk), PF_ALLOW(__NR_membarrier),
         PF_ALLOW(__NR_futex), PF_ALLOW(__NR_set_robust_list), PF_ALLOW(__NR_get_robust_list),
 #ifdef __NR_rseq
@@ -660,6 +681,22 @@ static int pf_install_filter(void) {
         PF_ALLOW(__NR_sysinfo), PF_ALLOW(__NR_uname), PF_ALLOW(__NR_getrandom), PF_ALLOW(__NR_getcpu),
         PF_ALLOW(__NR_rt_sigprocmask), PF_ALLOW(__NR_rt_sigaction), PF_ALLOW(__NR_rt_sigreturn),
         PF_ALLOW(__NR_sigaltstack), PF_ALLOW(__NR_exit), PF_ALLOW(__NR_exit_group),
+#ifdef __CUDACC__
+        /* the CUDA driver talks to its device files, already open */
+        PF_ALLOW(__NR_ioctl), PF_ALLOW(__NR_poll), PF_ALLOW(__NR_ppoll), PF_ALLOW(__NR_eventfd2),
+        PF_ALLOW(__NR_epoll_wait), PF_ALLOW(__NR_epoll_pwait),
+        /* no new thread: a thread of the candidate's could launch work after the harness's synchronisation */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+#endif
+        /* memory, but no executable mapping: the harness's code (its protocol, its synchronisation) stays as built */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mprotect, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x4u /* PROT_EXEC */, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         /* clone: threads only */
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
@@ -699,16 +736,32 @@ static int pf_install_filter(void) {
 static int pf_serve_begin(pf_run *r) {
     char text[64];
     if (!r->ready) {
+#ifdef __CUDACC__
+        pf_cuda_check(cudaDeviceSynchronize(), "set-up");
+        pf_serve_send(r, pf_install_filter() == 0 ? "ready seccomp staged" : "ready unfiltered staged");
+#else
         pf_serve_send(r, pf_install_filter() == 0 ? "ready seccomp" : "ready unfiltered");
+#endif
         r->ready = 1;
     }
     ssize_t n = recv(r->channel, text, sizeof text - 1, 0);
     if (n <= 0) return 0;
     text[n] = '\0';
-    return strcmp(text, "call") == 0;
+    if (strcmp(text, "call") != 0) return 0;
+#ifdef __CUDACC__
+    pf_serve_copy(r, 1);
+    pf_flush_cache(r);  /* the L2 holds the copied inputs: flushed, as before a timed call of time mode */
+    pf_cuda_check(cudaDeviceSynchronize(), "the L2 flush");
+    pf_serve_send(r, "start");
+#endif
+    return 1;
 }
 
 static void pf_serve_end(pf_run *r) {
+#ifdef __CUDACC__
+    pf_serve_send(r, "synced");  /* pf_end synchronised the whole device and checked the launch */
+    pf_serve_copy(r, 0);
+#endif
     pf_serve_send(r, "done");
     r->iter++;
 }

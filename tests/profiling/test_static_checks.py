@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
-from perfforge.task import load_task
+from perfforge.task import Task, load_task
 from profiling.static_checks import STATIC_CHECKS, run_static_checks
 from tests.profiling.conftest import SLOW_C, write_task
 
@@ -63,9 +65,15 @@ def test_comments_do_not_trip_checks(tmp_path: Path) -> None:
     assert run_static_checks(code, task) == []
 
 
+def word_checked(task: Task) -> Task:
+    """The C task as a target without a binary policy (cuda, hip), where the source word checks still run; a cpu
+    candidate's object is read instead (test_judge_adversary.py)."""
+    return dataclasses.replace(task, target="cuda")
+
+
 def test_what_the_original_does_is_allowed(tmp_path: Path) -> None:
     original = '#include <stdlib.h>\nstatic int verbose(void) { return getenv("V") != 0; }\n' + SLOW_C
-    task = load_task(write_task(tmp_path / "task", kernel=original))
+    task = word_checked(load_task(write_task(tmp_path / "task", kernel=original)))
     assert run_static_checks(original, task) == []
     assert _checks(run_static_checks(original + "void f(void) { system(\"ls\"); }\n", task)) == {"escapes_sandbox"}
 
@@ -108,7 +116,7 @@ def test_triton_candidate_may_not_touch_the_harness_or_read_files(tmp_path: Path
 
 
 def test_c_candidate_may_not_read_files_by_any_name(tmp_path: Path) -> None:
-    task = load_task(write_task(tmp_path / "task"))
+    task = word_checked(load_task(write_task(tmp_path / "task")))
     for escape in ('FILE *f = fopen64("../oracle/out.0.npy", "rb");', "getcwd(buf, sizeof buf);",
                    'std::ifstream in("answers");', "DIR *d = opendir(\"..\");", "void *(*f)(void) = (void *)fopen;",
                    "int t = 1;\n#define F(a) fo##pen(a)\n", 'posix_spawn(0, "/bin/sh", 0, 0, 0, 0);',
@@ -119,7 +127,7 @@ def test_c_candidate_may_not_read_files_by_any_name(tmp_path: Path) -> None:
 
 def test_c_candidate_may_not_rename_a_function_to_the_harness_clock(tmp_path: Path) -> None:
     """An asm label gives a function of any name the symbol clock_gettime: it would replace the harness's timer."""
-    task = load_task(write_task(tmp_path / "task"))
+    task = word_checked(load_task(write_task(tmp_path / "task")))
     code = SLOW_C + 'int my_clock(int c, void *t) __asm__("clock_gettime");\n'
     assert _checks(run_static_checks(code, task)) == {"escapes_sandbox"}
 

@@ -130,10 +130,11 @@ def test_hang_times_out(tmp_path: Path) -> None:
 
 
 def test_lower_precision_type_is_rejected_statically(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """The compiled object holds the half-precision conversions (the binary policy reads it, not the words)."""
     code = HEADER + ROW_LOOP.replace("float acc", "_Float16 acc") + "}\n"
     verdict = judge(cpu_task_dir, tmp_path, code)
     assert verdict.status == Status.REJECTED
-    assert "precision_downgrade" in verdict.reason
+    assert "computes in half precision" in verdict.reason and "[precision]" in verdict.reason
 
 
 def test_lower_precision_arithmetic_is_caught_numerically(cpu_task_dir: Path, tmp_path: Path) -> None:
@@ -170,7 +171,7 @@ def test_timer_interposition_is_rejected(cpu_task_dir: Path, tmp_path: Path) -> 
     code = ("#include <time.h>\nint clock_gettime(clockid_t c, struct timespec *t) { t->tv_sec = 0; t->tv_nsec = 0; "
             "return 0; }\n" + HEADER + ROW_LOOP + "}\n")
     verdict = judge(cpu_task_dir, tmp_path, code)
-    assert verdict.status == Status.REJECTED and "interposes_harness" in verdict.reason
+    assert verdict.status == Status.REJECTED and "defines clock_gettime" in verdict.reason
 
 
 def test_out_of_bounds_write_is_caught_by_the_guard_zone(cpu_task_dir: Path, tmp_path: Path) -> None:
