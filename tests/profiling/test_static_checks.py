@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 from pathlib import Path
 
 from perfforge.task import Task, load_task
