@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfforge.targets import target_spec
 from perfforge.task import Task, TaskConfig
 from profiling.build import Build
 from profiling.inputs import draw, verdict_generator
@@ -63,7 +64,8 @@ class Pair:
         for who, built in (("original", original), ("candidate", candidate)):
             scratch = work_dir / f"serve-{who}-{config.name}"
             scratch.mkdir(parents=True, exist_ok=True)
-            sides.append(KernelProcess(built, config, scratch, who=who))
+            sides.append(KernelProcess(built, config, scratch, who=who,
+                                       memory_bytes=target_spec(task.target).memory_limit_bytes))
         # keyed by the sources, not the binaries: a build's path (in its debug information) must not change the draw
         sources = [(built.directory / task.source).read_bytes() for built in (original, candidate)]
         rng = verdict_generator(task.name.encode(), config.name.encode(), *sources)

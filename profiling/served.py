@@ -61,6 +61,7 @@ HANDSHAKE_TIMEOUT_S = 60.0  # starting the process and the harness's set-up (a l
 STOP_TIMEOUT_S = 5.0  # every thread of a stopped process reports stopped long before this
 MAX_BUFFER_BYTES = 16 << 30  # all buffers of one process: more is a harness bug, not a task
 MESSAGE_BYTES = 512
+LIFETIME_S = 3600.0  # CPU seconds a kernel process may use in all (twice this, by sandbox.Limits' rule)
 
 
 class ProtocolError(Exception):
@@ -112,8 +113,12 @@ class SharedBuffer:
 class KernelProcess:
     """One built version serving calls at one input configuration, in the sandbox."""
 
-    def __init__(self, built: Build, config: TaskConfig, scratch: Path, *, who: str) -> None:
+    def __init__(self, built: Build, config: TaskConfig, scratch: Path, *, who: str,
+                 memory_bytes: int | None) -> None:
+        """memory_bytes: the address-space limit (the target's; None for GPU targets, whose drivers map more)."""
         self.built, self.config, self.scratch, self.who = built, config, scratch, who
+        # no wall-clock limit of its own: the judge times every call out; CPU time for the whole verdict
+        self.limits = sandbox.Limits(timeout_s=LIFETIME_S, memory_bytes=memory_bytes)
         self.buffers: list[SharedBuffer] = []
         self.filtered = False  # the system-call filter is in
         self.staged = False  # its buffers are copied to and from a device around each call (CUDA)
@@ -129,7 +134,7 @@ class KernelProcess:
         self._channel = ours
         argv = [*self.built.argv, "serve", "--channel", str(theirs.fileno()), *self.config.args()]
         try:
-            self._process = sandbox.spawn(argv, cwd=self.scratch, env=dict(self.built.env),
+            self._process = sandbox.spawn(argv, cwd=self.scratch, env=dict(self.built.env), limits=self.limits,
                                           writable=self.built.cache_dirs, pass_fds=(theirs.fileno(),))
         finally:
             theirs.close()
