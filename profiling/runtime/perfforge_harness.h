@@ -101,6 +101,9 @@ typedef struct {
     unsigned char *dev;  /* draw + PF_GUARD_BYTES */
 #endif
     unsigned char *sets[PF_INPUT_SETS]; /* time mode: the inputs of calls 0 and 1 (device memory under CUDA) */
+#ifdef __CUDACC__
+    unsigned char *stage; /* serve: pinned host memory between the judge's shared mapping and the device */
+#endif
 } pf_buf;
 
 typedef struct {
@@ -624,7 +627,10 @@ static void pf_serve_map(pf_run *r, pf_buf *b) {
     b->raw = (unsigned char *)map;
     b->host = b->raw + PF_GUARD_BYTES;
 #ifdef __CUDACC__
+    /* the driver cannot copy straight from a shared memfd mapping ("OS call failed", seen on the H100): the bytes
+     * pass through pinned memory of this process */
     pf_cuda_check(cudaMalloc((void **)&b->draw, total), b->name);
+    pf_cuda_check(cudaMallocHost((void **)&b->stage, total), b->name);
     b->dev = b->draw + PF_GUARD_BYTES;
 #endif
 }
@@ -635,8 +641,13 @@ static void pf_serve_copy(pf_run *r, int to_device) {
     for (int i = 0; i < r->nbufs; i++) {
         pf_buf *b = &r->bufs[i];
         size_t bytes = pf_bytes(b) + 2 * PF_GUARD_BYTES;
-        pf_cuda_check(to_device ? cudaMemcpy(b->draw, b->raw, bytes, cudaMemcpyHostToDevice)
-                                : cudaMemcpy(b->raw, b->draw, bytes, cudaMemcpyDeviceToHost), b->name);
+        if (to_device) {
+            memcpy(b->stage, b->raw, bytes);
+            pf_cuda_check(cudaMemcpy(b->draw, b->stage, bytes, cudaMemcpyHostToDevice), b->name);
+        } else {
+            pf_cuda_check(cudaMemcpy(b->stage, b->draw, bytes, cudaMemcpyDeviceToHost), b->name);
+            memcpy(b->raw, b->stage, bytes);
+        }
     }
     pf_cuda_check(cudaDeviceSynchronize(), to_device ? "copying the inputs" : "copying the outputs");
 }
