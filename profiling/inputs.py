@@ -64,7 +64,7 @@ def _secret_key() -> bytes:
 def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator, *, edges: bool) -> np.ndarray:
     """`count` values of `dtype` in [lo, hi) (the harness's layout: bfloat16 as uint16), edges sprinkled when asked."""
     if dtype in FLOAT_DTYPES:
-        values = _uniform(rng, count, lo, hi)
+        values = _uniform(rng, count, lo, hi, dtype)
         if edges:
             _float_edges(values, lo, hi, rng)
         return _to_dtype(values, dtype)
@@ -75,8 +75,9 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
     return values.astype(NUMPY_DTYPE[dtype])
 
 
-def _uniform(rng: np.random.Generator, count: int, lo: float, hi: float) -> np.ndarray:
-    values = rng.random(count, dtype=np.float64)
+def _uniform(rng: np.random.Generator, count: int, lo: float, hi: float, dtype: str) -> np.ndarray:
+    """Uniform in [lo, hi): drawn in float32 for the narrower types (twice as fast, and as fine as they keep)."""
+    values = rng.random(count, dtype=np.float64 if dtype == "float64" else np.float32)
     values *= hi - lo
     values += lo
     return values

@@ -93,6 +93,10 @@ class Pair:
         self.close()
 
     @property
+    def output_bytes(self) -> int:
+        return sum(b.nbytes for b in self.original.buffers if b.role in (Role.OUTPUT, Role.INOUT))
+
+    @property
     def filtered(self) -> bool:
         return self.candidate.filtered
 
