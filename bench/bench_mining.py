@@ -112,7 +112,7 @@ def run_pydriller(repo: Path, clone_dir: Path, pairs: bool) -> SideResult:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, action="append", required=True, help="a git directory (repeatable)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--output", choices=["pairs", "commits", "both"], default="both",

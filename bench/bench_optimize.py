@@ -217,7 +217,7 @@ def print_tables(generation: dict[str, Any] | None, judging: dict[str, Any]) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="default", help="a local model directory, or 'default' (SmolLM2-135M)")
     parser.add_argument("--candidates", type=int, default=8, help="K: candidates per round")
     parser.add_argument("--max-tokens", type=int, default=256)

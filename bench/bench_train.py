@@ -441,7 +441,7 @@ def print_table(runs: list[dict[str, Any]], summary: dict[str, Any]) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="tiny", help="model shape (tiny: CPU; 0.5b: GPU)")
     parser.add_argument("--steps", type=int, default=20, help="timed optimiser steps per run (after the warm-up)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of each run")

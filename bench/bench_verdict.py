@@ -63,7 +63,7 @@ def measure(task_dir: Path, repeat: int, work: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("tasks", nargs="*", type=Path, help="task directories (default: examples/tasks/cpu/*)")
     parser.add_argument("--repeat", type=int, default=3, help="verdicts per path and task")
     args = parser.parse_args(argv)

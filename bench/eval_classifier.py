@@ -182,7 +182,7 @@ def show_errors(rows: list[Row], split: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--mirrors", type=Path, required=True, help="directory of owner+name/repo mirrors")
     parser.add_argument("--show-errors", choices=["even-sha half", "odd-sha half", "all"], default=None)
     parser.add_argument("--labels", type=Path, action="append",

@@ -53,7 +53,7 @@ def judgement_rows(mirrors: Path, labels_dirs: list[Path], max_diff_chars: int) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--mirrors", type=Path, required=True, help="directory of owner+name/repo mirrors")
     parser.add_argument("--labels", type=Path, action="append", required=True,
                         help="directory of label CSVs, repeatable (bench/labels/README.md)")

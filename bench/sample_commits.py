@@ -68,7 +68,7 @@ def labelled_shas(labels_dir: Path) -> set[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("git_dir")
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)

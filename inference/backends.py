@@ -12,9 +12,12 @@ transformers. The model stacks are imported only by the backend that needs them.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 
 from perfforge.errors import ConfigError, PerfforgeError
 from perfforge.llm_client import ChatClient, Completion
@@ -76,6 +79,25 @@ class OpenAIBackend(Backend):
         return f"openai:{self.model}@{self.client.base_url}"
 
 
+def gpu_present() -> bool:
+    return Path("/dev/nvidiactl").exists()
+
+
+def engine_dtype(dtype: str) -> str:
+    """The dtype vLLM is given, the same for `perfforge serve` and the in-process engine: "auto" is float32 on the
+    CPU, vLLM CPU's tested dtype here (STACK.md; vLLM's own auto downcasts to bfloat16, which needs AVX512-BF16)."""
+    return "float32" if dtype == "auto" and not gpu_present() else dtype
+
+
+def capped_model_len(requested: int, model_dir: Path) -> int:
+    """The context length asked for, capped at the model's max_position_embeddings (vLLM refuses more)."""
+    try:
+        limit = int(json.loads((model_dir / "config.json").read_text()).get("max_position_embeddings", 0))
+    except (OSError, ValueError, AttributeError, TypeError):  # unreadable, or not a mapping with a number
+        limit = 0
+    return min(requested, limit) if limit else requested
+
+
 @backend
 class VLLMBackend(Backend):
     """vLLM's offline engine. On the CPU it needs VLLM_CPU_KVCACHE_SPACE (GiB; 1 is plenty for small models), and
@@ -83,15 +105,25 @@ class VLLMBackend(Backend):
 
     name = "vllm"
 
-    def __init__(self, model: str, *, max_model_len: int = 4096, dtype: str = "auto") -> None:
+    def __init__(self, model: str, *, max_model_len: int = 4096, dtype: str = "auto", verbose: bool = False) -> None:
         super().__init__(model)
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        # The engine runs in this process, not in a child of its own: a Ctrl-C (which reaches the whole process
+        # group) then interrupts one process that stops cleanly, instead of also killing an engine process that
+        # prints its own traceback after ours has said "interrupted".
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        if not verbose:
+            # ~175 lines of engine start-up logs (its warnings included: advice on LD_PRELOAD, Triton, thread
+            # binding, none of it ours to act on) bury the loop's own lines; --verbose brings them back.
+            os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+            warnings.filterwarnings("ignore", module=r"vllm\.")
         from vllm import LLM
 
-        self.llm = LLM(model=str(resolve_model(model)), max_model_len=max_model_len, dtype=dtype,
-                       enforce_eager=True)
+        model_dir = resolve_model(model)
+        self.llm = LLM(model=str(model_dir), max_model_len=capped_model_len(max_model_len, model_dir),
+                       dtype=engine_dtype(dtype), enforce_eager=True)
         self.tokenizer = self.llm.get_tokenizer()
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
@@ -117,10 +149,14 @@ class TransformersBackend(Backend):
 
     name = "transformers"
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, verbose: bool = False) -> None:
         super().__init__(model)
         import torch
+        import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if not verbose:  # loading notices and generation-config warnings; --verbose brings them back
+            transformers.logging.set_verbosity_error()
 
         path = resolve_model(model)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
@@ -162,7 +198,7 @@ def installed(module: str) -> bool:
 
 
 def make_backend(kind: str, model: str, *, url: str | None = None, api_key: str = "EMPTY",
-                 timeout_s: float = 300.0, max_model_len: int = 4096) -> Backend:
+                 timeout_s: float = 300.0, max_model_len: int = 4096, verbose: bool = False) -> Backend:
     """The backend `kind` names (or the one "auto" picks) for `model`."""
     if kind == AUTO:
         kind = "openai" if url else "vllm" if installed("vllm") else "transformers"
@@ -177,5 +213,5 @@ def make_backend(kind: str, model: str, *, url: str | None = None, api_key: str 
         raise ConfigError(f"the {kind} backend needs {needed}, which is not installed; install it or give "
                           "--url of a served model")
     if kind == "vllm":
-        return VLLMBackend(model, max_model_len=max_model_len)
-    return TransformersBackend(model)
+        return VLLMBackend(model, max_model_len=max_model_len, verbose=verbose)
+    return TransformersBackend(model, verbose=verbose)

@@ -34,8 +34,10 @@ def run_optimize(config: OptimizeConfig) -> int:
              LocalJudge(config.out / "work", profile_improved=config.profile_candidates, log=log))
 
     def backend():  # noqa: ANN202 (made only when a round has to be asked)
+        if config.url is None:  # an engine in this process: tens of seconds before the model line
+            log(f"loading {config.model} into this process ...")
         made = make_backend(config.backend, config.model, url=config.url, api_key=config.api_key,
-                            timeout_s=config.request_timeout_s)
+                            timeout_s=config.request_timeout_s, verbose=config.verbose)
         log(f"model: {made.describe()}")
         return made
 

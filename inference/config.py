@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inference.backends import AUTO, BACKENDS
 from perfforge.errors import ConfigError
 from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
-from perfforge.summary import SOURCES_HELP, parse_sources
+from perfforge.summary import SOURCES_HELP, split_sources
 
 
 @dataclass
@@ -27,6 +28,8 @@ class OptimizeConfig:
         "help": "base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (perfforge serve)"})
     api_key: str = field(default="EMPTY", metadata={"help": "the endpoint's API key (local servers ignore it)"})
     request_timeout_s: float = field(default=600.0, metadata={"help": "seconds one generation request may take"})
+    verbose: bool = field(default=False, metadata={
+        "help": "show the in-process engine's own logs (vLLM's, transformers'); by default only warnings"})
     candidates: int = field(default=4, metadata={"help": "candidates sampled per round, in one batched request"})
     rounds: int = field(default=3, metadata={"help": "rounds of generate -> validate -> feed back"})
     keep_going: bool = field(default=False, metadata={
@@ -73,7 +76,10 @@ class OptimizeConfig:
                               "above 0")
         if self.branch is not None and not self.apply:
             raise ConfigError("--branch names the branch that --apply makes: give --apply too")
-        parse_sources(self.sources)  # an unknown insight source is an error before anything is profiled
+        self.sources = split_sources(self.sources)  # an unknown insight source is an error before any profiling
+        if self.backend != AUTO and self.backend not in BACKENDS:
+            raise ConfigError(f"--backend {self.backend!r} is not a backend; choose one of {AUTO}, "
+                              f"{', '.join(BACKENDS)}")
         if self.bundle and self.apply:
             raise ConfigError("--bundle stops before the verdicts exist; run --apply on the run that reads them")
 

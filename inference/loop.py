@@ -88,7 +88,7 @@ def optimize(task: Task, config: OptimizeConfig, make_backend: Callable[[], Back
     try:
         for number in range(1, config.rounds + 1):
             directory = state.layout.round_dir(number)
-            completions, request = _round_answers(state, number, directory, backend)
+            completions, request = _round_answers(state, number, directory, backend, log)
             if not _judge_round(state, number, directory, completions, request, judge, log):
                 return state
             if state.best is not None and not config.keep_going:
@@ -131,8 +131,8 @@ def choose_focus(profile: Profile | None, formula: str | None, log: Callable[[st
     return formula
 
 
-def _round_answers(state: LoopState, number: int, directory: Path,
-                   backend: Callable[[], Backend]) -> tuple[list[Completion], dict[str, Any]]:
+def _round_answers(state: LoopState, number: int, directory: Path, backend: Callable[[], Backend],
+                   log: Callable[[str], None] = print) -> tuple[list[Completion], dict[str, Any]]:
     """The round's completions and its request (messages, sampling settings, model): read back when already
     asked for, else asked now."""
     answers_path = directory / "completions.json"
@@ -144,6 +144,9 @@ def _round_answers(state: LoopState, number: int, directory: Path,
     request = {"messages": messages, "n": config.candidates, "seed": config.seed + number - 1,
                "temperature": config.temperature, "max_tokens": config.max_tokens, "model": model.describe()}
     write_json(directory / "request.json", request)
+    # Generation takes from seconds to minutes and prints nothing of its own: say what is being waited for.
+    log(f"round {number}: generating {config.candidates} candidate(s) of up to {config.max_tokens} tokens with "
+        f"{model.describe()} ...")
     completions = model.generate(messages, n=config.candidates, max_tokens=config.max_tokens,
                                  temperature=config.temperature, seed=request["seed"])
     write_json(answers_path, [asdict(c) for c in completions])

@@ -9,9 +9,11 @@ manager that starts it, waits until /v1/models answers, and stops it: tests and 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -19,7 +21,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
+from inference.backends import capped_model_len, engine_dtype
 from inference.config import ServeConfig
 from perfforge.errors import BackendError, PerfforgeError
 from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolve_model
@@ -27,6 +31,10 @@ from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolve_model
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 POLL_S = 1.0
 LOG_TAIL_CHARS = 3000  # of the server's log in a start-up failure: its last lines say why
+# Seconds a stopped server has to exit before it is killed. An idle vLLM server exits in under 1 s on SIGTERM; one
+# with a request in flight (the client interrupted mid-generation) waits for the generation to end, which made an
+# interrupted `perfforge eval` take 30 s (the old grace) to stop. Nothing it holds needs a clean exit.
+STOP_GRACE_S = 5.0
 
 
 def served_name(config: ServeConfig, model_dir: Path) -> str:
@@ -35,22 +43,11 @@ def served_name(config: ServeConfig, model_dir: Path) -> str:
     return DEFAULT_MODEL_NAME if config.model == DEFAULT_MODEL else model_dir.name
 
 
-def max_model_len(config: ServeConfig, model_dir: Path) -> int:
-    """The context length asked for, capped at the model's max_position_embeddings (vLLM refuses more)."""
-    try:
-        limit = int(json.loads((model_dir / "config.json").read_text()).get("max_position_embeddings", 0))
-    except (OSError, ValueError, AttributeError, TypeError):  # unreadable, or not a mapping with a number
-        limit = 0
-    return min(config.max_model_len, limit) if limit else config.max_model_len
-
-
 def server_argv(config: ServeConfig, model_dir: Path) -> list[str]:
-    dtype = config.dtype
-    if dtype == "auto" and not _gpu_present():
-        dtype = "float32"  # vLLM CPU's tested dtype here (STACK.md); bfloat16 needs AVX512-BF16
     argv = [sys.executable, "-m", SERVER_MODULE, "--model", str(model_dir), "--served-model-name",
-            served_name(config, model_dir), "--host", config.host, "--port", str(config.port), "--dtype", dtype,
-            "--max-model-len", str(max_model_len(config, model_dir)), "--enforce-eager"]
+            served_name(config, model_dir), "--host", config.host, "--port", str(config.port), "--dtype",
+            engine_dtype(config.dtype), "--max-model-len", str(capped_model_len(config.max_model_len, model_dir)),
+            "--enforce-eager"]
     if config.lora or config.runtime_lora:
         argv += ["--enable-lora", "--max-lora-rank", str(config.max_lora_rank)]
     if config.lora:
@@ -67,8 +64,26 @@ def server_env(config: ServeConfig) -> dict[str, str]:
     return env
 
 
-def _gpu_present() -> bool:
-    return Path("/dev/nvidiactl").exists()
+def check_port_free(host: str, port: int) -> None:
+    """One error line when HOST:PORT is taken: otherwise the new server fails late, after the old one answered the
+    readiness check in its place."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is not in use
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise BackendError(f"cannot listen on {host}:{port} ({exc.strerror}); is a server already running "
+                               "there? Stop it, use it (--url), or give another --port") from None
+
+
+def _claim_log(log: IO[str], path: Path) -> None:
+    """An exclusive lock on the log, held by the server through its inherited descriptor for as long as it runs:
+    a second server started with the same log stops here instead of truncating the first one's."""
+    try:
+        fcntl.flock(log, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise BackendError(f"{path} is the log of a vLLM server still running; stop it or give another --port") \
+            from None
 
 
 class Server:
@@ -95,8 +110,11 @@ class Server:
             if not (path / "adapter_config.json").is_file():
                 raise PerfforgeError(f"--lora {item}: {path} holds no adapter_config.json; give a peft adapter "
                                      "directory (perfforge train writes one)")
+        check_port_free(self.config.host, self.config.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("w") as log:  # the server keeps its own descriptor
+        with self.log_path.open("a") as log:  # the server keeps its own descriptor, and with it the lock
+            _claim_log(log, self.log_path)
+            log.truncate(0)
             self.process = subprocess.Popen(server_argv(self.config, self.model_dir), env=server_env(self.config),
                                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
@@ -128,11 +146,11 @@ class Server:
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
             return
-        os.killpg(self.process.pid, 15)
+        os.killpg(self.process.pid, signal.SIGTERM)
         try:
-            self.process.wait(timeout=30)
+            self.process.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, 9)
+            os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
 
@@ -152,15 +170,11 @@ def load_adapter(url: str, name: str, path: Path, timeout_s: float = 120.0) -> N
         raise BackendError(f"the server at {url} is not answering ({exc}); start it with perfforge serve") from None
 
 
-def _interrupt_on_sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def run_serve(config: ServeConfig) -> int:
     log_path = Path("perfforge-out") / "serve" / f"vllm-{config.port}.log"
-    # The server runs in a session of its own (so a Ctrl-C reaches us first and we stop it in order): a kill of
-    # `perfforge serve` must stop it too, not leave it holding the port and the GPU.
-    signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    # The server runs in a session of its own (so a Ctrl-C reaches us first and we stop it in order); a kill of
+    # `perfforge serve` takes the same path (perfforge.cli turns SIGTERM into KeyboardInterrupt) and stops it too.
+    check_port_free(config.host, config.port)  # before saying anything is starting
     server = Server(config, log_path)
     print(f"starting vLLM for {server.model_dir} as {server.name!r} (log: {log_path}) ...", flush=True)
     with server:

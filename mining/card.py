@@ -28,7 +28,9 @@ REQUIRED_FILES = (STATS_FILE, COMMITS_FILE, PAIRS_FILE)
 class CardConfig:
     dataset: Path = field(default=Path("perfforge-out/mine"), metadata={
         "positional": True, "help": "dataset directory written by perfforge mine"})
-    out_dir: Path = field(default=Path("data_cards"), metadata={"help": "directory the card is written to"})
+    # Not data_cards/: run from a clone, the default would rewrite the committed demo card.
+    out_dir: Path = field(default=Path("perfforge-out/cards"), metadata={
+        "help": "directory the card is written to (the repository's committed cards are in data_cards/)"})
     name: str | None = field(default=None, metadata={"help": "dataset name (default: the dataset directory's name)"})
 
 

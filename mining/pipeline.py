@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -228,8 +229,35 @@ def check_work_dir(work_dir: Path, config: MineConfig) -> None:
     marker.write_text(config.fingerprint() + "\n")
 
 
+# Options that do not change a finished dataset: where it is, how fast and how visibly it was made.
+_NOT_DATASET_OPTIONS = ("out", "jobs", "overwrite", "progress", "chunk_size")
+
+
+def _dataset_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The options that shaped a dataset, comparable across runs (paths as strings, a source path resolved)."""
+    chosen = {k: str(v) if isinstance(v, Path) else v for k, v in options.items() if k not in _NOT_DATASET_OPTIONS}
+    chosen["sources"] = [str(Path(s).resolve()) if Path(s).exists() else s for s in chosen.get("sources", [])]
+    return chosen
+
+
+def check_finished(config: MineConfig) -> None:
+    """A finished dataset in OUT is replaced only by a run of the same options, or with --overwrite: another
+    option (--no-pairs, another source) would silently replace it with a different dataset."""
+    stats_path = config.out / STATS_FILE
+    if config.overwrite or not stats_path.is_file():
+        return
+    before = _dataset_options(read_json(stats_path).get("config", {}))
+    now = _dataset_options(asdict(config))
+    differing = [f"--{k.replace('_', '-')} {before[k]!r} -> {now[k]!r}" if k in before else
+                 f"--{k.replace('_', '-')} (not recorded) -> {now[k]!r}" for k in now if before.get(k) != now[k]]
+    if differing:
+        raise ConfigError(f"{config.out} holds a finished dataset mined with other options ({'; '.join(differing)});"
+                          " give another --out, or pass --overwrite to replace it")
+
+
 def mine(config: MineConfig) -> MineResult:
     work_dir = config.out / ".work"
+    check_finished(config)
     check_work_dir(work_dir, config)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     sources = resolve_sources(config.sources, work_dir / "repos")
@@ -264,16 +292,43 @@ def _run_tasks(todo: list[ChunkTask], config: MineConfig) -> bool:
     return True
 
 
+def _worker_signals() -> None:
+    """A worker leaves interrupts to the main process: Ctrl-C reaches the whole process group, and a worker that
+    raised KeyboardInterrupt too would print its own traceback. SIGTERM (how the main process stops it) kills it
+    at once, whatever handler it inherited from the main process through fork."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _run_in_processes(todo: list[ChunkTask], jobs: int, bar: tqdm) -> None:
-    executor = ProcessPoolExecutor(max_workers=jobs)
+    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_signals)
     try:
         pending: set[Future[int]] = {executor.submit(run_chunk, task) for task in todo}
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 bar.update(future.result())
+    except BaseException:
+        # Interrupted, or a chunk failed: the running chunks are dropped, not finished (a shard is written
+        # atomically, so a killed worker leaves none half-written and the resume redoes its chunk). Without this,
+        # the exit waits for every chunk already handed to a worker, and a SIGTERM left workers blocked on the pipe.
+        _stop_workers(executor)
+        raise
     finally:
         executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _stop_workers(executor: ProcessPoolExecutor) -> None:
+    """Terminate the pool's worker processes and reap them. Python 3.14 has executor.terminate_workers(); before
+    it, the processes are only reachable through the private `_processes` (delete this when 3.14 is the oldest
+    supported Python)."""
+    processes = list((getattr(executor, "_processes", None) or {}).values())  # shutdown forgets them
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=10)
 
 
 # What the merge keeps of a pair in memory: enough to deduplicate and count, not the code itself.

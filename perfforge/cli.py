@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -160,7 +162,8 @@ SUBCOMMANDS = {
     command.name: command for command in (
         Subcommand("mine", "mine git histories into a dataset of performance commits and function pairs",
                    _mine_config, _run_mine),
-        Subcommand("card", "write the dataset card of a mined dataset into data_cards/", _card_config, _run_card),
+        Subcommand("card", "write the dataset card of a mined dataset (a Hugging Face README)", _card_config,
+                   _run_card),
         Subcommand("profile", "build, time and profile a task (or the top kernels of an application) into a "
                    "profile record with diagnoses", _profile_config, _run_profile),
         Subcommand("diagnose", "rank the bottlenecks of a task or a profile.json, with evidence, and print the "
@@ -188,17 +191,22 @@ GROUP_HELP = {"synth": "synthesise runnable, profiled tasks: the pattern catalog
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # allow_abbrev=False everywhere: a prefix of an option (--candidate for --candidates, --model for --models) is
+    # an error, not silently another option.
     parser = argparse.ArgumentParser(prog="perfforge", description="GPU and CPU performance engineering "
-                                     "with local models: datasets, profiles, validation, optimisation.")
+                                     "with local models: datasets, profiles, validation, optimisation.",
+                                     allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"perfforge {__version__}")
     commands = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
     groups: dict[str, argparse._SubParsersAction] = {}
     for command in SUBCOMMANDS.values():
         group, _, name = command.name.rpartition(" ")
         if group and group not in groups:
-            group_parser = commands.add_parser(group, help=GROUP_HELP[group], description=GROUP_HELP[group])
+            group_parser = commands.add_parser(group, help=GROUP_HELP[group], description=GROUP_HELP[group],
+                                               allow_abbrev=False)
             groups[group] = group_parser.add_subparsers(dest=f"{group}_command", metavar="COMMAND", required=True)
-        sub = (groups[group] if group else commands).add_parser(name, help=command.help, description=command.help)
+        sub = (groups[group] if group else commands).add_parser(name, help=command.help, description=command.help,
+                                                                allow_abbrev=False)
         sub.add_argument("--config", help="YAML file of options (flags override it)", default=None)
         add_arguments(sub, command.config_cls())
     return parser
@@ -209,10 +217,28 @@ def _command_of(args: argparse.Namespace) -> Subcommand:
     return SUBCOMMANDS[f"{args.subcommand} {group_command}" if group_command else args.subcommand]
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command = _command_of(args)
+    # SIGTERM (kill, timeout, CI cancellation, Slurm) takes the Ctrl-C path: every long command then keeps its
+    # finished work, stops the processes it started (workers, a vLLM server in its own session) and exits 130,
+    # instead of dying at once and leaving them behind. Python runs handlers in the main thread, where the commands
+    # catch KeyboardInterrupt; the caller's handler comes back on return (tests call main in their process).
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
+    try:
+        return _run(command, args)
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _run(command: Subcommand, args: argparse.Namespace) -> int:
     try:
         config = from_namespace(command.config_cls(), args)
         return command.run(config)

@@ -42,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, only: Sequence[str
         kind, _ = _base_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
         help_text = f.metadata.get("help", "")
+        if not f.metadata.get("positional"):  # a positional's default is its absence, which its help describes
+            help_text = _with_default(help_text, f, kind is bool)
+        else:
+            help_text = help_text.replace("%", "%%")
         if f.metadata.get("positional"):
             nargs = "*" if typing.get_origin(kind) is list else "?"
             parser.add_argument(f.name, nargs=nargs, default=argparse.SUPPRESS, help=help_text)
@@ -52,6 +56,28 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, only: Sequence[str
             parser.add_argument(flag, nargs="+", default=argparse.SUPPRESS, help=help_text)
         else:
             parser.add_argument(flag, default=argparse.SUPPRESS, help=help_text, metavar=f.name.upper())
+
+
+def _with_default(help_text: str, f: dataclasses.Field, is_bool: bool) -> str:
+    """The help text with the field's default appended, unless the text already says it ("default: one per CPU
+    core" reads better than the number of this machine's cores). argparse formats help with %, so % is doubled."""
+    if "default" in help_text.lower():
+        return help_text.replace("%", "%%")
+    if f.default is not dataclasses.MISSING:
+        default = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        default = f.default_factory()
+    else:
+        return help_text.replace("%", "%%")
+    if is_bool:
+        shown = "--" + ("" if default else "no-") + f.name.replace("_", "-")
+    elif default is None or default == []:
+        shown = "none"
+    elif isinstance(default, list):
+        shown = " ".join(map(str, default))
+    else:
+        shown = str(default)
+    return f"{help_text} (default: {shown})".strip().replace("%", "%%")
 
 
 def _coerce(name: str, value: Any, annotation: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +74,11 @@ class ChatClient:
                     return json.loads(reply.read().decode())
             except urllib.error.HTTPError as exc:
                 detail = exc.read().decode(errors="replace")[:300]
+                if exc.code == 404 and not urllib.parse.urlsplit(self.base_url).path.rstrip("/").endswith("/v1"):
+                    # A server without the OpenAI routes at this path answers 404 to any model name.
+                    raise BackendError(f"{url} answered HTTP 404: the URL {self.base_url} probably lacks /v1 (an "
+                                       "OpenAI-compatible base URL ends with it, e.g. http://127.0.0.1:8000/v1)") \
+                        from None
                 if exc.code == 404 or (exc.code == 400 and "model" in detail.lower()):
                     raise BackendError(f"{url} does not serve model {self.model!r} (HTTP {exc.code}: {detail}); "
                                        "pass the served model name") from None

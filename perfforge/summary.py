@@ -85,6 +85,14 @@ def estimate_tokens(text: str) -> int:
     return total
 
 
+def split_sources(sources: Iterable[str]) -> list[str]:
+    """The names of a --sources option, as given (`--sources roofline counters`) or comma-joined
+    (`--sources roofline,counters`), checked: an unknown name is an error before any work is done."""
+    names = [name.strip() for item in sources for name in str(item).split(",")]
+    parse_sources(names)
+    return names
+
+
 def parse_sources(sources: Iterable[str] | str) -> frozenset[Source]:
     """The sources named (a comma-separated string or an iterable of names), with "all" expanded."""
     names = sources.split(",") if isinstance(sources, str) else list(sources)

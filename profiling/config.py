@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfforge.errors import ConfigError
-from perfforge.summary import SOURCES_HELP
+from perfforge.summary import SOURCES_HELP, split_sources
 
 
 @dataclass
@@ -49,6 +49,9 @@ class ProfileConfig:
             raise ConfigError(f"--target must be cuda or cpu with --command, got {self.target!r}")
         if self.top < 1:
             raise ConfigError("--top must be at least 1")
+        if self.candidate is not None and not self.candidate.is_file():
+            raise ConfigError(f"--candidate {self.candidate} does not exist; give the path of a source file")
+        self.sources = split_sources(self.sources)  # an unknown source is an error before anything is profiled
 
 
 @dataclass
@@ -60,3 +63,6 @@ class DiagnoseConfig:
     sources: list[str] = field(default_factory=lambda: ["all"], metadata={"help": SOURCES_HELP})
     token_budget: int = field(default=400, metadata={"help": "token budget of the prompt summary"})
     json: bool = field(default=False, metadata={"help": "print the diagnoses as JSON instead of text"})
+
+    def validate(self) -> None:
+        self.sources = split_sources(self.sources)  # an unknown source is an error before anything is profiled

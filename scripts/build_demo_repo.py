@@ -781,7 +781,7 @@ def build(out_bundle: Path, out_truth: Path, repo: Path) -> list[tuple[str, Step
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-bundle", type=Path, default=DEFAULT_BUNDLE, help="where to write the git bundle")
     parser.add_argument("--out-truth", type=Path, default=DEFAULT_TRUTH, help="where to write the truth CSV")
     parser.add_argument(

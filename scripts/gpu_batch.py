@@ -74,7 +74,7 @@ def _fmt(value: float | None) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("tasks", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, default=Path("perfforge-out/batch"))
     args = parser.parse_args()

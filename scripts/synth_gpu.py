@@ -31,7 +31,7 @@ from synth.config import SynthPatternsConfig  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--target", default="cuda")
     parser.add_argument("--patterns", nargs="*", default=[])

@@ -9,7 +9,10 @@ import io
 import json
 import os
 import subprocess
+import sys
 import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,6 +213,52 @@ def invoke(argv: list[str]) -> tuple[int, str, str]:
 
 def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("perfforge: error:")]
+
+
+@dataclass
+class Spawned:
+    """`perfforge` run as a real command in a session of its own (so that a signal to its process group is what a
+    terminal's Ctrl-C sends), marked by an environment variable that every process it starts inherits."""
+
+    process: subprocess.Popen
+    marker: str
+
+    def processes(self) -> list[str]:
+        """'pid command' of every live process of this run: in its session, or carrying its marker (a process
+        that made a session of its own, as a vLLM server does, still inherits the environment)."""
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                environ = (entry / "environ").read_bytes()
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:  # gone meanwhile, or another user's
+                continue
+            state, _, _, session = stat.rpartition(")")[2].split()[:4]
+            mine = session == str(self.process.pid) or f"PERFFORGE_TEST_RUN={self.marker}".encode() in environ
+            if mine and state != "Z":
+                found.append(f"{entry.name} {command.strip()}")
+        return found
+
+    def left_behind(self, wait_s: float = 5.0) -> list[str]:
+        """The run's processes still alive once it has exited (given `wait_s` to go: a killed child is reaped by
+        init a moment later)."""
+        deadline = time.monotonic() + wait_s
+        while (found := self.processes()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return found
+
+
+def spawn_perfforge(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> Spawned:
+    """`python -m perfforge.cli ARGV` from this checkout, its stdout and stderr piped as text."""
+    marker = uuid.uuid4().hex
+    full_env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PERFFORGE_TEST_RUN": marker,
+                **(env or {})}
+    process = subprocess.Popen([sys.executable, "-m", "perfforge.cli", *argv], cwd=cwd, env=full_env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return Spawned(process, marker)
 
 
 @pytest.fixture(scope="session")

@@ -87,3 +87,76 @@ def test_unknown_option_in_a_config_file(tmp_path: Path, capsys: pytest.CaptureF
     config.write_text("chunk: 10\n")
     assert main(["mine", "--config", str(config), "--out", str(tmp_path / "o")]) == 2
     assert "unknown option 'chunk'" in error_line(capsys)
+
+
+@pytest.mark.parametrize(("argv", "refused"), [
+    (["optimize", "task", "--candidate", "3"], "--candidate 3"),  # once ran as --candidates 3
+    (["eval", "--model", "base"], "--model base"),  # once started a 7-pattern evaluation as --models base
+    (["mine", "--no-pair"], "--no-pair"),
+    (["synth", "patterns", "--instance", "2"], "--instance 2"),
+])
+def test_an_abbreviated_option_is_refused_not_taken_for_another(argv: list[str], refused: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert f"unrecognized arguments: {refused}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("command", "shown"), [
+    (["optimize"], ["candidates sampled per round, in one batched request (default: 4)",
+                    "(default: --profile-candidates)", "(default: all)", "(default: none)"]),
+    (["mine"], ["(default: perfforge-out/mine)", "(default: one per CPU core)", "(default: --pairs)"]),
+    (["eval"], ["(default: catalogue)", "(default: base)"]),
+])
+def test_help_shows_every_default(command: list[str], shown: list[str], capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # one line per option, so that the text can be matched whole
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    text = capsys.readouterr().out
+    for expected in shown:
+        assert expected in text
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["optimize", "{task}", "--sources", "a,b"], "unknown summary source(s) 'a', 'b'; valid sources: none,"),
+    (["optimize", "{task}", "--backend", "vlm"], "--backend 'vlm' is not a backend; choose one of auto, openai"),
+    (["profile", "{task}", "--sources", "roofline,stals"], "unknown summary source(s) 'stals'"),
+    (["diagnose", "{task}", "--sources", "x"], "unknown summary source(s) 'x'"),
+    (["profile", "{task}", "--candidate", "missing.c"], "--candidate missing.c does not exist"),
+])
+def test_options_are_checked_before_any_work(argv: list[str], message: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """These were refused only after minutes of profiling (or with a traceback): now before anything runs, so an
+    empty directory stands in for the task."""
+    task = tmp_path / "task"
+    task.mkdir()
+    assert main([part.format(task=task) for part in argv]) == 2
+    assert error_line(capsys).startswith(f"perfforge: error: {message}")
+
+
+def test_comma_joined_sources_are_split(tmp_path: Path) -> None:
+    from perfforge.config import resolve
+    from profiling.config import ProfileConfig
+
+    config = resolve(ProfileConfig, {}, {"task": tmp_path, "sources": ["roofline,counters", "stalls"]})
+    assert config.sources == ["roofline", "counters", "stalls"]
+
+
+def test_card_by_default_writes_outside_the_tracked_tree(demo_dataset: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a clone, the old default (data_cards/) rewrote the committed demo card."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["card", str(demo_dataset), "--name", "demo"]) == 0
+    assert (tmp_path / "perfforge-out" / "cards" / "demo.md").is_file()
+    assert not (tmp_path / "data_cards").exists()
+
+
+def test_the_committed_demo_card_is_of_this_miner_and_schema() -> None:
+    """The committed card says which miner and schema made it: regenerate it (README) when either changes."""
+    from mining.config import MINER_VERSION
+    from perfforge.records import SCHEMA_VERSION
+
+    card = (Path(__file__).resolve().parents[1] / "data_cards" / "minikern-demo.md").read_text()
+    assert f"miner v{MINER_VERSION} (schema {SCHEMA_VERSION})" in card

@@ -3,9 +3,11 @@ configuration checks, the vLLM server's command line and backend selection."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
+import socket
 import sys
 import time
 from pathlib import Path
@@ -20,11 +22,13 @@ from inference.config import OptimizeConfig, ServeConfig
 from inference.loop import choose_focus, unified_patch
 from perfforge.cli import build_parser, main
 from perfforge.config import from_namespace
-from perfforge.errors import ConfigError
+from perfforge.errors import BackendError, ConfigError
+from perfforge.llm_client import ChatClient
 from perfforge.models import DEFAULT_MODEL_NAME
 from perfforge.records import Belief, CounterDelta, CounterValue, Diagnosis, HotLine, Profile, Timing
 from perfforge.task import load_task
 from perfforge.verdict import Status
+from tests.conftest import OpenAIEndpoint
 from tests.inference.conftest import write_cpu_task
 from tests.profiling.conftest import FAST_C, SLOW_C
 
@@ -249,7 +253,7 @@ def flag(argv: list[str], name: str) -> str:
 
 
 def test_server_argv_plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serve, "_gpu_present", lambda: False)
+    monkeypatch.setattr(backends, "gpu_present", lambda: False)
     directory = model_dir(tmp_path, {"max_position_embeddings": 8192})
     argv = serve.server_argv(ServeConfig(model=str(directory), port=8123), directory)
     assert argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
@@ -259,7 +263,7 @@ def test_server_argv_plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert flag(argv, "--max-model-len") == "4096"
     assert "--enforce-eager" in argv
     assert "--enable-lora" not in argv and "--lora-modules" not in argv
-    monkeypatch.setattr(serve, "_gpu_present", lambda: True)
+    monkeypatch.setattr(backends, "gpu_present", lambda: True)
     assert flag(serve.server_argv(ServeConfig(model=str(directory)), directory), "--dtype") == "auto"
     assert flag(serve.server_argv(ServeConfig(served_model_name="x"), directory), "--served-model-name") == "x"
     assert flag(serve.server_argv(ServeConfig(), directory), "--served-model-name") == DEFAULT_MODEL_NAME
@@ -318,12 +322,12 @@ import sys
 from pathlib import Path
 
 import inference.serve as serve
-from inference.config import ServeConfig
+from perfforge.cli import main
 
 serve.server_argv = lambda config, model_dir: [sys.executable, "-m", "http.server", str(config.port),
                                                "--bind", "127.0.0.1"]
 serve.Server.wait_ready = lambda self: print(f"child {self.process.pid}", flush=True)
-raise SystemExit(serve.run_serve(ServeConfig(model=sys.argv[1], port=int(sys.argv[2]))))
+raise SystemExit(main(["serve", "--model", sys.argv[1], "--port", sys.argv[2]]))
 """
 
 
@@ -348,3 +352,80 @@ def test_a_killed_perfforge_serve_stops_its_server(tiny_model: Path, tmp_path: P
         for _ in range(100):  # stop() waited for it; a zombie reaped by init may linger a moment
             os.kill(child, 0)
             time.sleep(0.05)
+
+
+# --- what a user is told --------------------------------------------------------------------------------------------
+
+
+def test_a_url_without_v1_is_said_to_lack_it(openai_endpoint: OpenAIEndpoint) -> None:
+    """A base URL without /v1 reaches no OpenAI route: every model "does not exist", which misled; say the URL."""
+    bare = openai_endpoint.base_url.removesuffix("/v1")
+    with pytest.raises(BackendError, match=rf"the URL {re.escape(bare)} probably lacks /v1 \(an OpenAI-compatible"):
+        ChatClient(bare, openai_endpoint.model).chat([{"role": "user", "content": "hi"}])
+    with pytest.raises(BackendError, match="does not serve model 'other'"):  # with /v1, the name is what is wrong
+        ChatClient(openai_endpoint.base_url, "other").chat([{"role": "user", "content": "hi"}])
+
+
+def test_serve_on_a_port_in_use_says_so_before_starting(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """It once printed "serving ... at" (the other server answered the readiness check), then a screen of NUL
+    bytes from the other server's log, which it had truncated."""
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        assert main(["serve", "--model", str(tmp_path / "no-model-needed"), "--port", str(port)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [f"perfforge: error: cannot listen on 127.0.0.1:{port} (Address already in "
+                                         "use); is a server already running there? Stop it, use it (--url), or give "
+                                         "another --port"]
+    assert not (tmp_path / "perfforge-out").exists()
+
+
+def test_a_running_servers_log_is_never_truncated(tmp_path: Path) -> None:
+    """The log is locked by the server that writes it (through its inherited descriptor): a second server given
+    the same log stops with one line and leaves the text as it was."""
+    model = model_dir(tmp_path, {"max_position_embeddings": 512})
+    log = tmp_path / "vllm.log"
+    log.write_text("the running server's lines\n")
+    with log.open("a") as running:
+        fcntl.flock(running, fcntl.LOCK_EX)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        with pytest.raises(BackendError, match=f"{re.escape(str(log))} is the log of a vLLM server still running"):
+            serve.Server(ServeConfig(model=str(model), port=port), log).start()
+    assert log.read_text() == "the running server's lines\n"
+
+
+def test_the_in_process_engine_runs_as_serve_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """optimize without --url ran bf16 (vLLM's own auto) while serve ran float32, and asked for a context longer than
+    the model's, which vLLM refuses: both now come from one place."""
+    monkeypatch.setattr(backends, "gpu_present", lambda: False)
+    assert backends.engine_dtype("auto") == "float32" and backends.engine_dtype("bfloat16") == "bfloat16"
+    monkeypatch.setattr(backends, "gpu_present", lambda: True)
+    assert backends.engine_dtype("auto") == "auto"
+    assert backends.capped_model_len(4096, model_dir(tmp_path, {"max_position_embeddings": 2048})) == 2048
+    assert backends.capped_model_len(1024, tmp_path / "no-config") == 1024
+
+
+def test_a_server_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM with a request in flight waits for its generation before exiting: stop() kills it after the grace
+    instead of waiting (an interrupted eval once took 30 s to stop)."""
+    ignoring = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); " \
+               "time.sleep(120)"
+    monkeypatch.setattr(serve, "server_argv", lambda config, model_dir: [sys.executable, "-c", ignoring])
+    monkeypatch.setattr(serve.Server, "wait_ready", lambda self: None)
+    monkeypatch.setattr(serve, "STOP_GRACE_S", 0.5)
+    server = serve.Server(ServeConfig(model=str(model_dir(tmp_path, {})), port=0), tmp_path / "vllm.log")
+    server.start()
+    deadline = time.monotonic() + 30
+    while "up" not in server.log_tail() and time.monotonic() < deadline:  # its handler is in place
+        time.sleep(0.05)
+    started = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started < 5
+    assert server.process is not None and server.process.returncode == -9

@@ -200,3 +200,27 @@ def test_adapter_loaded_at_run_time(server: Server, tiny_lora: Path) -> None:
     load_adapter(server.url, LATE, tiny_lora)
     assert LATE in served_models(server.url)
     assert served_greedy_ids(server.url, LATE, MESSAGES) == served_greedy_ids(server.url, ADAPTER, MESSAGES)
+
+
+def test_sigterm_to_perfforge_serve_stops_vllm_with_it(tiny_model: Path, tmp_path: Path) -> None:
+    """`kill` (or timeout, CI cancellation, Slurm) of `perfforge serve` once left vLLM running without a parent:
+    three processes and ~4 GB. Its own server (~30 s to start), apart from the module's."""
+    import signal
+
+    from tests.conftest import spawn_perfforge
+
+    port = free_port()
+    run = spawn_perfforge(["serve", "--model", str(tiny_model), "--port", str(port), "--max-model-len", "512"],
+                          tmp_path, env={"VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1"})
+    assert run.process.stdout is not None
+    for line in run.process.stdout:
+        if line.startswith("serving "):
+            break
+    else:
+        pytest.fail(f"perfforge serve stopped before serving: {run.process.communicate()}")
+    assert len(run.processes()) >= 2  # perfforge and vLLM (in a session of its own), found by the run's marker
+    run.process.send_signal(signal.SIGTERM)
+    _, stderr = run.process.communicate(timeout=30)
+    assert run.process.returncode == 130, stderr
+    assert stderr.strip().splitlines() == ["stopping"]
+    assert run.left_behind() == []

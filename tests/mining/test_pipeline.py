@@ -204,3 +204,20 @@ def test_a_repository_without_commits_gives_none_and_stops_no_other(perf_repo: R
     result = run([empty, perf_repo.path], tmp_path / "out", jobs=1, pairs=False)
     stats = json.loads(result.paths["stats.json"].read_text())
     assert stats["repos"]["empty"]["commits_total"] == 0 and stats["repos"]["perf_repo"]["commits_total"] == 4
+
+
+def test_a_finished_dataset_is_not_replaced_by_a_run_of_other_options(perf_repo: RepoBuilder, tmp_path: Path) -> None:
+    """`mine --no-pairs` into a finished OUT once replaced 13 pairs by none without a word: it is refused, naming
+    the option, until --overwrite; the same options (or only another --jobs) mine it again."""
+    out = tmp_path / "out"
+    first = run([perf_repo.path], out, jobs=1)
+    pairs_before = rows(first.paths["pairs.parquet"])
+    assert pairs_before
+    with pytest.raises(ConfigError, match=r"finished dataset mined with other options \(--pairs True -> False\); "
+                                          r"give another --out, or pass --overwrite to replace it"):
+        run([perf_repo.path], out, jobs=1, pairs=False)
+    with pytest.raises(ConfigError, match=r"--perf-threshold 0\.5 -> 0\.9"):
+        run([perf_repo.path], out, jobs=1, perf_threshold=0.9)
+    assert rows(out / "pairs.parquet") == pairs_before
+    assert rows(run([perf_repo.path], out, jobs=2, chunk_size=1).paths["pairs.parquet"]) == pairs_before
+    assert rows(run([perf_repo.path], out, jobs=1, pairs=False, overwrite=True).paths["pairs.parquet"]) == []
