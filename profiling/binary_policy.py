@@ -38,7 +38,12 @@ RUNTIME_LIBRARIES = ("libc.so.6", "libm.so.6", "libgomp.so.1", "libstdc++.so.6",
 # Interposable by design (glibc documents replacing them), and called by everything: never the candidate's.
 ALLOCATOR = frozenset({"malloc", "free", "calloc", "realloc", "memalign", "aligned_alloc", "posix_memalign", "valloc",
                        "pvalloc", "malloc_usable_size", "reallocarray"})
-RESERVED_DEFINITIONS = frozenset({"main", "_start", "_init", "_fini", "__libc_csu_init", "__libc_csu_fini"})
+# Names the C start-up files (crt1.o, crti.o, crtbegin.o) call or read: defined by the candidate, they run or are
+# read before main (crti's _init calls __gmon_start__ when it is defined).
+RESERVED_DEFINITIONS = frozenset({"main", "_start", "_init", "_fini", "__libc_csu_init", "__libc_csu_fini",
+                                  "__gmon_start__", "_ITM_registerTMCloneTable", "_ITM_deregisterTMCloneTable",
+                                  "__cxa_finalize", "__libc_start_main", "_dl_relocate_static_pie", "__TMC_END__",
+                                  "__data_start", "data_start", "_IO_stdin_used", "__dso_handle"})
 LOAD_TIME_SECTIONS = (".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors", ".init", ".fini")
 
 # The imports a CPU kernel may use, each family with why it is harmless. Matched against the whole symbol name.
@@ -65,16 +70,17 @@ CPU_IMPORT_RE = re.compile("|".join(f"(?:{pattern})" for pattern, _ in CPU_IMPOR
 
 # Half precision in an object: F16C conversions and AVX512-FP16 arithmetic (every such mnemonic ends in "ph" or
 # "sh", packed or scalar, or converts to or from one), and libgcc's software conversions to half and bfloat16.
-HALF_MNEMONIC_RE = re.compile(r"v\w*(ph|sh)x?|v?cvt\w*(ph|sh)\w*")
+HALF_MNEMONIC_RE = re.compile(r"v\w*(ph|sh)x?|v?cvt\w*(ph|sh)\w*|\w*bf16\w*|tdp\w+")  # + AVX512-BF16, AMX
 HALF_HELPER_RE = re.compile(r"__(extend|trunc)\w*(hf|bf)\d?")
 SYSCALL_MNEMONICS = frozenset({"syscall", "sysenter"})
 MNEMONIC_RE = re.compile(r"^\s*[0-9a-f]+:\t(\S+)(?:\s+(\S+))?", re.MULTILINE)
-# GCC's optimize pragma and attribute, clang's fp pragmas: what they switch that relaxes floating point.
-RELAXED_FP_RE = re.compile(
-    r"#\s*pragma\s+(GCC\s+optimize|clang\s+fp|float_control|STDC\s+FP_CONTRACT\s+ON)[^\n]*|"
-    r"__attribute__\s*\(\(\s*(__)?optimize(__)?\s*\([^)]*\)", re.IGNORECASE)
-RELAXED_FP_WORD_RE = re.compile(r"fast|unsafe|associative|reciprocal|finite-math|no-signed-zeros|no-trapping|"
-                                r"cx-limited|contract|Ofast|reassociate", re.IGNORECASE)
+# Per-function optimisation switches, in any spelling: GCC's optimize pragma and attribute (first in an attribute
+# list or not, __optimize__, [[gnu::optimize]]), clang's fp pragmas, float_control, FP_CONTRACT. Which of their
+# options relax floating point cannot be read reliably from words (string pasting hides them), so any of them is
+# refused: the task's build decides how the kernel is optimised.
+OPTIMIZE_SWITCH_RE = re.compile(
+    r"#\s*pragma\s+(GCC\s+(optimize|push_options)|clang\s+fp|float_control|STDC\s+FP_CONTRACT)|"
+    r"\b(__)?optimize(__)?\s*\(|\bgnu::(__)?optimize(__)?\b|\bfp_contract\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -120,8 +126,9 @@ def _symbols(obj: Path) -> list[_Symbol]:
 def _definitions(symbols: list[_Symbol], taken: frozenset[str] | set[str]) -> list[Refusal]:
     refusals = []
     for symbol in symbols:
-        if symbol.kind in "Uwv" or not symbol.kind.isupper() and symbol.kind != "i":
-            continue  # undefined, or local to the object
+        # undefined, or local to the object; 'u' (GNU unique) and 'i' (IFUNC) are lowercase yet bound as globals
+        if symbol.kind in "Uwv" or not symbol.kind.isupper() and symbol.kind not in "iu":
+            continue
         if symbol.kind == "i":
             refusals.append(Refusal("load_time_code", f"defines {symbol.name} as an IFUNC: its resolver runs while "
                                                       "the program loads, before the judge's protocol"))
@@ -170,15 +177,12 @@ def _half_precision(symbols: list[_Symbol], mnemonics: list[tuple[str, str]]) ->
 
 
 def _relaxed_fp(preprocessed: str, source_name: str) -> list[Refusal]:
-    """Optimize pragmas and attributes that relax floating point, in the candidate's own lines of the preprocessed
-    source (headers' lines are skipped by their line markers)."""
-    refusals = []
-    for text in _own_lines(preprocessed, source_name):
-        for match in RELAXED_FP_RE.finditer(text):
-            if RELAXED_FP_WORD_RE.search(match.group(0)) or "FP_CONTRACT" in match.group(0).upper():
-                refusals.append(Refusal("precision", f"relaxes floating point: {match.group(0).strip()[:120]} (the "
-                                                     "task's build decides the floating-point rules)"))
-    return refusals
+    """Per-function optimisation switches in the candidate's own lines of the preprocessed source (headers' lines
+    are skipped by their line markers; macros and _Pragma are expanded there)."""
+    return [Refusal("precision", f"relaxes floating point or may: {text.strip()[:120]} (an optimize switch of its "
+                                 "own; the task's build decides how a kernel is optimised and its floating-point "
+                                 "rules)")
+            for text in _own_lines(preprocessed, source_name) if OPTIMIZE_SWITCH_RE.search(text)]
 
 
 def _own_lines(preprocessed: str, source_name: str) -> list[str]:

@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import re
 import resource
 import shutil
 import signal
@@ -115,6 +116,12 @@ def _unshare_prefix() -> tuple[str, ...] | None:
     return None
 
 
+@functools.cache
+def seccomp_available() -> bool:
+    """Whether this kernel offers seccomp filters (a kernel process that says it has none is then lying)."""
+    return Path("/proc/sys/kernel/seccomp/actions_avail").is_file()
+
+
 def network_namespace_available() -> bool:
     return _unshare_prefix() is not None
 
@@ -198,6 +205,9 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
                      stderr_full=stderr)
 
 
+_TAIL_BYTES = 64 << 10  # what is read of a spawned process's standard error for its last line
+
+
 class Spawned:
     """A long-lived isolated process (the judge's kernel processes): the fences of run(), without its wait."""
 
@@ -206,8 +216,24 @@ class Spawned:
         self.pid = proc.pid
 
     def signal(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, sig)
+        """To its whole process group (its own: setsid before exec), so nothing it started escapes a SIGSTOP."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    def filtered(self) -> bool:
+        """Whether every thread runs under a seccomp filter, read from /proc (mode 2), not from what it says."""
+        try:
+            tasks = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return False
+        for tid in tasks:
+            try:
+                status = Path(f"/proc/{self.pid}/task/{tid}/status").read_text()
+            except OSError:
+                continue
+            if not re.search(r"^Seccomp:\s*2\s*$", status, re.MULTILINE):
+                return False
+        return bool(tasks)
 
     def poll(self) -> int | None:
         return self.proc.poll()
@@ -235,8 +261,9 @@ class Spawned:
 
     def stderr_tail(self) -> str:
         """Its last line of standard error, cut to 300 characters."""
-        with contextlib.suppress(OSError):
-            lines = [line for line in self._stderr_path.read_text(errors="replace").splitlines() if line.strip()]
+        with contextlib.suppress(OSError), open(self._stderr_path, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - _TAIL_BYTES))  # a flood of output is never read whole
+            lines = [line for line in log.read().decode(errors="replace").splitlines() if line.strip()]
             return lines[-1].strip()[:300] if lines else ""
         return ""
 
@@ -247,10 +274,11 @@ class Spawned:
 
 
 def spawn(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(timeout_s=3600.0),
-          env: Mapping[str, str] | None = None, writable: Sequence[Path] = (),
+          env: Mapping[str, str] | None = None, writable: Sequence[Path] = (), readable: Sequence[Path] | None = None,
           pass_fds: Sequence[int] = ()) -> Spawned:
-    """Start argv isolated as run() does, and return at once; the caller ends it with close(). Standard output and
-    error go to files in cwd (never pipes: a process that writes much would block on a full pipe)."""
+    """Start argv isolated as run() does (readable as there), and return at once; the caller ends it with close().
+    Standard output and error go to files in cwd (never pipes: a process that writes much would block on a full
+    pipe)."""
     directories = landlock.prepare([cwd, *writable])
     prefix = _unshare_prefix() if not limits.network else None
     full_argv = [*(prefix or ()), *argv]
@@ -261,7 +289,7 @@ def spawn(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(timeout_s=3
         children_before = _children()
         proc = subprocess.Popen(full_argv, cwd=cwd, env=scrubbed_env(cwd, env), stdout=stdout, stderr=stderr,
                                 stdin=subprocess.DEVNULL, pass_fds=tuple(pass_fds),
-                                preexec_fn=lambda: _set_limits(limits, write_dirs))
+                                preexec_fn=lambda: _set_limits(limits, write_dirs, readable))
         _running.add(proc.pid)
     return Spawned(proc, children_before, stderr_path)
 

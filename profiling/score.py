@@ -68,7 +68,9 @@ def estimate_speedup(baseline_ms: list[list[float]], candidate_ms: list[list[flo
     return SpeedupEstimate(
         speedup=float(np.median(a) / max(np.median(b), 1e-12)),
         ci_low=float(np.percentile(ratios, tail)), ci_high=float(np.percentile(ratios, 100 - tail)),
-        noise_floor=max(noise_floor(baseline_ms), noise_floor(candidate_ms)),
+        # the original's spread against itself only: a candidate whose own timing is erratic must not widen the band
+        # that turns "slower" into "no change" (the bootstrap interval already carries its spread)
+        noise_floor=noise_floor(baseline_ms),
         baseline=timing_stats(baseline_ms, method), candidate=timing_stats(candidate_ms, method))
 
 

@@ -49,6 +49,10 @@ MIN_CANDIDATE_TIMEOUT_S = 5.0
 # on 64 MB outputs (parity_divergence on the H100); up to TIMED_CHECK_ALL_BYTES of outputs, every call is compared.
 TIMED_CHECK_SHARE = 0.25
 TIMED_CHECK_ALL_BYTES = 8 << 20
+# Null calls whose median is the protocol's round trip (resuming the stopped process, a message each way): 21 keep
+# the median steady to a few microseconds on a loaded 2-core machine.
+NULL_CALLS = 21
+MIN_CALL_MS = 1e-4  # a call never counts as shorter than 0.1 us, whatever the round trip's noise
 
 
 class _Stop(Exception):
@@ -308,6 +312,9 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     spec = task.validate
     picker = random.SystemRandom()
     share = 1.0 if pair.output_bytes <= TIMED_CHECK_ALL_BYTES else TIMED_CHECK_SHARE
+    # the protocol's own round trip, measured on the original's process (the candidate's could slow its own null
+    # calls down to have more subtracted), taken off every call of both sides
+    overhead_ms = pair.original.overhead_ms(NULL_CALLS, task.validate.timeout_s)
     baseline: list[list[float]] = []
     candidate: list[list[float]] = []
     flip = False
@@ -325,10 +332,11 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
                 _compare(task, results["candidate"].outputs, results["original"].outputs,
                          f"timed call {trial} of round {round_index}", verdict)
             if trial >= spec.warmup:
-                baseline[-1].append(results["original"].duration_ms)
-                candidate[-1].append(results["candidate"].duration_ms)
+                baseline[-1].append(max(results["original"].duration_ms - overhead_ms, MIN_CALL_MS))
+                candidate[-1].append(max(results["candidate"].duration_ms - overhead_ms, MIN_CALL_MS))
     estimate = estimate_speedup(baseline, candidate, "judge_clock")
     _score(session, verdict, estimate, pair.config, context={})
+    verdict.reason += f"; the protocol's round trip ({overhead_ms * 1e3:.0f} us, {NULL_CALLS} null calls) is taken off"
 
 
 def _timed(session: _Session, config: TaskConfig) -> tuple[TimingRuns, SpeedupEstimate | None]:

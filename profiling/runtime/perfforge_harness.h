@@ -757,9 +757,17 @@ static int pf_serve_begin(pf_run *r) {
 #endif
         r->ready = 1;
     }
-    ssize_t n = recv(r->channel, text, sizeof text - 1, 0);
-    if (n <= 0) return 0;
-    text[n] = '\0';
+    for (;;) {  /* "ping": a null call, the judge's measure of the protocol's own round trip */
+        ssize_t n = recv(r->channel, text, sizeof text - 1, 0);
+        if (n <= 0) return 0;
+        text[n] = '\0';
+        if (strcmp(text, "ping") != 0) break;
+#ifdef __CUDACC__
+        pf_serve_send(r, "start");
+        pf_serve_send(r, "synced");
+#endif
+        pf_serve_send(r, "done");
+    }
     if (strcmp(text, "call") != 0) return 0;
 #ifdef __CUDACC__
     pf_serve_copy(r, 1);

@@ -87,6 +87,27 @@ def test_an_allocator_of_its_own(cpu_task_dir: Path, tmp_path: Path) -> None:
     assert verdict.status is Status.REJECTED and "defines malloc" in verdict.reason
 
 
+def test_a_gnu_unique_definition_that_disables_the_filter(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Found by the red team: `prctl` defined in assembly as a GNU-unique object (nm letter 'u', which the policy once
+    skipped as local) is bound like a global, so the harness's own prctl fails and no filter goes in, while the
+    harness still says "ready". The definition is refused; and the judge reads the filter from /proc, not from the
+    process's word."""
+    code = kernel(ROWS, '__asm__(".text\\n.globl prctl\\n.type prctl, @gnu_unique_object\\nprctl:\\n  mov $-1, %eax\\n'
+                        '  ret\\n.size prctl, .-prctl\\n");')
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "defines prctl" in verdict.reason, verdict.reason
+
+
+def test_code_before_main_through_the_start_up_files_hook(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Found by the red team: crti.o's _init calls __gmon_start__ when the program defines it: a GNU-unique
+    definition of it runs the candidate's code before main, before any filter."""
+    code = kernel(ROWS, '#include <stdio.h>\n__attribute__((used)) static void early(void) { puts("early"); }\n'
+                        '__asm__(".text\\n.globl __gmon_start__\\n.type __gmon_start__, @gnu_unique_object\\n'
+                        '__gmon_start__:\\n  jmp early\\n.size __gmon_start__, .-__gmon_start__\\n");')
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "defines __gmon_start__" in verdict.reason, verdict.reason
+
+
 def test_lowering_the_judges_priority(cpu_task_dir: Path, tmp_path: Path) -> None:
     """Renices its parent (the judge, whose calls to the original it would then slow down)."""
     code = kernel(ROWS, "#include <sys/resource.h>\n#include <unistd.h>\n"
@@ -245,6 +266,36 @@ def test_ofast_as_a_function_attribute(cpu_task_dir: Path, tmp_path: Path) -> No
     code = "__attribute__((optimize(\"Ofast\"))) " + kernel(ROWS).lstrip()
     verdict = judge(cpu_task_dir, tmp_path, code)
     assert verdict.status is Status.REJECTED and "relaxes floating point" in verdict.reason
+
+
+@pytest.mark.parametrize("switch", ['[[gnu::optimize("O3", "fast-math")]]',
+                                    '__attribute__((hot, optimize("O3", "-ffa" "st-math")))'])
+def test_fast_math_in_spellings_a_word_check_misses(switch: str, cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Found by the red team: the C2x attribute spelling, and the option split over two string literals with the
+    optimize attribute second in the list. Any per-function optimize switch is refused."""
+    verdict = judge(cpu_task_dir, tmp_path, switch + " " + kernel(ROWS).lstrip())
+    assert verdict.status is Status.REJECTED and "[precision]" in verdict.reason, verdict.reason
+
+
+def test_bfloat16_dot_products(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Found by the red team: AVX512-BF16 (vcvtne2ps2bf16, vdpbf16ps) enabled for one function by a target
+    attribute; no mnemonic of it ends in ph or sh."""
+    code = kernel("""    for (int i = 0; i < n; i++) {
+        const float *row = m + (long)i * n;
+        __m512 acc = _mm512_setzero_ps();
+        int j = 0;
+        for (; j + 32 <= n; j += 32) {
+            __m512bh a = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + j + 16), _mm512_loadu_ps(row + j));
+            __m512bh b = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(w + j + 16), _mm512_loadu_ps(w + j));
+            acc = _mm512_dpbf16_ps(acc, a, b);
+        }
+        float s = _mm512_reduce_add_ps(acc);
+        for (; j < n; j++) s += row[j] * w[j];
+        out[i] = s;
+    }
+""", "#include <immintrin.h>").replace(SIGNATURE, '__attribute__((target("avx512f,avx512bf16"))) ' + SIGNATURE)
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.status is Status.REJECTED and "half precision" in verdict.reason, verdict.reason
 
 
 def test_half_precision_arithmetic(cpu_task_dir: Path, tmp_path: Path) -> None:

@@ -51,3 +51,12 @@ def test_plausibility_gate_flags_big_speedups_and_above_peak_throughput() -> Non
                                                                peak_gflop_per_s=None, peak_gbyte_per_s=4800.0)[0]
     assert plausibility_problems(modest, flops=1e9, bytes_moved=1e9, peak_gflop_per_s=67_000.0,
                                  peak_gbyte_per_s=4800.0) == []
+
+
+def test_an_erratic_candidate_cannot_widen_the_band_that_hides_slower() -> None:
+    """Found by the red team: the noise floor once took the larger spread of the two sides, so a candidate twice as
+    slow whose rounds varied wildly was 'no change'. The band is the original's own spread."""
+    baseline = [[1.0, 1.01, 0.99, 1.0]] * 4
+    candidate = [[2.0, 2.1, 2.0, 2.05], [4.5, 4.4, 4.6, 4.5], [2.0, 2.02, 1.98, 2.0], [2.1, 2.0, 2.05, 2.1]]
+    estimate = estimate_speedup(baseline, candidate, "judge_clock")
+    assert estimate.noise_floor == noise_floor(baseline) and estimate.slower and not estimate.faster
