@@ -539,10 +539,19 @@ _HASH_COMMENT_RE = re.compile(_QUOTED + r"|#[^\n]*")  # Python comments
 # `!` comments, keeping `!$omp` directives; Fortran doubles a quote inside a string instead of escaping it
 _FORTRAN_COMMENT_RE = re.compile(r"""('(?:''|[^'\n])*'|"(?:""|[^"\n])*")|![^$\n][^\n]*|!$""", re.MULTILINE)
 _SPACE_RE = re.compile(r"\s+")
+_NOT_NEWLINE_RE = re.compile(r"[^\n]")
 
 
 def _strip_comments(pattern: re.Pattern[str], code: str) -> str:
     return pattern.sub(lambda match: match.group(1) or "", code)
+
+
+def blank_comments(code: str, language: str = "c") -> str:
+    """Code with every comment's characters replaced by spaces (newlines kept, so line numbers still hold) and
+    string literals left alone: what the static checks read. language as normalise_code's (hip and other C-like
+    languages read as C)."""
+    comments = {"python": _HASH_COMMENT_RE, "fortran": _FORTRAN_COMMENT_RE}.get(language, _C_COMMENT_RE)
+    return comments.sub(lambda match: match.group(1) or _NOT_NEWLINE_RE.sub(" ", match.group(0)), code)
 
 
 def normalise_code(code: str, language: str = "c") -> str:

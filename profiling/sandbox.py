@@ -21,7 +21,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -222,18 +222,7 @@ class Spawned:
 
     def filtered(self) -> bool:
         """Whether every thread runs under a seccomp filter, read from /proc (mode 2), not from what it says."""
-        try:
-            tasks = os.listdir(f"/proc/{self.pid}/task")
-        except OSError:
-            return False
-        for tid in tasks:
-            try:
-                status = Path(f"/proc/{self.pid}/task/{tid}/status").read_text()
-            except OSError:
-                continue
-            if not re.search(r"^Seccomp:\s*2\s*$", status, re.MULTILINE):
-                return False
-        return bool(tasks)
+        return self._every_thread("status", lambda text: re.search(r"^Seccomp:\s*2\s*$", text, re.MULTILINE))
 
     def poll(self) -> int | None:
         return self.proc.poll()
@@ -246,18 +235,23 @@ class Spawned:
 
     def all_stopped(self) -> bool:
         """Whether every thread is stopped by a signal (state T in /proc/PID/task/*/stat)."""
+        return self._every_thread("stat", lambda text: text.rpartition(")")[2].split()[:1] in (["T"], ["t"]))
+
+    def _every_thread(self, name: str, holds: Callable[[str], object]) -> bool:
+        """Whether /proc/PID/task/*/NAME holds for every thread (a thread that just ended is passed over); False
+        when the process is gone."""
         try:
             tasks = os.listdir(f"/proc/{self.pid}/task")
         except OSError:
             return False
         for tid in tasks:
             try:
-                state = Path(f"/proc/{self.pid}/task/{tid}/stat").read_text().rpartition(")")[2].split()[0]
-            except (OSError, IndexError):
-                continue  # a thread that just ended
-            if state not in ("T", "t"):
+                text = Path(f"/proc/{self.pid}/task/{tid}/{name}").read_text()
+            except OSError:
+                continue
+            if not holds(text):
                 return False
-        return True
+        return bool(tasks)
 
     def stderr_tail(self) -> str:
         """Its last line of standard error, cut to 300 characters."""

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfforge.records import blank_comments
 from perfforge.registry import Registry
 from perfforge.targets import TARGETS
 from perfforge.task import Task
@@ -59,9 +60,8 @@ _UNSERVED_C_LIKE = tuple(name for name in _C_LIKE if not TARGETS.get(name).binar
 
 
 def strip_comments(code: str, language: str) -> str:
-    """Comments replaced by spaces, newlines kept, so line numbers still hold."""
-    pattern = re.compile(r"#[^\n]*") if language == "python" else re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-    return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), code)
+    """Comments replaced by spaces, newlines kept, so line numbers still hold (perfforge.records.blank_comments)."""
+    return blank_comments(code, language)
 
 
 def _matches(code: str, pattern: str, message: str) -> list[tuple[int, str]]:

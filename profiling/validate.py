@@ -468,8 +468,9 @@ def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: boo
         RuleCheck(21, ADVERSARY_RULES[1][1], E, "inputs from the judge's generator, seeded by a keyed hash under a "
                   "secret key no fenced process can read; every call checked"),
         RuleCheck(22, ADVERSARY_RULES[2][1], E if policy else N,
-                  "defined symbols, imports allow-list, no constructors, no raw system calls, no half precision "
-                  "(objdump/nm/readelf on the candidate's object)" if policy else
+                  "defined symbols (GNU-unique and start-up hooks included), imports allow-list, no constructors, no "
+                  "syscall instruction in the disassembly (a first filter: bytes hidden in other instructions meet "
+                  "the system-call filter), no half or bfloat16 precision, no optimize switch" if policy else
                   "not for this target yet: source checks only; at run time the filter refuses new threads and "
                   "executable mappings"),
         RuleCheck(23, ADVERSARY_RULES[3][1], fence, ", ".join([
