@@ -95,7 +95,7 @@ def markdown(state: LoopState, data: dict[str, Any], paths: dict[str, Path]) -> 
         summary = summarize(state.profile, sources=state.config.sources, token_budget=state.config.token_budget)
         lines += ["```text", summary, "```", ""]
     lines += [f"Targeted bottleneck: **{state.focus or 'none diagnosed'}**.", ""]
-    lines += _attempt_table(state.attempts)
+    lines += _attempt_table(state)
     lines += _belief_section(state.attempts)
     best = state.best
     if best is not None:
@@ -112,14 +112,18 @@ def markdown(state: LoopState, data: dict[str, Any], paths: dict[str, Path]) -> 
     return "\n".join(lines) + "\n"
 
 
-def _attempt_table(attempts: list[AttemptRecord]) -> list[str]:
-    lines = ["## Attempts", "", "| round | cand. | verdict | speedup [95% CI] | belief | hypothesis | measured |",
-             "|---|---|---|---|---|---|---|"]
-    for a in attempts:
+def _attempt_table(state: LoopState) -> list[str]:
+    """One row per candidate: a link to its code (none for an answer with no code), the verdict's first line (for a
+    failed build, the compiler's first error) and the tokens it took."""
+    lines = ["## Attempts", "", "| round | cand. | code | verdict | speedup [95% CI] | belief | hypothesis | "
+             "measured | tokens |", "|---|---|---|---|---|---|---|---|---|"]
+    for a in state.attempts:
         speed = (f"{a.speedup:.3f}x [{a.speedup_ci_low:.3f}, {a.speedup_ci_high:.3f}]"
                  if a.speedup is not None and a.speedup_ci_low is not None else "")
-        lines.append(f"| {a.round} | {a.candidate} | {a.status} | {speed} | {a.belief} | {_cell(a.hypothesis)} | "
-                     f"{_cell(a.reason)} |")
+        code = state.layout.candidate_dir(a.round, a.candidate) / state.task.source_path.name
+        link = f"[{code.name}]({code.relative_to(state.layout.out)})" if a.code and code.is_file() else ""
+        lines.append(f"| {a.round} | {a.candidate} | {link} | {a.status} | {speed} | {a.belief} | "
+                     f"{_cell(a.hypothesis)} | {_cell(a.reason)} | {a.completion_tokens} |")
     return lines + [""]
 
 

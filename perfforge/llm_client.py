@@ -28,7 +28,8 @@ class Completion:
 
     text: str
     finish_reason: str  # "stop", or "length" when max_tokens cut it
-    completion_tokens: int  # this choice's tokens (the usage total split evenly when the server gives only that)
+    # this choice's tokens (when the server gives only the total of n choices: shared out by text length)
+    completion_tokens: int
     prompt_tokens: int
 
 
@@ -56,9 +57,10 @@ class ChatClient:
             choices = response["choices"]
             usage = response.get("usage") or {}
             prompt_tokens = int(usage.get("prompt_tokens", 0))
-            per_choice = int(usage.get("completion_tokens", 0)) // max(1, len(choices))
-            return [Completion(choice["message"]["content"] or "", str(choice.get("finish_reason") or ""),
-                               per_choice, prompt_tokens) for choice in choices]
+            texts = [choice["message"]["content"] or "" for choice in choices]
+            shares = token_shares(int(usage.get("completion_tokens", 0)), texts)
+            return [Completion(text, str(choice.get("finish_reason") or ""), tokens, prompt_tokens)
+                    for text, choice, tokens in zip(texts, choices, shares, strict=True)]
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BackendError(f"{self.base_url} answered without choices ({exc}); is it OpenAI-compatible?") from None
 
@@ -90,3 +92,17 @@ class ChatClient:
             if delay is not None:
                 time.sleep(delay)
         raise BackendError(f"model endpoint {url} is not answering ({last_error}); start the server or fix the URL")
+
+
+def token_shares(total: int, texts: list[str]) -> list[int]:
+    """An OpenAI-compatible server reports one completion-token total for n choices: each choice's share of it in
+    proportion to its text's length (a long answer took more tokens than a short one), summing to the total."""
+    if not texts:
+        return []
+    lengths = [len(text) for text in texts]
+    if not sum(lengths):
+        return [total // len(texts) + (1 if i < total % len(texts) else 0) for i in range(len(texts))]
+    shares = [total * length // sum(lengths) for length in lengths]
+    for i in sorted(range(len(texts)), key=lambda k: -lengths[k])[:total - sum(shares)]:
+        shares[i] += 1  # the rounding remainder, to the longest texts
+    return shares

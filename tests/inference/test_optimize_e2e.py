@@ -166,6 +166,8 @@ def test_main_run_report(main_run: MainRun) -> None:
     markdown = (main_run.out / "report.md").read_text()
     assert markdown.startswith("# perfforge optimize: matvec_colwalk")
     assert "Targeted bottleneck: **cache_miss_bound**" in markdown and "```diff" in markdown
+    # each candidate's code is linked from its row, with the tokens it took
+    assert "[kernel.c](rounds/01/c1/kernel.c)" in markdown and "| tokens |" in markdown
 
 
 def test_improved_candidate_is_profiled_and_its_belief_checked(main_run: MainRun) -> None:

@@ -429,3 +429,15 @@ def test_a_server_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path,
     server.stop()
     assert time.monotonic() - started < 5
     assert server.process is not None and server.process.returncode == -9
+
+
+# --- per-candidate token counts ------------------------------------------------------------------------------------
+
+
+def test_a_usage_total_is_shared_by_text_length() -> None:
+    from perfforge.llm_client import token_shares
+
+    assert token_shares(100, ["a" * 30, "b" * 10]) == [75, 25]
+    assert sum(token_shares(7, ["x" * 3, "y" * 3, "z"])) == 7
+    assert token_shares(5, ["", ""]) == [3, 2]
+    assert token_shares(0, []) == []
