@@ -13,8 +13,14 @@ import pytest
 
 from perfforge.task import load_task
 from perfforge.verdict import Status, Verdict
+from profiling import sandbox
 from profiling.validate import validate
 from tests.profiling.conftest import FAST_C, TASK_TOML, write_task
+
+# The fences these tests lean on are the kernel's (Landlock, seccomp): where a machine has neither, the verdicts say
+# so (rules 17 and 23) and the attacks that only they stop are not tested.
+needs_landlock = pytest.mark.skipif(not sandbox.filesystem_isolation_available(), reason="no Landlock on this kernel")
+needs_seccomp = pytest.mark.skipif(not sandbox.seccomp_available(), reason="no seccomp on this kernel")
 
 SIGNATURE = "void matvec(int n, const float *m, const float *w, float *out)"
 ROWS = """\
@@ -125,6 +131,7 @@ def test_a_raw_system_call(cpu_task_dir: Path, tmp_path: Path) -> None:
     assert verdict.status is Status.REJECTED and "[raw_syscall]" in verdict.reason
 
 
+@needs_seccomp
 def test_open_through_a_pointer_found_in_libcs_symbol_table(cpu_task_dir: Path, tmp_path: Path) -> None:
     """Passes the binary policy (only memcpy and strcmp imported), then walks the C library's dynamic symbol table
     in memory from memcpy's address to find `open`, and calls it: the system-call filter answers EPERM. Had the
@@ -220,6 +227,7 @@ def test_a_cache_keyed_by_input_contents_never_hits(cpu_task_dir: Path, tmp_path
 # --- 5. reading what it should not ---------------------------------------------------------------------------------
 
 
+@needs_landlock
 def test_a_computed_include_of_the_reference(cpu_task_dir: Path, tmp_path: Path) -> None:
     """Includes the task's fast version by its absolute path, built by macros so no regex sees "fast.c": the
     compiler may read only its build directory, the harness runtime and the system's directories."""
@@ -231,6 +239,7 @@ def test_a_computed_include_of_the_reference(cpu_task_dir: Path, tmp_path: Path)
     assert "Permission denied" in verdict.reason or "No such file" in verdict.reason
 
 
+@needs_landlock
 def test_embedding_the_reference_with_incbin(cpu_task_dir: Path, tmp_path: Path) -> None:
     """Pulls the reference's bytes in through the assembler (.incbin): the same read fence stops it."""
     reference = (cpu_task_dir / "fast.c").resolve()
