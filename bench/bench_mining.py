@@ -55,7 +55,7 @@ def run_miner(repo: Path, out: Path, jobs: int, pairs: bool) -> tuple[SideResult
     started = time.perf_counter()
     result = mine(MineConfig(sources=[str(repo)], out=out, jobs=jobs, progress=False, pairs=pairs))
     seconds = time.perf_counter() - started
-    perf = {row["sha"] for row in pq.read_table(out / "commits.parquet", columns=["sha", "is_perf"]).to_pylist()
+    perf = {row["commit"] for row in pq.read_table(out / "commits.parquet", columns=["commit", "is_perf"]).to_pylist()
             if row["is_perf"]}
     repo_stats = next(iter(result.stats["repos"].values()))
     side = SideResult(result.stats["totals"]["commits_total"], seconds, perf, result.stats["totals"]["failures"])

@@ -145,13 +145,19 @@ def ablation_bars(entries: Sequence[dict[str, Any]], factor: str) -> bytes:
         return _png(fig)
     values = list(dict.fromkeys(e["value"] for e in entries))
     series = list(dict.fromkeys(group_label(e["configuration"], e["variant"], wrap=True) for e in entries))
+    drawn = []
     for ax, metric in zip(axes, ("correctness", "fast_1"), strict=True):
-        _grouped_bars(ax, entries, values, series, metric)
         ax.set_title(metric)
+        if not any(e[metric] for e in entries):  # zero-high bars would leave an empty frame
+            _no_data(ax, f"row with {metric} above 0%")
+            continue
+        _grouped_bars(ax, entries, values, series, metric)
         ax.set_xlabel(factor)
+        drawn.append(ax)
     axes[0].set_ylabel("share of rows")
     axes[0].set_ylim(0, 1.05)
-    axes[1].legend(fontsize="small")
+    if drawn:
+        drawn[-1].legend(fontsize="small")
     return _png(fig)
 
 
@@ -178,7 +184,7 @@ def stall_comparison(before: Profile, after: Profile, *, task: str = "") -> byte
     for ax, profile, name in zip(axes, (before, after), ("before", "after"), strict=True):
         _hot_line_bars(ax, profile.hot_lines, colours)
         ax.set_title(f"{name}: {profile.timing.median_ms:.3g} ms median")
-    what = "share of stall samples" if stalls else "share of cost"
+    what = line_share_name(before, after)
     for ax in axes:
         ax.set_xlabel(what)
     if stalls:
@@ -188,6 +194,16 @@ def stall_comparison(before: Profile, after: Profile, *, task: str = "") -> byte
                    ncols=min(len(stalls), 4), fontsize="small", title="dominant stall")
     fig.suptitle(f"{task}: per-line {what}" if task else f"per-line {what}")
     return _png(fig)
+
+
+def has_stalls(before: Profile, after: Profile) -> bool:
+    """Whether the profiles' hot lines carry stall reasons (GPU profiles do; CPU profiles have none)."""
+    return any(h.dominant_stall for p in (before, after) for h in p.hot_lines)
+
+
+def line_share_name(before: Profile, after: Profile) -> str:
+    """What a hot line's share is of: stall samples on GPUs, the kernel's cost on CPUs (callgrind's estimate)."""
+    return "share of stall samples" if has_stalls(before, after) else "share of cost"
 
 
 def _stall_colours(stalls: list[str]) -> dict[str, Any]:

@@ -22,9 +22,14 @@ from perfforge.verdict import Status
 
 MAX_STALL_TASKS = 3  # stall figures chosen automatically: each is a wide figure, and three tell the story
 FIGURES_DIR = "figures"
-CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:0.9em}th,td{border:1px solid #ccc;padding:0.25em 0.5em;
-text-align:left}th{background:#f3f3f3}td{font-variant-numeric:tabular-nums}img{max-width:100%}
+# Tables must fit a 1400-px window (the summary has 17 columns): cells wrap between words rather than widen the
+# table, the HTML renderer adds break opportunities after ';' and '/' (variants, ratios), and a table still too
+# wide for a narrow window scrolls inside its own box instead of pushing columns off the page.
+CSS = """body{font-family:system-ui,sans-serif;max-width:1360px;margin:2em auto;padding:0 1em;color:#222}
+.table{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;margin:1em 0;font-size:0.85em}th,td{border:1px solid #ccc;padding:0.25em 0.4em;
+text-align:left;vertical-align:top;overflow-wrap:break-word}th{background:#f3f3f3}
+td{font-variant-numeric:tabular-nums}img{max-width:100%}
 figure{margin:1em 0}figcaption{color:#555;font-size:0.9em}"""
 
 
@@ -87,17 +92,19 @@ def _write_bytes(path: Path, data: bytes) -> None:
 
 def build_blocks(rows: Sequence[EvalRecord], *, title: str, stall_tasks: list[str] | None,
                  profiles_root: Path) -> list[Block]:
-    blocks: list[Block] = [Heading(1, title), Paragraph(overview(rows)), Heading(2, "How to read this"),
-                           *(Paragraph(text) for text in HOW_TO_READ)]
-    if not rows:
-        return blocks
-    blocks += _summary_section(rows)
-    blocks += _tasks_section(rows)
-    blocks += _ablation_sections(rows)
-    blocks += _generalisation_section(rows)
-    blocks += _roofline_section(rows)
-    blocks += _stall_section(rows, stall_tasks, profiles_root)
-    return blocks
+    """Results first (a reader opens the report for the numbers), then how to read them."""
+    blocks: list[Block] = [Heading(1, title), Paragraph(overview(rows))]
+    if rows:
+        blocks += _summary_section(rows)
+        blocks += _tasks_section(rows)
+        blocks += _ablation_sections(rows)
+        blocks += _generalisation_section(rows)
+        blocks += _roofline_section(rows)
+        blocks += _line_profile_section(rows, stall_tasks, profiles_root)
+    return [*blocks, Heading(2, HOW_TO_READ_HEADING), *(Paragraph(text) for text in HOW_TO_READ)]
+
+
+HOW_TO_READ_HEADING = "How to read this"
 
 
 HOW_TO_READ = (
@@ -134,7 +141,7 @@ def overview(rows: Sequence[EvalRecord]) -> str:
     where = "; ".join(f"{m} ({n} row{'' if n == 1 else 's'})" for m, n in machines.most_common())
     return (f"Computed from {len(rows)} rows: {tasks} tasks (suites: {suites}), {groups} configuration/variant "
             f"combinations, seeds {', '.join(str(s) for s in sorted({r.seed for r in rows}))}. "
-            f"Measured on: {where}.")
+            f"Measured on: {where}. What each number means: '{HOW_TO_READ_HEADING}', at the end.")
 
 
 def _summary_section(rows: Sequence[EvalRecord]) -> list[Block]:
@@ -212,9 +219,13 @@ def _ablation_sections(rows: Sequence[EvalRecord]) -> list[Block]:
         table = Table([factor, "configuration", "variant", "rows", "correct", "fast_1", "geomean [95% CI]"],
                       [[e["value"], e["configuration"], e["variant"] or "-", str(e["rows"]),
                         _pct(e["correctness"]), _pct(e["fast_1"]), e["geomean"].text()] for e in entries])
-        blocks += [Heading(2, f"Ablation: {factor}"), table,
-                   Figure(f"ablation_{factor}", f"Correctness and fast_1 per {factor} value.",
-                          plots.ablation_bars(entries, factor))]
+        blocks += [Heading(2, f"Ablation: {factor}"), table]
+        if any(e[metric] for e in entries for metric in ("correctness", "fast_1")):
+            blocks.append(Figure(f"ablation_{factor}", f"Correctness and fast_1 per {factor} value.",
+                                 plots.ablation_bars(entries, factor)))
+        else:  # every bar would be zero-high: an empty chart says less than this line
+            blocks.append(Paragraph(f"No chart: no row of this ablation was correct (correctness and fast_1 are "
+                                    f"0% at every {factor} value)."))
     return blocks
 
 
@@ -239,15 +250,21 @@ def _roofline_section(rows: Sequence[EvalRecord]) -> list[Block]:
                    "measured roofs.", plots.roofline(rows))]
 
 
-# --- per-line stalls
+# --- per-line profiles: stalls on GPUs, cost on CPUs
+
+LINE_PROFILE_HEADING = "Per-line profile before and after"
 
 
-def _stall_section(rows: Sequence[EvalRecord], stall_tasks: list[str] | None, root: Path) -> list[Block]:
+def _line_profile_section(rows: Sequence[EvalRecord], stall_tasks: list[str] | None, root: Path) -> list[Block]:
     chosen, missing = stall_rows(rows, stall_tasks)
     blocks: list[Block] = [Paragraph(f"No row of task {task} has both profiles.") for task in missing]
     for row in chosen:
-        blocks += _stall_figure(row, root)
-    return [Heading(2, "Per-line stalls before and after"), *blocks] if blocks else []
+        blocks += _line_profile_figure(row, root)
+    if not blocks:
+        return []
+    intro = Paragraph("GPU profiles: each hot line's share of the stall samples, coloured by its dominant stall. "
+                      "CPU profiles have no stall reasons: each hot line's share of the kernel's cost (callgrind).")
+    return [Heading(2, LINE_PROFILE_HEADING), intro, *blocks]
 
 
 def stall_rows(rows: Sequence[EvalRecord], stall_tasks: list[str] | None) -> tuple[list[EvalRecord], list[str]]:
@@ -271,16 +288,17 @@ def _stall_preference(row: EvalRecord) -> tuple[bool, float]:
     return row.kind == metrics.MODEL_KIND, metrics.trusted_speedup(row) or 0.0
 
 
-def _stall_figure(row: EvalRecord, root: Path) -> list[Block]:
+def _line_profile_figure(row: EvalRecord, root: Path) -> list[Block]:
     paths = [root / row.profile_before, root / row.profile_after]
     absent = [str(p) for p in paths if not p.is_file()]
     if absent:
         return [Paragraph(f"Task {row.task} ({row.configuration}): profile not found: {', '.join(absent)}.")]
     before, after = (Profile.from_dict(read_json(p)) for p in paths)
     label = f"{row.task} ({plots.group_label(row.configuration, row.variant)}, seed {row.seed})"
-    caption = (f"{label}: each hot line's share of the profile, original (left) and best candidate (right, "
-               f"status {row.status}).")
-    return [Figure(f"stalls_{_file_stem(row.task)}_{_file_stem(row.configuration)}", caption,
+    what = plots.line_share_name(before, after)
+    caption = f"{label}: each hot line's {what}, original (left) and best candidate (right, status {row.status})."
+    stem = "stalls" if plots.has_stalls(before, after) else "cost"
+    return [Figure(f"{stem}_{_file_stem(row.task)}_{_file_stem(row.configuration)}", caption,
                    plots.stall_comparison(before, after, task=label))]
 
 
@@ -330,15 +348,22 @@ def render_html(blocks: Sequence[Block], title: str) -> str:
             f"</title>\n<style>{CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
 
 
+def _breakable(text: str) -> str:
+    """text escaped, with a break opportunity after each ';' and '/' (a variant such as
+    sources=all;candidates=4;rounds=2 would otherwise be one unbreakable word as wide as three columns)."""
+    return re.sub(r"([;/])", r"\1<wbr>", html.escape(text, quote=False))
+
+
 def _html_block(block: Block) -> str:
     if isinstance(block, Heading):
         return f"<h{block.level}>{html.escape(block.text)}</h{block.level}>"
     if isinstance(block, Paragraph):
         return f"<p>{html.escape(block.text)}</p>"
     if isinstance(block, Table):
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in block.headers)
-        body = "\n".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
-        return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>"
+        head = "".join(f"<th>{_breakable(h)}</th>" for h in block.headers)
+        body = "\n".join("<tr>" + "".join(f"<td>{_breakable(c)}</td>" for c in row) + "</tr>" for row in block.rows)
+        return (f'<div class="table"><table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>'
+                "</div>")
     data = base64.b64encode(block.png).decode("ascii")
     caption = html.escape(block.caption)
     return (f'<figure><img alt="{caption}" src="data:image/png;base64,{data}">'

@@ -110,7 +110,7 @@ _CONSTRUCTS: dict[Category, str] = {
     Category.SHARED_MEMORY: r"__shared__|extern __shared__|\bsmem\b|threadgroup\b|__local\b|tl\.local|LDS",
     Category.VECTORIZATION: r"float4|float2|int4|uint4|half2|bfloat162|\bx128\b|Packed128|__ldg|ld\.global\.v4|"
                             r"_mm\d*_|__m256|__m512|vld1q?_|vst1q?_|svld|vec4|\bv4f32\b|reinterpret_cast<\s*(float|int)4",
-    Category.ATOMICS: r"__shfl_(xor|down|up)_sync|cg::reduce|warpReduce|blockReduce|warp_reduce|block_reduce|simd_sum|"
+    Category.ATOMICS: r"__shfl_(xor|down|up)_sync|warpReduce|blockReduce|warp_reduce|block_reduce|simd_sum|"
                       r"subgroupAdd",
     Category.PARALLELISM: r"cudaStream|cudaMemcpyAsync|cudaGraph|#\s*pragma\s+omp|num_warps|num_stages|"
                           r"grid_constant|cooperative|cudaOccupancy|\bpipeline\b|__syncwarp|mbarrier",
@@ -127,6 +127,10 @@ _CONSTRUCT_RES = {cat: re.compile(rx) for cat, rx in _CONSTRUCTS.items()}
 # tens of times faster than running every pattern over every line.
 _TOKEN_RE = re.compile(r"#\s*pragma\s+\w+|-O3\b|-use_fast_math|@?[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*")
 _ATOMIC_RE = re.compile(r"\batomic(Add|_add|Max|Min)\b|\btl\.atomic_")
+# Reductions that can take the place of atomics. cg::reduce (cooperative groups) is one, but it uses no atomics and
+# is common in kernels that never had any (llm.c's layernorm), so it is not an atomics construct by itself: it
+# counts only where atomics were removed beside it (_atomics_replaced).
+_REDUCTION_RE = re.compile(_CONSTRUCTS[Category.ATOMICS] + r"|\bcg::reduce\b")
 # A branch that lets one thread of a warp or block act: `if (threadIdx.x == 0)`, `(threadIdx.x & 31) == 0`.
 _ONE_THREAD_GUARD_RE = re.compile(r"threadIdx\.x\s*(&\s*\d+\s*\)?\s*)?(%\s*\d+\s*\)?\s*)?==\s*0|\blane(_?id)?\s*==\s*0|"
                                   r"\btid\s*==\s*0")
@@ -352,7 +356,7 @@ def _atomics_replaced(modified: list[FileDiff]) -> bool:
         return False
     added = [line for d in modified for line in d.added_lines]
     atomics_removed = _lines_matching(_ATOMIC_RE, removed)
-    if not atomics_removed or not _lines_matching(_CONSTRUCT_RES[Category.ATOMICS], added):
+    if not atomics_removed or not _lines_matching(_REDUCTION_RE, added):
         return False
     return atomics_removed > _lines_matching(_ATOMIC_RE, added) or _lines_matching(_ONE_THREAD_GUARD_RE, added) > 0
 

@@ -89,7 +89,7 @@ def judgement_record(repo: str, sha: str, message: str, diffs: list[FileDiff], *
                      category: Category, reason: str, max_diff_chars: int = JUDGE_DIFF_CHARS) -> JudgementRecord:
     """A labelled commit as a training example of the judge: its prompt, and the label as the answer."""
     system, user = judge_prompt(message, diffs, max_diff_chars)
-    return JudgementRecord(repo=repo, sha=sha, is_perf=is_perf, category=category.value, system=system["content"],
+    return JudgementRecord(repo=repo, commit=sha, is_perf=is_perf, category=category.value, system=system["content"],
                            prompt=user["content"], completion=judge_answer(is_perf, category, reason))
 
 

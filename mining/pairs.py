@@ -16,7 +16,7 @@ from perfforge.records import FoundBy, KernelKind, PairRecord, Target, code_hash
 
 @dataclass
 class FileSkip:
-    sha: str
+    commit: str
     path: str
     reason: str  # missing_blob, binary_file, undecodable, file_too_large, huge_diff, unsupported_language
 

@@ -130,7 +130,7 @@ def plan_repo(source: Source, clones_dir: Path, config: MineConfig) -> RepoPlan:
 
 
 def _failure_rows(failures: list[StreamFailure]) -> list[dict[str, str]]:
-    return [{"sha": f.sha, "path": "", "reason": "missing_object: " + f.reason} for f in failures]
+    return [{"commit": f.sha, "path": "", "reason": "missing_object: " + f.reason} for f in failures]
 
 
 def _key(name: str) -> str:
@@ -208,7 +208,7 @@ def _record_pair(row: dict[str, Any], files: dict[str, list[str]]) -> dict[str, 
 def _commit_record(repo: str, meta: CommitMeta, kernel_files: list[str], classification: Classification,
                    found_by: FoundBy, n_pairs: int) -> CommitRecord:
     return CommitRecord(
-        repo=repo, sha=meta.sha, parent=meta.parents[0] if meta.parents else "", date=meta.date,
+        repo=repo, commit=meta.sha, parent=meta.parents[0] if meta.parents else "", date=meta.date,
         message=meta.message, files=meta.files, kernel_files=kernel_files, is_perf=classification.is_perf,
         perf_score=classification.perf_score, category=classification.category.value,
         evidence=classification.evidence, found_by=found_by.value, n_pairs=n_pairs)
@@ -354,8 +354,8 @@ def _merge(plans: list[RepoPlan], tasks: list[ChunkTask], config: MineConfig, st
     kept_per_commit = Counter((p["repo"], p["commit"]) for p in kept)
     commits = [c for shards in shards_by_repo.values() for s in shards for c in s["commits"]]
     for commit in commits:
-        commit["n_pairs"] = kept_per_commit[(commit["repo"], commit["sha"])]
-    commits.sort(key=lambda c: (c["repo"], c["date"], c["sha"]))
+        commit["n_pairs"] = kept_per_commit[(commit["repo"], commit["commit"])]
+    commits.sort(key=lambda c: (c["repo"], c["date"], c["commit"]))
     write_parquet(config.out / COMMITS_FILE, commits, COMMIT_FEATURES)
     stats = _stats(plans, shards_by_repo, commits, kept, len(summaries), dedup_stats, config, started_at)
     write_json(config.out / STATS_FILE, stats)

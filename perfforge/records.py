@@ -21,7 +21,9 @@ from typing import Any
 # 1.2: pairs carry the synthetic pattern they instantiate and the pipeline's verified speedup.
 # 1.3: attempt records (one per candidate the optimisation loop judged).
 # 1.4: evaluation records (one per task, configuration, variant and seed of `perfforge eval`).
-SCHEMA_VERSION = "1.4"
+# 2.0: the commit column is `commit` everywhere (commit and judgement records said `sha`, pairs `commit`);
+#      diagnoses carry their preconditions apart from their evidence.
+SCHEMA_VERSION = "2.0"
 
 
 class Category(StrEnum):
@@ -100,7 +102,7 @@ class CommitRecord:
     """One commit that passed the prefilter (commits.parquet)."""
 
     repo: str = _doc("repository: owner/name for URLs, the directory name for local repositories")
-    sha: str = _doc("commit id (40 hex digits)")
+    commit: str = _doc("commit id (40 hex digits)")
     parent: str = _doc("first parent's id; empty for a root commit")
     date: str = _doc("author date, ISO 8601, UTC")
     message: str = _doc("full commit message")
@@ -194,6 +196,8 @@ class Diagnosis:
     evidence: list[str] = _doc("metric = value against threshold, and the source lines involved")
     findings: list[Finding] = _doc("the same evidence, structured", factory=list)
     hint: str = _doc("what usually fixes this bottleneck, one sentence", default="")
+    preconditions: list[str] = _doc("what let the rule run (enough cores, no pragma yet), in the evidence's form; "
+                                    "not evidence of the bottleneck", factory=list)
 
 
 @dataclass
@@ -340,7 +344,7 @@ class JudgementRecord:
     bench/judge_examples.py from bench/labels): the judge's own prompt and the labelled answer in its format."""
 
     repo: str = _doc("owner/name of the commit's repository")
-    sha: str = _doc("the commit")
+    commit: str = _doc("the commit id (40 hex digits)")
     is_perf: bool = _doc("the label: a performance change or not")
     category: str = _doc("the label's Category value (none when not a performance change)")
     system: str = _doc("the judge's instructions (mining.judge.judge_prompt)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,15 +167,36 @@ def _parse(root: Path, data: dict[str, Any], manifest: Path) -> Task:
     for key in ("source", "harness", "reference"):
         if data.get(key) is not None and not (root / _string(data, key, where)).is_file():
             raise TaskError(f"{where}: field '{key}' names {data[key]!r}, which is not a file in {root}")
+    kernel = _string(data, "kernel", where)
+    _check_kernel_names(kernel, root / source, language, where)
     configs = _configs(data.get("configs"), where)
     return Task(
         root=root, name=_string(data, "name", where), target=target, language=language, source=source,
-        kernel=_string(data, "kernel", where), harness=_string(data, "harness", where),
+        kernel=kernel, harness=_string(data, "harness", where),
         outputs=_outputs(data.get("outputs"), where), configs=configs, default_config=_default_config(data, configs),
         build=_build(data.get("build", {}), target, where), validate=_validate(data.get("validate", {}), where),
         work=_work(data.get("work", {}), configs, where), reference=data.get("reference"),
         bottleneck=data.get("bottleneck"), description=str(data.get("description", "")),
         pattern=data.get("pattern"), pattern_seed=_pattern_seed(data, where))
+
+
+def _check_kernel_names(kernel: str, source: Path, language: str, where: str) -> None:
+    """Each name of `kernel` (a '|'-separated list where a task profiles several) must name a function of the
+    source: a kernel, or in C++ and CUDA the host launcher that calls it. A misspelt name would otherwise pass
+    loading and surface only as an empty profile or a harness that links against nothing. Read textually,
+    comments blanked: a definition or declaration `name(` (templates `name<...>(`, qualified `ns::name`), Python's
+    `def name(`. CUDA and HIP names are prefixes (the GPU profilers select kernels by name prefix:
+    rownorm_launches' `rownorm` covers rownorm_sum_squares and rownorm_scale); C and C++ names are exact."""
+    from perfforge.records import blank_comments
+
+    python = language == "python"
+    code = blank_comments(source.read_text(encoding="utf-8", errors="replace"), "python" if python else "c")
+    for name in (part.strip() for part in kernel.split("|")):
+        short = re.escape(name.split("::")[-1]) + (r"\w*" if language in ("cuda", "hip") else "")
+        pattern = rf"\bdef\s+{short}\s*\(" if python else rf"\b{short}\s*(<[^;{{}}]*>)?\s*\("
+        if not name or not re.search(pattern, code):
+            raise TaskError(f"{where}: field 'kernel' names {name!r}, which is not a function in {source.name}; "
+                            "name a kernel (or its launcher) defined there")
 
 
 def _pattern_seed(data: dict[str, Any], where: str) -> int | None:

@@ -31,13 +31,14 @@ def test_mine_with_no_source_mines_the_embedded_demo_and_finds_its_known_truth(d
     truth = {row["sha"]: row for row in csv.DictReader(demo_bundle().with_name("demo_truth.csv").open())}
     commits = pq.read_table(demo_dataset / "commits.parquet").to_pylist()
     assert commits and all(c["repo"] == "perfforge/minikern-demo" for c in commits)
-    predicted = {c["sha"] for c in commits if c["is_perf"]}
+    predicted = {c["commit"] for c in commits if c["is_perf"]}
     actual = {sha for sha, row in truth.items() if row["is_perf"] == "true"}
     precision = len(predicted & actual) / len(predicted)
     recall = len(predicted & actual) / len(actual)
     assert precision >= 0.9, f"precision {precision:.2f} on the demo"
     assert recall >= 0.6, f"recall {recall:.2f} on the demo"
-    agree = [c for c in commits if c["sha"] in actual and c["is_perf"] and c["category"] == truth[c["sha"]]["category"]]
+    agree = [c for c in commits
+             if c["commit"] in actual and c["is_perf"] and c["category"] == truth[c["commit"]]["category"]]
     assert len(agree) >= 0.7 * len(predicted & actual)
     pairs = pq.read_table(demo_dataset / "pairs.parquet").to_pylist()
     assert {p["licence"] for p in pairs} == {"MIT"}

@@ -96,7 +96,7 @@ def read_rows(path: Path) -> tuple[str, list[dict[str, Any]]]:
         return "pairs", rows
     if {"completion", "status", "prompt"} <= columns:
         return "attempts", rows
-    if {"system", "prompt", "completion", "sha"} <= columns:
+    if {"system", "prompt", "completion", "commit"} <= columns:
         return "judgements", rows
     raise DatasetError(f"{path} holds neither pair, attempt nor judgement records (columns: "
                        f"{', '.join(sorted(columns)[:8])}...)")
@@ -151,7 +151,7 @@ def attempt_examples(rows: list[dict[str, Any]]) -> list[Example]:
 
 def judgement_examples(rows: list[dict[str, Any]]) -> list[Example]:
     """SFT examples of labelled commits: the judge's prompt and the labelled answer, grouped by repository."""
-    return [Example(group=_group("", row["repo"]), dedup_key=f"{row['repo']}@{row['sha']}",
+    return [Example(group=_group("", row["repo"]), dedup_key=f"{row['repo']}@{row['commit']}",
                     prompt=_attempt_prompt(row), completion=[{"role": "assistant", "content": row["completion"]}])
             for row in rows]
 

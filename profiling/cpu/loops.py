@@ -9,7 +9,11 @@ What it finds, with 1-based line numbers:
 - OpenMP pragmas, their schedule, and whether a work-shared loop is triangular (an inner loop's bounds use the
   shared loop's variable), which a static schedule balances badly;
 - array-of-structures field accesses (`p[i].x`, `(p + i)->x`, `q->x` with `q = &p[i]`) per loop, with the
-  bytes of the structure against the bytes of the fields the loop touches.
+  bytes of the structure against the bytes of the fields the loop touches;
+- scalars a `for` nest carries from one iteration to the next: declared outside the nest and updated from their
+  own value inside it (`s += x[i]`, `kept++`). One that is only accumulated is a reduction (OpenMP's reduction
+  clause handles it); one whose running value is also read in the nest (`out[kept++] = x[i]`, a compaction) needs a
+  scan, and `#pragma omp parallel for` alone would race on it.
 """
 
 from __future__ import annotations
@@ -84,6 +88,17 @@ class StructAccess:
         return self.used_bytes / self.struct_bytes if self.struct_bytes else 1.0
 
 
+@dataclass(frozen=True)
+class CarriedScalar:
+    """A scalar declared outside a loop nest that the nest updates from its own previous value."""
+
+    name: str
+    loop_line: int  # the outermost loop of the nest that carries it
+    line: int  # its first update in the nest
+    kind: str  # "reduction" (only accumulated) or "scan" (its running value is read in the nest too)
+    operator: str  # the reduction's operator (+ for kept++, * for p *= x); "" for a scan
+
+
 @dataclass
 class LoopAnalysis:
     function_found: bool
@@ -91,6 +106,7 @@ class LoopAnalysis:
     invariants: list[InvariantExpression] = field(default_factory=list)
     pragmas: list[OmpPragma] = field(default_factory=list)
     structs: list[StructAccess] = field(default_factory=list)
+    carried: list[CarriedScalar] = field(default_factory=list)
     spawns_threads: bool = False  # pthread_create / std::thread in the function
 
     @property
@@ -138,6 +154,8 @@ def analyze_loops(source: str, kernel: str, language: str = "c") -> LoopAnalysis
             analysis.invariants += _invariants(node, loop)
     analysis.pragmas = _pragmas(body)
     analysis.structs = _struct_accesses(root, function, loop_nodes)
+    analysis.carried = [found for node, loop in loop_nodes if loop.depth == 1 and loop.kind == "for"
+                        for found in _carried_scalars(node, loop)]
     return analysis
 
 
@@ -312,6 +330,63 @@ def _is_triangular(loop: tree_sitter.Node) -> bool:
                for b in bounds):
             return True
     return False
+
+
+# ---- loop-carried scalars ----------------------------------------------------------------------------------------
+
+# Compound assignments OpenMP's reduction clause covers, by the operator it names.
+_REDUCTION_OPERATORS = {"+=": "+", "-=": "-", "*=": "*", "&=": "&", "|=": "|", "^=": "^"}
+
+
+def _self_update(node: tree_sitter.Node) -> tuple[str, str] | None:
+    """(name, reduction operator or "") when node updates a plain variable from its own value (x++, x += e,
+    x = x + e), else None."""
+    if node.type == "update_expression":
+        target = node.child_by_field_name("argument")
+        operator = "+" if "++" in _text(node) else "-"
+    elif node.type == "assignment_expression":
+        target = node.child_by_field_name("left")
+        op = _text(node.child_by_field_name("operator"))
+        right = node.child_by_field_name("right")
+        if op == "=":
+            first = right.child_by_field_name("left") if right is not None and right.type == "binary_expression" \
+                else None
+            if target is None or first is None or _text(first) != _text(target):
+                return None
+            operator = _text(right.child_by_field_name("operator"))
+            operator = operator if operator in _REDUCTION_OPERATORS.values() else ""
+        else:
+            operator = _REDUCTION_OPERATORS.get(op, "")
+    else:
+        return None
+    return (_text(target), operator) if target is not None and target.type == "identifier" else None
+
+
+def _carried_scalars(nest: tree_sitter.Node, loop: Loop) -> list[CarriedScalar]:
+    """Scalars the nest carries across iterations: declared outside it, updated from their own value inside it.
+    Loop variables of the nest's for loops are not carried (each iteration's value is known from its index)."""
+    local = {_declared_name(n.child_by_field_name("declarator")) for n in _walk(nest) if n.type == "init_declarator"}
+    local |= {_declared_name(d) for n in _walk(nest) if n.type == "declaration"
+              for d in n.children_by_field_name("declarator")}
+    local |= {_loop_variable(n) for n in _walk(nest) if n.type == "for_statement"}
+    updates: dict[str, list[tuple[tree_sitter.Node, str]]] = {}
+    for node in _walk(nest):
+        update = _self_update(node)
+        if update is not None and update[0] not in local:
+            updates.setdefault(update[0], []).append((node, update[1]))
+    found = []
+    for name, nodes in updates.items():
+        operators = {operator for _, operator in nodes}
+        # A reduction only accumulates: each update is a statement of its own, and the name appears nowhere
+        # else in the nest (its running value is never read), with one operator OpenMP can combine.
+        alone = all(node.parent is not None and node.parent.type == "expression_statement" for node, _ in nodes)
+        uses = sum(1 for n in _walk(nest) if n.type == "identifier" and _text(n) == name)
+        own = sum(1 for node, _ in nodes for n in _walk(node) if n.type == "identifier" and _text(n) == name)
+        reduction = alone and uses == own and len(operators) == 1 and "" not in operators
+        found.append(CarriedScalar(name=name, loop_line=loop.start_line, line=min(_line(n) for n, _ in nodes),
+                                   kind="reduction" if reduction else "scan",
+                                   operator=operators.pop() if reduction else ""))
+    return found
 
 
 # ---- arrays of structures -----------------------------------------------------------------------------------------

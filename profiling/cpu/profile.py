@@ -9,7 +9,9 @@ Profile alone is enough to diagnose (and to store in a dataset):
   `static.invariant_calls` / `static.invariant_arithmetic` (loop-invariant expressions on the line),
   `static.aos_used_fraction` / `static.aos_struct_bytes` (array-of-structures field accesses),
   `static.omp_static_triangular` (in a loop shared with a static schedule over a triangular nest),
-  `gcc.vectorized`, `gcc.vector_bytes` and `gcc.missed.<reason>` (the verdict on the line's innermost loop);
+  `gcc.vectorized`, `gcc.vector_bytes` and `gcc.missed.<reason>` (the verdict on the line's innermost loop),
+  `static.carried_scan.<name>` / `static.carried_reduction.<operator>.<name>` (a scalar the line's loop nest
+  carries from one iteration to the next, valued with the line of its first update);
 - kernel-wide: `static.openmp_pragmas`, `static.thread_spawns`, `cpu_cores`, and with the task's per-call bytes
   `work_bytes` and `D1_miss_amplification` / `LL_miss_amplification` (cache-line fills per line of necessary
   traffic: near 1 for a kernel that streams its data once, far above for one that refetches it).
@@ -109,6 +111,11 @@ def _static_line_metrics(hot: HotLine, analysis: loops.LoopAnalysis,
                 CounterValue("static.invariant_arithmetic", float(sum(i.kind == "arithmetic" for i in invariants)),
                              "expr")]
     metrics += _struct_metrics(hot.line, analysis)
+    if loop is not None:
+        # Names and operators ride in the metric's name (as gcc.missed.<reason> does) so the diagnosis can say what
+        # the nest carries; the value is the line of its first update.
+        metrics += [CounterValue(carried_metric(c), float(c.line), "line") for c in analysis.carried
+                    if c.loop_line == loop.outer_line]
     if loop is not None and _in_static_triangular(loop, analysis):
         metrics.append(CounterValue("static.omp_static_triangular", 1.0, "flag"))
     if loop is not None and loop.innermost and loop.start_line in vec_report:
@@ -117,6 +124,13 @@ def _static_line_metrics(hot: HotLine, analysis: loops.LoopAnalysis,
                     CounterValue("gcc.vector_bytes", float(report.vector_bytes), "byte")]
         metrics += [CounterValue(f"gcc.missed.{reason}", 1.0, "flag") for reason in report.reasons]
     return metrics
+
+
+def carried_metric(carried: loops.CarriedScalar) -> str:
+    """The hot-line metric naming a carried scalar: static.carried_scan.<name>, static.carried_reduction.<op>.<name>."""
+    if carried.kind == "reduction":
+        return f"static.carried_reduction.{carried.operator}.{carried.name}"
+    return f"static.carried_scan.{carried.name}"
 
 
 def _struct_metrics(line: int, analysis: loops.LoopAnalysis) -> list[CounterValue]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from perfforge.records import Diagnosis, Finding, HotLine, Profile
 from perfforge.targets import profiled_with
-from profiling.diagnoses.registry import Rule, Threshold, finding, make_diagnosis, register
+from profiling.diagnoses.registry import RULES, Rule, Threshold, finding, make_diagnosis, register
 
 # The rules read callgrind's simulated events: they apply to every target callgrind profiles (perfforge/targets.py).
 TARGETS = profiled_with("callgrind")
@@ -168,12 +168,51 @@ def _check_parallelism(profile: Profile, th: dict[str, Threshold]) -> Diagnosis 
     if share < th["dominant_nest_share"].value:
         return None
     saving = share * (1.0 - 1.0 / cores) * th["parallel_efficiency"].value
-    findings = [finding("loop_nest_share", share, th["dominant_nest_share"], ">=", [nest]),
-                finding("cpu_cores", cores, th["min_cores"], ">="),
-                finding("static.openmp_pragmas", 0, Threshold("openmp_pragmas", 0, "pragma", "none"), "<=")]
+    findings = [finding("loop_nest_share", share, th["dominant_nest_share"], ">=", [nest])]
+    # Cores and the absence of a pragma let the rule run; they do not point at the bottleneck.
+    preconditions = [finding("cpu_cores", cores, th["min_cores"], ">="),
+                     finding("static.openmp_pragmas", 0, Threshold("openmp_pragmas", 0, "pragma", "none"), "<=")]
     extra = [f"the loop nest at line {nest} has {share:.0%} of the estimated cycles and runs on one of "
              f"{cores:.0f} cores"]
-    return make_diagnosis("missing_parallelism", saving, findings, extra)
+    scans, reductions = _carried(profile, nest)
+    extra += [f"the loop at line {nest} carries `{name}` from one iteration to the next (updated at line {line} "
+              "and its running value read in the loop)" for name, line in scans.items()]
+    extra += [f"the loop at line {nest} accumulates `{name}` ({op}) across iterations (line {line})"
+              for name, (op, line) in reductions.items()]
+    return make_diagnosis("missing_parallelism", saving, findings, extra, preconditions=preconditions,
+                          hint=_parallel_hint(scans, reductions))
+
+
+def _carried(profile: Profile, nest: int) -> tuple[dict[str, int], dict[str, tuple[str, int]]]:
+    """Scalars the nest at line `nest` carries across iterations (profiling/cpu/profile.py's static.carried_*
+    metrics): {name: line} of scans, {name: (operator, line)} of reductions."""
+    scans: dict[str, int] = {}
+    reductions: dict[str, tuple[str, int]] = {}
+    for line in profile.hot_lines:
+        if int(_m(line, "static.outer_loop_line")) != nest:
+            continue
+        for metric in line.metrics:
+            if metric.name.startswith("static.carried_scan."):
+                scans[metric.name.removeprefix("static.carried_scan.")] = int(metric.value)
+            elif metric.name.startswith("static.carried_reduction."):
+                op, _, name = metric.name.removeprefix("static.carried_reduction.").partition(".")
+                reductions[name] = (op, int(metric.value))
+    return scans, reductions
+
+
+def _parallel_hint(scans: dict[str, int], reductions: dict[str, tuple[str, int]]) -> str:
+    """The rule's hint, or the fix for a loop that carries a dependence (a bare parallel for would race on it)."""
+    if scans:
+        names = ", ".join(f"`{name}`" for name in sorted(scans))
+        return (f"the loop carries {names} from one iteration to the next (a counter or running value, as a "
+                "filter or compaction keeps): `#pragma omp parallel for` alone would race on it; count per thread, "
+                "prefix-sum the counts (a scan) and let each thread write its own range, or keep the loop serial "
+                "and look elsewhere")
+    if reductions:
+        clauses = " ".join(f"reduction({op}:{name})" for name, (op, _) in sorted(reductions.items()))
+        return ("share the iterations of the dominant loop among the cores with `#pragma omp parallel for "
+                f"{clauses}`: the loop carries only accumulations, which each thread can keep privately")
+    return RULES["missing_parallelism"].hint
 
 
 def _check_schedule(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:

@@ -103,16 +103,22 @@ def finding(metric: str, value: float, threshold: Threshold, comparison: str,
                    unit=threshold.unit, lines=list(lines or []))
 
 
-def make_diagnosis(rule_name: str, severity: float, findings: list[Finding],
-                   extra: list[str] | None = None) -> Diagnosis:
-    """A Diagnosis whose evidence lines render the findings (metric = value unit > threshold, lines ...)."""
+def _render(f: Finding) -> str:
+    text = f"{f.metric} = {f.value:.4g} {f.unit} ({f.comparison} {f.threshold:.4g})"
+    if f.lines:
+        text += " at line" + ("s " if len(f.lines) > 1 else " ") + ", ".join(str(n) for n in f.lines)
+    return text
+
+
+def make_diagnosis(rule_name: str, severity: float, findings: list[Finding], extra: list[str] | None = None, *,
+                   preconditions: list[Finding | str] | None = None, hint: str = "") -> Diagnosis:
+    """A Diagnosis whose evidence lines render the findings (metric = value unit > threshold, lines ...).
+
+    preconditions are what let the rule run (cores to share work among, no pragma yet): kept apart from the
+    evidence, which holds only findings that point at the bottleneck. hint replaces the rule's own when the
+    profile calls for a different fix (a loop that carries a counter)."""
     rule = RULES[rule_name]
-    evidence = []
-    for f in findings:
-        text = f"{f.metric} = {f.value:.4g} {f.unit} ({f.comparison} {f.threshold:.4g})"
-        if f.lines:
-            text += " at line" + ("s " if len(f.lines) > 1 else " ") + ", ".join(str(n) for n in f.lines)
-        evidence.append(text)
-    evidence.extend(extra or [])
+    evidence = [_render(f) for f in findings] + list(extra or [])
+    conditions = [p if isinstance(p, str) else _render(p) for p in preconditions or []]
     return Diagnosis(name=rule_name, severity=round(min(1.0, max(0.0, severity)), 4), evidence=evidence,
-                     findings=findings, hint=rule.hint)
+                     findings=findings, hint=hint or rule.hint, preconditions=conditions)

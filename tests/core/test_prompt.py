@@ -20,7 +20,9 @@ def make_profile() -> Profile:
                    diagnoses=[Diagnosis(name="cache_miss_bound", severity=0.52,
                                         evidence=["D1_miss_rate = 25 % (>= 10) at line 5"],
                                         hint="walk memory in the order it is laid out"),
-                              Diagnosis(name="missing_parallelism", severity=0.40, evidence=["cpu_cores = 2"],
+                              Diagnosis(name="missing_parallelism", severity=0.40,
+                                        evidence=["loop_nest_share = 0.9 ratio (>= 0.5) at line 3"],
+                                        preconditions=["cpu_cores = 2 core (>= 2)"],
                                         hint="share the iterations among the cores")],
                    target="cpu", kernel="matvec", source_file="kernel.c")
 

@@ -56,3 +56,18 @@ def test_missing_directory_and_manifest(tmp_path: Path) -> None:
 def test_unknown_config_lists_the_known_ones(cpu_task_dir: Path) -> None:
     with pytest.raises(TaskError, match="configs: small, default"):
         load_task(cpu_task_dir).config("huge")
+
+
+@pytest.mark.parametrize("kernel", ["matvecc", "matvec|transpose", "mat"])
+def test_a_kernel_the_source_does_not_define_is_a_task_error(tmp_path: Path, kernel: str) -> None:
+    """A misspelt kernel used to load and fail later as an empty profile; C names are exact (no prefix)."""
+    task_dir = write_task(tmp_path / "task", toml=TASK_TOML.replace('kernel = "matvec"', f'kernel = "{kernel}"'))
+    missing = kernel.split("|")[-1]
+    with pytest.raises(TaskError, match=rf"field 'kernel' names '{missing}', which is not a function in kernel.c"):
+        load_task(task_dir)
+
+
+def test_every_example_task_names_a_kernel_its_source_defines() -> None:
+    """CUDA names are prefixes (rownorm_launches' rownorm), launchers count, '|' lists are checked name by name."""
+    for manifest in sorted(Path(__file__).resolve().parents[2].glob("examples/tasks/*/*/task.toml")):
+        load_task(manifest)

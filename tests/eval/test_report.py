@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from eval.plots import hot_line_label, stall_comparison
-from eval.report import stall_rows, write_report
+from eval.plots import ablation_bars, hot_line_label, line_share_name, stall_comparison
+from eval.report import CSS, HOW_TO_READ_HEADING, LINE_PROFILE_HEADING, stall_rows, write_report
 from perfforge.io import write_json
 from perfforge.records import EvalRecord, HotLine, Profile, RooflinePoint, Stall, Timing
 from tests.eval.test_metrics import RUN, make_row
@@ -79,7 +79,7 @@ def test_write_report_writes_markdown_html_and_figures(report: tuple[Path, dict[
     figures = sorted(name for name in written if name.startswith("figures/"))
     assert {"figures/speedups.png", "figures/fast_p.png", "figures/roofline.png", "figures/ablation_sources.png",
             "figures/ablation_rounds.png", "figures/ablation_candidates.png",
-            "figures/stalls_sgemm_base.png", "figures/stalls_copy_base.png"} == set(figures)
+            "figures/stalls_sgemm_base.png", "figures/cost_copy_base.png"} == set(figures)
     for name in figures:
         assert written[name] == out / name
         assert (out / name).read_bytes().startswith(PNG_MAGIC)
@@ -115,7 +115,7 @@ def test_stall_tasks_are_chosen_by_speedup_or_named(evaluation: tuple[Path, list
     chosen, missing = stall_rows(rows, ["copy", "nbody"])
     assert [r.task for r in chosen] == ["copy"] and missing == ["nbody"]
     written = write_report(tmp_path, rows, title="t", stall_tasks=["nbody"], profiles_root=profiles)
-    assert not any(name.startswith("figures/stalls_") for name in written)
+    assert not any(name.startswith(("figures/stalls_", "figures/cost_")) for name in written)
     assert "No row of task nbody has both profiles." in (tmp_path / "report.md").read_text()
 
 
@@ -139,3 +139,55 @@ def test_stall_comparison_of_cpu_profiles_and_labels() -> None:
     assert label == "line 7: a = b;"
     assert hot_line_label(HotLine(line=7, code="x" * 80, share=0.5, dominant_stall="")) == "line 7: " + "x" * 37 \
         + "..."
+
+
+def test_html_tables_wrap_to_fit_a_window(report: tuple[Path, dict[str, Path]]) -> None:
+    """The 17-column summary overflowed a 1400-px window: cells wrap between words, a variant breaks after each
+    ';', and a table too wide anyway scrolls in its own box (docs/eval_report_1400px.png shows the result)."""
+    out, _ = report
+    page = (out / "report.html").read_text()
+    assert "overflow-wrap:break-word" in CSS and ".table{overflow-x:auto" in CSS
+    assert page.count('<div class="table"><table>') == page.count("<table>") > 0
+    assert "sources=all;<wbr>candidates=4;<wbr>rounds=2" in page
+    assert "<th>attempts/<wbr>row</th>" in page
+
+
+def test_results_come_before_the_explanation(report: tuple[Path, dict[str, Path]]) -> None:
+    out, _ = report
+    markdown = (out / "report.md").read_text()
+    headings = re.findall(r"^## (.+)$", markdown, re.MULTILINE)
+    assert headings[0] == "Summary" and headings[-1] == HOW_TO_READ_HEADING
+    assert markdown.index("fast_p (KernelBench's metric)") > markdown.index("## Per task")
+
+
+def test_an_all_zero_ablation_has_no_empty_chart(tmp_path: Path) -> None:
+    """Every row of both sources values failed: bars of height zero would draw two empty frames."""
+    rows = [make_row("t1", variant=f"sources={sources};candidates=4;rounds=2", status="build_failed",
+                     attempts=RUN[:1]) for sources in ("all", "none")]
+    written = write_report(tmp_path, rows, title="t")
+    assert "figures/ablation_sources.png" not in written
+    markdown = (tmp_path / "report.md").read_text()
+    assert "No chart: no row of this ablation was correct (correctness and fast_1 are 0% at every sources value)." \
+        in markdown
+
+
+def test_ablation_bars_say_no_data_for_an_all_zero_metric(monkeypatch: pytest.MonkeyPatch) -> None:
+    import eval.plots as plots
+
+    said: list[str] = []
+    drawing = plots._no_data
+    monkeypatch.setattr(plots, "_no_data", lambda ax, what: (said.append(what), drawing(ax, what)))
+    entries = [{"value": v, "configuration": "base", "variant": "", "correctness": c, "fast_1": 0.0}
+               for v, c in (("all", 1.0), ("none", 0.5))]
+    assert ablation_bars(entries, "sources").startswith(PNG_MAGIC)
+    assert said == ["row with fast_1 above 0%"]  # correctness has bars; fast_1 would be an empty frame
+
+
+def test_cpu_line_profiles_are_titled_by_cost_not_stalls(report: tuple[Path, dict[str, Path]]) -> None:
+    out, _ = report
+    cpu = make_profile(1.0, [(7, "x", 0.5, "")], "cpu")
+    gpu = make_profile(1.0, [(7, "x", 0.5, "barrier")])
+    assert line_share_name(cpu, cpu) == "share of cost" and line_share_name(gpu, gpu) == "share of stall samples"
+    markdown = (out / "report.md").read_text()
+    assert f"## {LINE_PROFILE_HEADING}" in markdown and "Per-line stalls" not in markdown
+    assert "copy (base [sources=all;candidates=4;rounds=2], seed 0): each hot line's share of cost" in markdown

@@ -184,3 +184,29 @@ def test_no_evidence_leaves_the_prior() -> None:
     assert result.evidence == []
     assert result.perf_score == pytest.approx(0.1192, abs=1e-4)
     assert result.category == Category.NONE
+
+
+# A layernorm whose hand-written warp loop becomes a cooperative-groups reduction: no atomic anywhere.
+CG_REDUCE = diff_of("dev/cuda/layernorm.cu", "modified", (
+    ["    float sum = 0.0f;", "    for (int i = lane; i < C; i += 32) sum += x[i];"],
+    ["    float sum = 0.0f;", "    for (int i = warp.thread_rank(); i < C; i += warp.size()) sum += x[i];",
+     "    sum = cg::reduce(warp, sum, cg::plus<float>{});"],
+))
+
+
+def test_cg_reduce_alone_is_no_evidence_of_atomics() -> None:
+    """cg::reduce is a cooperative-groups reduction: without atomics removed beside it, it says nothing about
+    atomics (it used to vote for the atomics category on every kernel that reduces this way)."""
+    result = classify_commit("layernorm: use cooperative groups", [CG_REDUCE])
+    assert result.category != Category.ATOMICS
+    assert not any("atomics" in e for e in result.evidence), result.evidence
+
+
+def test_cg_reduce_replacing_atomics_is_atomics() -> None:
+    diff = diff_of("src/sum.cu", "modified", (
+        ["    if (i < n) {", "        atomicAdd(out, x[i]);", "    }"],
+        ["    float v = cg::reduce(warp, i < n ? x[i] : 0.0f, cg::plus<float>{});",
+         "    if (warp.thread_rank() == 0) {", "        partial[i / 32] = v;", "    }"]))
+    result = classify_commit("sum: a warp reduction instead of per-element atomics", [diff])
+    assert result.is_perf and result.category == Category.ATOMICS
+    assert any(e.startswith("diff_atomics_replaced") for e in result.evidence)

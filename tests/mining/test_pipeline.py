@@ -37,8 +37,8 @@ def test_mines_commits_and_function_pairs_with_provenance(perf_repo: RepoBuilder
     """The docs-only commit is prefiltered away; the vague warp-shuffle commit becomes a cuda_kernel pair."""
     result = run([perf_repo.path], tmp_path / "out", jobs=1)
     commits = rows(result.paths["commits.parquet"])
-    assert [c["sha"] for c in commits] == [perf_repo.shas[0], perf_repo.shas[2], perf_repo.shas[3]]
-    perf = {c["sha"]: c["is_perf"] for c in commits}
+    assert [c["commit"] for c in commits] == [perf_repo.shas[0], perf_repo.shas[2], perf_repo.shas[3]]
+    perf = {c["commit"]: c["is_perf"] for c in commits}
     assert perf == {perf_repo.shas[0]: False, perf_repo.shas[2]: True, perf_repo.shas[3]: False}
     (pair,) = rows(result.paths["pairs.parquet"])
     assert (pair["repo"], pair["commit"], pair["parent"]) == ("perf_repo", perf_repo.shas[2], perf_repo.shas[1])
@@ -143,8 +143,8 @@ def test_bad_files_and_missing_objects_are_recorded_not_fatal(make_repo, tmp_pat
     assert failures.get("binary_file") == 1
     assert failures.get("huge_diff") == 1
     assert failures.get("missing_object") == 1
-    assert stats["repos"]["broken"]["failure_examples"][-1]["sha"] == lost
-    mined = {c["sha"] for c in rows(result.paths["commits.parquet"])}
+    assert stats["repos"]["broken"]["failure_examples"][-1]["commit"] == lost
+    mined = {c["commit"] for c in rows(result.paths["commits.parquet"])}
     assert repo.shas[-1] in mined and lost not in mined  # the commit after the broken one was still mined
 
 
@@ -189,7 +189,7 @@ def test_rev_is_read_in_the_source_so_remote_tracking_branches_count(perf_repo: 
     git(clone, "checkout", "-q", "--detach", "HEAD~1")
     git(clone, "branch", "-q", "-D", "main")  # only refs/remotes/origin/main names the tip now
     result = run([clone], tmp_path / "out", jobs=1, rev="origin/main", pairs=False)
-    assert [c["sha"] for c in rows(result.paths["commits.parquet"])][-1] == perf_repo.shas[3]
+    assert [c["commit"] for c in rows(result.paths["commits.parquet"])][-1] == perf_repo.shas[3]
 
 
 def test_a_rev_that_names_no_commit_is_one_error_naming_it(perf_repo: RepoBuilder, tmp_path: Path) -> None:

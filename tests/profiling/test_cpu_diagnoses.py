@@ -118,3 +118,51 @@ def test_every_rule_reads_documented_thresholds() -> None:
             assert thresholds[entry].unit and len(thresholds[entry].reason) > 20
     used = {entry for name in CPU_RULES for entry in registry.get_rule(name).thresholds}
     assert set(thresholds) <= used, f"unused thresholds: {set(thresholds) - used}"
+
+
+COMPACT_C = """\
+void compact(const float *a, float *out, int n) {
+    int kept = 0;
+    for (long i = 0; i < (long)n * n; i++) {
+        if (a[i] > 0.5f && kept < n) {
+            out[kept++] = a[i];
+        }
+    }
+}
+"""
+TOTAL_C = """\
+void total(const float *a, float *out, int n) {
+    float s = 0.0f;
+    for (long i = 0; i < (long)n * n; i++) {
+        s += a[i] * a[i];
+    }
+    out[0] = s;
+}
+"""
+
+
+@pytest.mark.parametrize(("kernel", "code", "expected"), [
+    ("compact", COMPACT_C, ["carries `kept`", "alone would race", "prefix-sum", "scan"]),
+    ("total", TOTAL_C, ["reduction(+:s)"]),
+])
+def test_missing_parallelism_names_what_the_loop_carries(kernel: str, code: str, expected: list[str],
+                                                         tmp_path: Path) -> None:
+    """A filter loop (`out[kept++] = ...`) is no `#pragma omp parallel for` away from parallel: the hint says what
+    the loop carries and suggests a scan; a sum only needs a reduction clause. The cores and the missing pragma
+    that let the rule run are preconditions, not evidence."""
+    profile = _profile(tmp_path / kernel, code, rows_harness(kernel, 500), kernel, ["-O2", "-g"], ["n=500"], None)
+    if profile.counter("cpu_cores") < 2:
+        pytest.skip("one core: nothing to parallelise over")
+    diagnosis = next(d for d in profile.diagnoses if d.name == "missing_parallelism")
+    for text in expected:
+        assert text in diagnosis.hint, diagnosis.hint
+    assert not any(line.startswith(("cpu_cores", "static.openmp_pragmas")) for line in diagnosis.evidence)
+    assert [f.metric for f in diagnosis.findings] == ["loop_nest_share"]
+    assert [p.split(" =")[0] for p in diagnosis.preconditions] == ["cpu_cores", "static.openmp_pragmas"]
+
+
+def test_an_independent_loop_keeps_the_plain_pragma_hint(tmp_path: Path) -> None:
+    task, slow, _ = _task_profiles("modes_missing_openmp", tmp_path)
+    top = slow.diagnoses[0]
+    assert top.name == "missing_parallelism" and top.hint == registry.get_rule("missing_parallelism").hint
+    assert not any("carries" in line for line in top.evidence)

@@ -88,3 +88,34 @@ def test_missing_function_and_threads() -> None:
     assert not analyze_loops(NEST, "nope").function_found
     code = "#include <pthread.h>\nvoid kernel(pthread_t *t) { pthread_create(t, 0, 0, 0); }\n"
     assert analyze_loops(code, "kernel").spawns_threads
+
+
+FILTER = """\
+int filter(const float *x, float *out, int n, float lo) {
+    int kept = 0;
+    float s = 0.0f, p = 1.0f;
+    for (int i = 0; i < n; i++) {
+        s += x[i];
+        p = p * x[i];
+        if (x[i] > lo) {
+            out[kept++] = x[i];
+        }
+        for (int j = 0; j < 4; j++) {
+            float t = x[j];
+            t += 1.0f;
+        }
+    }
+    return kept + (int)(s + p);
+}
+"""
+
+
+def test_carried_scalars_reduction_and_scan() -> None:
+    carried = {(c.name, c.loop_line, c.line, c.kind, c.operator) for c in analyze_loops(FILTER, "filter").carried}
+    # kept's running value indexes out (a compaction: a scan); s and p are only accumulated (reductions);
+    # i, j and t are per-iteration (loop variables, a local declared in the nest)
+    assert carried == {("s", 4, 5, "reduction", "+"), ("p", 4, 6, "reduction", "*"), ("kept", 4, 8, "scan", "")}
+
+
+def test_independent_loop_carries_nothing() -> None:
+    assert analyze_loops(NEST, "kernel").carried == []
