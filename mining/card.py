@@ -117,6 +117,9 @@ def render_card(name: str, stats: dict[str, Any], commits: list[dict[str, Any]],
         "### Performance commits by category\n", _table(perf_categories, ("category", "commits")) + "\n",
         "### Pairs by category\n", _table(Counter(p["category"] for p in pairs), ("category", "pairs")) + "\n",
         "### Pairs by kernel kind\n", _table(Counter(p["kernel_kind"] for p in pairs), ("kernel kind", "pairs")) + "\n",
+        ("Only kernels were kept (`perfforge mine --kernels-only`).\n" if config.get("kernels_only") else
+         "Host functions are included (the launchers and drivers around kernels); `perfforge mine --kernels-only` "
+         "keeps kernels alone.\n"),
         "### Data Fields (pairs)\n", fields_table(PairRecord) + "\n",
         "The full schema, commits and profiles included: docs/records.md in perfforge.\n",
         "## Dataset Creation\n",

@@ -51,6 +51,10 @@ class MineConfig:
         "help": "source files larger than this give no function pairs (generated or vendored code)"})
     pairs: bool = field(default=True, metadata={
         "help": "extract function-level pairs of performance commits (--no-pairs: classify commits only)"})
+    kernels_only: bool = field(default=False, metadata={
+        "help": "keep only pairs whose function is a kernel (CUDA/HIP __global__ or __device__, Triton, OpenCL, an "
+                "OpenMP region), not host or plain Python functions (three quarters of llm.c's pairs are host "
+                "functions)"})
     near_duplicate_jaccard: float = field(default=NEAR_DUPLICATE_JACCARD, metadata={
         "help": "MinHash Jaccard similarity at which two pairs are near duplicates"})
     overwrite: bool = field(default=False, metadata={
@@ -74,7 +78,9 @@ class MineConfig:
 
     def fingerprint(self) -> str:
         """Identity of the options that change results; finished work made under another one is not reused."""
+        # the merge's choices (deduplication, the kernel filter) apply to finished chunks: they do not start anew
         relevant = {k: v for k, v in asdict(self).items() if k not in ("sources", "out", "jobs", "overwrite",
-                                                                         "progress", "near_duplicate_jaccard")}
+                                                                         "progress", "near_duplicate_jaccard",
+                                                                         "kernels_only")}
         relevant.update(miner=MINER_VERSION, schema=SCHEMA_VERSION)
         return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]

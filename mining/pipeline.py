@@ -53,6 +53,7 @@ from perfforge.records import (
     SCHEMA_VERSION,
     CommitRecord,
     FoundBy,
+    KernelKind,
     PairRecord,
     as_row,
 )
@@ -332,6 +333,9 @@ def _stop_workers(executor: ProcessPoolExecutor) -> None:
 
 
 # What the merge keeps of a pair in memory: enough to deduplicate and count, not the code itself.
+# The kinds --kernels-only keeps: code that runs as a kernel, not the host code around it.
+KERNEL_KINDS = frozenset({KernelKind.CUDA_KERNEL, KernelKind.DEVICE_FUNCTION, KernelKind.TRITON_KERNEL,
+                          KernelKind.OPENCL_KERNEL, KernelKind.OPENMP_REGION})
 _PAIR_SUMMARY_FIELDS = ("repo", "commit", "date", "path", "kernel_name", "code_hash", "signatures", "category",
                         "kernel_kind", "language")
 
@@ -349,6 +353,8 @@ def _merge(plans: list[RepoPlan], tasks: list[ChunkTask], config: MineConfig, st
         del shard["files"]
         shards_by_repo.setdefault(task.repo, []).append(shard)
     kept, dedup_stats = deduplicate(summaries, config.near_duplicate_jaccard)
+    if config.kernels_only:
+        kept = [summary for summary in kept if KernelKind(summary["kernel_kind"]) in KERNEL_KINDS]
     kept_at = {summary["_at"] for summary in kept}
     write_parquet_batches(config.out / PAIRS_FILE, _kept_pairs(tasks, kept_at), PAIR_FEATURES)
     kept_per_commit = Counter((p["repo"], p["commit"]) for p in kept)

@@ -161,3 +161,20 @@ def test_the_committed_demo_card_is_of_this_miner_and_schema() -> None:
 
     card = (Path(__file__).resolve().parents[1] / "data_cards" / "minikern-demo.md").read_text()
     assert f"miner v{MINER_VERSION} (schema {SCHEMA_VERSION})" in card
+
+
+def test_kernels_only_keeps_kernels_and_says_so_in_the_card(demo_dataset: Path, tmp_path: Path) -> None:
+    """The demo's pairs include host functions (launchers); --kernels-only keeps the kernels alone, and the card
+    says which the dataset holds."""
+    import pyarrow.parquet as pq
+
+    from mining.pipeline import KERNEL_KINDS
+
+    every = pq.read_table(demo_dataset / "pairs.parquet").to_pylist()
+    out = tmp_path / "kernels"
+    assert main(["mine", "--out", str(out), "--no-progress", "--kernels-only"]) == 0
+    kept = pq.read_table(out / "pairs.parquet").to_pylist()
+    assert kept and all(p["kernel_kind"] in KERNEL_KINDS for p in kept)
+    assert len(kept) == sum(p["kernel_kind"] in KERNEL_KINDS for p in every) < len(every)
+    assert main(["card", str(out), "--out-dir", str(tmp_path), "--name", "kernels"]) == 0
+    assert "Only kernels were kept" in (tmp_path / "kernels.md").read_text()
