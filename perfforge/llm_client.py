@@ -58,7 +58,7 @@ class ChatClient:
             usage = response.get("usage") or {}
             prompt_tokens = int(usage.get("prompt_tokens", 0))
             texts = [choice["message"]["content"] or "" for choice in choices]
-            shares = token_shares(int(usage.get("completion_tokens", 0)), texts)
+            shares = token_shares(int(usage.get("completion_tokens", 0)), texts, cap=max_tokens)
             return [Completion(text, str(choice.get("finish_reason") or ""), tokens, prompt_tokens)
                     for text, choice, tokens in zip(texts, choices, shares, strict=True)]
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -94,15 +94,20 @@ class ChatClient:
         raise BackendError(f"model endpoint {url} is not answering ({last_error}); start the server or fix the URL")
 
 
-def token_shares(total: int, texts: list[str]) -> list[int]:
+def token_shares(total: int, texts: list[str], *, cap: int | None = None) -> list[int]:
     """An OpenAI-compatible server reports one completion-token total for n choices: each choice's share of it in
-    proportion to its text's length (a long answer took more tokens than a short one), summing to the total."""
+    proportion to its text's length (a long answer took more tokens than a short one), none above `cap` (the
+    request's max_tokens: characters per token vary, a share may not), summing to the total where the caps allow."""
     if not texts:
         return []
-    lengths = [len(text) for text in texts]
-    if not sum(lengths):
-        return [total // len(texts) + (1 if i < total % len(texts) else 0) for i in range(len(texts))]
+    lengths = [len(text) or 1 for text in texts]
     shares = [total * length // sum(lengths) for length in lengths]
     for i in sorted(range(len(texts)), key=lambda k: -lengths[k])[:total - sum(shares)]:
         shares[i] += 1  # the rounding remainder, to the longest texts
+    if cap is not None:
+        excess = sum(max(0, s - cap) for s in shares)
+        shares = [min(s, cap) for s in shares]
+        for i in sorted(range(len(texts)), key=lambda k: -lengths[k]):
+            moved = min(excess, cap - shares[i])
+            shares[i], excess = shares[i] + moved, excess - moved
     return shares

@@ -441,3 +441,4 @@ def test_a_usage_total_is_shared_by_text_length() -> None:
     assert sum(token_shares(7, ["x" * 3, "y" * 3, "z"])) == 7
     assert token_shares(5, ["", ""]) == [3, 2]
     assert token_shares(0, []) == []
+    assert token_shares(30, ["a" * 90, "b" * 10], cap=16) == [16, 14]  # no share above max_tokens

