@@ -5,7 +5,8 @@ A `Pair` holds one kernel process per side (profiling/served.py). For each call 
 candidate's must match them. After every call of either side the judge checks, from its own mapping, that the
 inputs came back bit for bit (against its private copy), that fixed buffers are unchanged, that nothing was
 written past a buffer's ends, and returns copies of the outputs. Timed calls are the same calls with a cache
-flush before them: every call is checked, so there is nothing to learn about which ones are.
+flush before them; which of them the judge compares (all, or for large outputs a share picked after the call:
+profiling/validate.py) is decided after both sides have made them, so there is nothing to learn about it.
 """
 
 from __future__ import annotations
