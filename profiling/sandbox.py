@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from profiling import landlock
 
@@ -79,22 +80,33 @@ class RunResult:
         if self.returncode == 0:
             return ""
         if self.returncode < 0:
-            sig = signal.Signals(-self.returncode)
-            meaning = {
-                signal.SIGSEGV: "segmentation fault: an invalid memory access",
-                signal.SIGBUS: "bus error: a misaligned or invalid memory access",
-                signal.SIGFPE: "arithmetic exception (integer division by zero?)",
-                signal.SIGABRT: "aborted (an assertion, or the allocator found corrupted memory)",
-                signal.SIGXCPU: "CPU time limit exceeded",
-                signal.SIGXFSZ: "file size limit exceeded",
-                signal.SIGKILL: "killed (out of memory?)",
-            }.get(sig, "killed by a signal")
-            return f"crashed: {sig.name} ({meaning}){self._stderr_hint()}"
+            return f"crashed: {signal_reason(-self.returncode)}{self._stderr_hint()}"
         return f"exited with status {self.returncode}{self._stderr_hint()}"
 
     def _stderr_hint(self) -> str:
         last = [line for line in self.stderr.strip().splitlines() if line.strip()]
         return f": {last[-1].strip()[:300]}" if last else ""
+
+
+_SIGNAL_MEANINGS = {
+    signal.SIGSEGV: "segmentation fault: an invalid memory access",
+    signal.SIGBUS: "bus error: a misaligned or invalid memory access",
+    signal.SIGFPE: "arithmetic exception (integer division by zero?)",
+    signal.SIGABRT: "aborted (an assertion, or the allocator found corrupted memory)",
+    signal.SIGXCPU: "CPU time limit exceeded",
+    signal.SIGXFSZ: "file size limit exceeded",
+    signal.SIGKILL: "killed (out of memory?)",
+    signal.SIGSYS: "a forbidden system call",
+}
+
+
+def signal_reason(number: int) -> str:
+    """A signal that ended a process, named with what it usually means: 'SIGSEGV (segmentation fault: ...)'."""
+    try:
+        sig = signal.Signals(number)
+    except ValueError:
+        return f"signal {number} (killed by a signal)"
+    return f"{sig.name} ({_SIGNAL_MEANINGS.get(sig, 'killed by a signal')})"
 
 
 @functools.cache
@@ -169,24 +181,10 @@ def run(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(), env: Mappi
     """Run argv isolated in cwd (the scratch directory). env adds to the scrubbed environment. The process may
     write beneath cwd and the writable directories only (unless limits.filesystem); given `readable`, it may read
     only beneath those, what it may write and the system's directories (landlock.SYSTEM_READABLE)."""
-    directories = landlock.prepare([cwd, *writable])  # made where missing, fenced or not
-    full_argv = list(argv)
-    isolated = False
-    if not limits.network and network_namespace_available():
-        full_argv = [*_unshare_prefix(), *full_argv]
-        isolated = True
-    fenced = not limits.filesystem and filesystem_isolation_available()
-    write_dirs = directories if fenced else None
-    _adopt_orphans()
     start = time.monotonic()
-    with _running_lock:
-        children_before = _children()
-        proc = subprocess.Popen(full_argv, cwd=cwd, env=scrubbed_env(cwd, env), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE,
-                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                text=True, errors="replace",
-                                preexec_fn=lambda: _set_limits(limits, write_dirs, readable))
-        _running.add(proc.pid)
+    proc, children_before, isolated, fenced = _start(
+        argv, cwd, limits, env, writable, readable, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL, text=True, errors="replace")
     timed_out = False
     try:
         stdout, stderr = proc.communicate(stdin, timeout=limits.timeout_s)
@@ -273,19 +271,29 @@ def spawn(argv: Sequence[str], *, cwd: Path, limits: Limits = Limits(timeout_s=3
     """Start argv isolated as run() does (readable as there), and return at once; the caller ends it with close().
     Standard output and error go to files in cwd (never pipes: a process that writes much would block on a full
     pipe)."""
-    directories = landlock.prepare([cwd, *writable])
-    prefix = _unshare_prefix() if not limits.network else None
-    full_argv = [*(prefix or ()), *argv]
-    write_dirs = directories if not limits.filesystem and filesystem_isolation_available() else None
-    _adopt_orphans()
     stderr_path = cwd / "stderr.log"
-    with open(cwd / "stdout.log", "wb") as stdout, open(stderr_path, "wb") as stderr, _running_lock:
-        children_before = _children()
-        proc = subprocess.Popen(full_argv, cwd=cwd, env=scrubbed_env(cwd, env), stdout=stdout, stderr=stderr,
-                                stdin=subprocess.DEVNULL, pass_fds=tuple(pass_fds),
-                                preexec_fn=lambda: _set_limits(limits, write_dirs, readable))
-        _running.add(proc.pid)
+    with open(cwd / "stdout.log", "wb") as stdout, open(stderr_path, "wb") as stderr:
+        proc, children_before, _, _ = _start(argv, cwd, limits, env, writable, readable, stdout=stdout,
+                                             stderr=stderr, stdin=subprocess.DEVNULL, pass_fds=tuple(pass_fds))
     return Spawned(proc, children_before, stderr_path)
+
+
+def _start(argv: Sequence[str], cwd: Path, limits: Limits, env: Mapping[str, str] | None, writable: Sequence[Path],
+           readable: Sequence[Path] | None, **popen: Any) -> tuple[subprocess.Popen, set[int], bool, bool]:
+    """Start argv behind every fence run() and spawn() share: (the process, this process's children before it,
+    whether its network is isolated, whether its filesystem is)."""
+    directories = landlock.prepare([cwd, *writable])  # made where missing, fenced or not
+    isolated = not limits.network and network_namespace_available()
+    fenced = not limits.filesystem and filesystem_isolation_available()
+    write_dirs = directories if fenced else None
+    _adopt_orphans()
+    with _running_lock:
+        children_before = _children()
+        proc = subprocess.Popen([*(_unshare_prefix() if isolated else ()), *argv], cwd=cwd,
+                                env=scrubbed_env(cwd, env),
+                                preexec_fn=lambda: _set_limits(limits, write_dirs, readable), **popen)
+        _running.add(proc.pid)
+    return proc, children_before, isolated, fenced
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -26,11 +26,13 @@ message out of turn, a hang) is a ProtocolError with its reason: a failing verdi
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import mmap
 import os
 import select
 import signal
 import socket
+import statistics
 import time
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -56,6 +58,7 @@ class Role(IntEnum):
 
 GUARD_BYTES = 256  # before and after each buffer, as the harness lays them out (PF_GUARD_BYTES)
 GUARD_BYTE = 0xA5
+GUARD = bytes([GUARD_BYTE]) * GUARD_BYTES
 POISON_BYTE = 0xFF  # NaN for floats, -1 for integers: an element never written is told apart (correctness.py)
 HANDSHAKE_TIMEOUT_S = 60.0  # starting the process and the harness's set-up (a large fixed buffer filled on the CPU)
 STOP_TIMEOUT_S = 5.0  # every thread of a stopped process reports stopped long before this
@@ -98,16 +101,14 @@ class SharedBuffer:
         return np.frombuffer(self.memory, dtype=NUMPY_DTYPE[self.dtype], count=self.count, offset=GUARD_BYTES)
 
     def arm_guards(self) -> None:
-        guard = bytes([GUARD_BYTE]) * GUARD_BYTES
-        self.memory[:GUARD_BYTES] = guard
-        self.memory[GUARD_BYTES + self.nbytes:2 * GUARD_BYTES + self.nbytes] = guard
+        self.memory[:GUARD_BYTES] = GUARD
+        self.memory[GUARD_BYTES + self.nbytes:2 * GUARD_BYTES + self.nbytes] = GUARD
 
     def overrun(self) -> str:
         """Where the kernel wrote outside the buffer ('' when both guards are intact)."""
-        guard = bytes([GUARD_BYTE]) * GUARD_BYTES
-        if self.memory[:GUARD_BYTES] != guard:
+        if self.memory[:GUARD_BYTES] != GUARD:
             return "before its start"
-        if self.memory[GUARD_BYTES + self.nbytes:2 * GUARD_BYTES + self.nbytes] != guard:
+        if self.memory[GUARD_BYTES + self.nbytes:2 * GUARD_BYTES + self.nbytes] != GUARD:
             return "past its end"
         return ""
 
@@ -182,7 +183,6 @@ class KernelProcess:
     def call(self, timeout_s: float) -> float:
         """Run the loop body once on what the buffers hold now; its duration in ms by the judge's clock. The process
         is stopped again when this returns, so its buffers can be read."""
-        assert self._process is not None and self._channel is not None
         duration_ms = self._round_trip(b"call", timeout_s, f"call {self.calls}")
         self.calls += 1
         return duration_ms
@@ -208,10 +208,7 @@ class KernelProcess:
 
     def overhead_ms(self, pings: int, timeout_s: float) -> float:
         """The median of `pings` null calls: the protocol's own round trip, which every call's duration includes."""
-        samples = []
-        for _ in range(pings):
-            samples.append(self._round_trip(b"ping", timeout_s, "a null call"))
-        return sorted(samples)[len(samples) // 2]
+        return statistics.median(self._round_trip(b"ping", timeout_s, "a null call") for _ in range(pings))
 
     def _expect(self, word: str, deadline: float, during: str) -> None:
         message = self._receive(deadline, during)
@@ -234,8 +231,6 @@ class KernelProcess:
         try:
             os.ftruncate(fd, size)
             # its size can never change again: a shrunk memfd would fault the judge's reads (SIGBUS)
-            import fcntl
-
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
             memory = mmap.mmap(fd, size)
             socket.send_fds(self._channel, [f"ok {size}".encode()], [fd])
@@ -279,8 +274,7 @@ class KernelProcess:
         if code is None:
             return f"the {self.who} closed the judge's channel during {during}{hint}"
         if code < 0:
-            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-            return f"the {self.who} died of {name} during {during}{hint}"
+            return f"the {self.who} died of {sandbox.signal_reason(-code)} during {during}{hint}"
         return f"the {self.who} exited with status {code} during {during}, before the judge let it{hint}"
 
     def _stop(self) -> None:

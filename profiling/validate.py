@@ -225,7 +225,7 @@ def _run_oracle(session: _Session, config: TaskConfig, seed: int) -> HarnessRun:
         raise _Stop(Status.TASK_INVALID, f"the task's original source fails (config {config.name!r}, seed {seed}): "
                                          f"{run.reason()}")
     duration = run.result.duration_s
-    session.oracle_duration_s = max(session.oracle_duration_s or 0.0, duration)
+    session.note_original(duration)
     return run
 
 
