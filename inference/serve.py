@@ -179,9 +179,9 @@ def run_serve(config: ServeConfig) -> int:
     print(f"starting vLLM for {server.model_dir} as {server.name!r} (log: {log_path}) ...", flush=True)
     with server:
         names = [server.name] + [item.partition("=")[0] for item in config.lora]
-        print(f"serving {', '.join(names)} at {server.url}; Ctrl-C stops it", flush=True)
-        print(f"  perfforge optimize TASK --url {server.url} --model {server.name}", flush=True)
-        try:
+        try:  # from the first line that says it serves: an interrupt between two prints stops it the same way
+            print(f"serving {', '.join(names)} at {server.url}; Ctrl-C stops it", flush=True)
+            print(f"  perfforge optimize TASK --url {server.url} --model {server.name}", flush=True)
             while server.process is not None and server.process.poll() is None:
                 time.sleep(1)
         except KeyboardInterrupt:
