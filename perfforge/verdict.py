@@ -94,6 +94,8 @@ class Verdict:
     machine: str = ""
     tools: str = ""
     duration_s: float = 0.0
+    # where the time went: static, build, binary_policy, correctness, timing (seconds each; what a verdict costs)
+    phase_durations_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def correct(self) -> bool:

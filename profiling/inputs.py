@@ -16,10 +16,12 @@ Integers are drawn uniformly in [floor(lo), ceil(hi) - 1]; bfloat16 travels as t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +34,10 @@ from profiling.correctness import NUMPY_DTYPE
 # meets a few (1/32 of 1,024 elements is 32).
 EDGE_SHARE = 1 / 32
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+# Buffers of more than PARALLEL_DRAW_MIN elements per thread are drawn on up to DRAW_THREADS threads: a 64M-element
+# draw took 0.33 s on one H200 host core, most of a GPU verdict's judge-side time (bench/bench_verdict.py).
+PARALLEL_DRAW_MIN = 1 << 20
+DRAW_THREADS = max(1, min(8, os.cpu_count() or 1))
 
 
 KEY_FILE = "judge.key"
@@ -76,11 +82,33 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
 
 
 def _uniform(rng: np.random.Generator, count: int, lo: float, hi: float, dtype: str) -> np.ndarray:
-    """Uniform in [lo, hi): drawn in float32 for the narrower types (twice as fast, and as fine as they keep)."""
-    values = rng.random(count, dtype=np.float64 if dtype == "float64" else np.float32)
+    """Uniform in [lo, hi): drawn in float32 for the narrower types (twice as fast, and as fine as they keep).
+    Large buffers are drawn in chunks on several threads, each chunk from a generator seeded by `rng` (numpy's
+    generators release the GIL): the same `rng` state still gives the same values."""
+    values = np.empty(count, dtype=np.float64 if dtype == "float64" else np.float32)
+    chunks = min(DRAW_THREADS, count // PARALLEL_DRAW_MIN)
+    if chunks < 2:
+        rng.random(count, dtype=values.dtype, out=values)
+    else:
+        seeds = rng.integers(0, 2**63, size=chunks)
+        bounds = np.linspace(0, count, chunks + 1).astype(np.int64)
+
+        def fill(index: int) -> None:
+            part = values[bounds[index]:bounds[index + 1]]
+            np.random.default_rng(int(seeds[index])).random(part.size, dtype=values.dtype, out=part)
+            part *= hi - lo
+            part += lo
+
+        list(_draw_pool().map(fill, range(chunks)))
+        return values
     values *= hi - lo
     values += lo
     return values
+
+
+@functools.cache
+def _draw_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=DRAW_THREADS, thread_name_prefix="pf-draw")
 
 
 def _positions(rng: np.random.Generator, count: int) -> np.ndarray:
@@ -119,4 +147,4 @@ def _ties(values: np.ndarray, rng: np.random.Generator) -> None:
 def _to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bfloat16":
         return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-    return values.astype(NUMPY_DTYPE[dtype])
+    return values.astype(NUMPY_DTYPE[dtype], copy=False)

@@ -20,8 +20,9 @@ import numpy as np
 from perfforge.targets import target_spec
 from perfforge.task import Task, TaskConfig
 from profiling.build import Build
+from profiling.correctness import first_difference, same_bytes
 from profiling.inputs import draw, verdict_generator
-from profiling.served import POISON_BYTE, KernelProcess, ProtocolError, Role
+from profiling.served import POISON_BYTE, CallTime, KernelProcess, ProtocolError, Role
 
 # The judge's cache flush before a timed call: writing twice the last-level cache evicts it under LRU; capped
 # because virtual machines report the host's whole L3 (the harness's own flush used the same bound).
@@ -43,8 +44,15 @@ Outputs = dict[str, np.ndarray]
 
 @dataclass
 class SideResult:
-    outputs: Outputs
-    duration_ms: float
+    """One call of one side. outputs: views of the judge's mapping, valid until that side's next call (copy what
+    must outlive it); None when the call was not fetched (Pair.fetch reads them later)."""
+
+    outputs: Outputs | None
+    time: CallTime
+
+    @property
+    def duration_ms(self) -> float:
+        return self.time.duration_ms
 
 
 @dataclass
@@ -56,7 +64,7 @@ class Pair:
     original: KernelProcess
     candidate: KernelProcess
     rng: np.random.Generator
-    fixed: dict[str, bytes] = field(default_factory=dict)  # the original's fixed buffers after its set-up
+    fixed: dict[str, np.ndarray] = field(default_factory=dict)  # the original's fixed buffers after its set-up
     _flush: np.ndarray | None = None
 
     @classmethod
@@ -72,11 +80,13 @@ class Pair:
         rng = verdict_generator(task.name.encode(), config.name.encode(), *sources)
         pair = cls(task, config, *sides, rng=rng)
         try:
-            try:
-                pair.original.start()
+            try:  # both set-ups run at once (a CUDA context each: most of a start)
+                pair.original.spawn()
+                pair.candidate.spawn()
+                pair.original.handshake()
             except ProtocolError as error:
                 raise OriginalFailed(error.reason) from None
-            pair.candidate.start()
+            pair.candidate.handshake()
             pair._agree()
         except BaseException:
             pair.close()
@@ -108,9 +118,9 @@ class Pair:
         if ours != theirs:
             raise ProtocolError(f"the candidate's process declared buffers {theirs}, the original's {ours}",
                                 "deviation")
-        self.fixed = {b.name: bytes(b.data().view(np.uint8)) for b in self.original.buffers if b.role is Role.FIXED}
+        self.fixed = {b.name: b.data().copy() for b in self.original.buffers if b.role is Role.FIXED}
         for buffer in self.candidate.buffers:
-            if buffer.role is Role.FIXED and bytes(buffer.data().view(np.uint8)) != self.fixed[buffer.name]:
+            if buffer.role is Role.FIXED and not same_bytes(buffer.data(), self.fixed[buffer.name]):
                 raise Mismatch(f"fixed buffer '{buffer.name}' differs from the original's after the harness's set-up")
 
     # ---- one call
@@ -120,9 +130,11 @@ class Pair:
         return {b.name: draw(b.dtype, b.count, b.lo, b.hi, self.rng, edges=edges)
                 for b in self.original.buffers if b.role in (Role.INPUT, Role.INOUT)}
 
-    def run(self, side: str, inputs: Inputs, *, timeout_s: float, flush: bool = False) -> SideResult:
-        """One call of `side` on `inputs`; its outputs after every check of the buffers passed."""
-        process = self.original if side == "original" else self.candidate
+    def run(self, side: str, inputs: Inputs, *, timeout_s: float, flush: bool = False,
+            fetch: bool = True) -> SideResult:
+        """One call of `side` on `inputs`; with fetch, its outputs after every check of the buffers passed (without,
+        the judge may still fetch() this call's before the side's next call)."""
+        process = self._process(side)
         for buffer in process.buffers:
             data = buffer.data()
             if buffer.role in (Role.INPUT, Role.INOUT):
@@ -133,17 +145,30 @@ class Pair:
         if flush and not process.staged:  # a staged (CUDA) process flushes the device's L2 itself
             self._flush_cache()
         try:
-            duration_ms = process.call(timeout_s)
+            timed = process.call(timeout_s)
         except ProtocolError as error:
             if side == "original":
                 raise OriginalFailed(error.reason) from None
             raise
-        call = process.calls - 1
-        problem = self._check_buffers(process, inputs, call)
+        return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)
+
+    def fetch(self, side: str, inputs: Inputs, *, timeout_s: float) -> Outputs:
+        """The last call's outputs of `side` (views of the judge's mapping), once its buffers passed every check;
+        `inputs` are what that call was given."""
+        process = self._process(side)
+        try:
+            process.fetch(timeout_s)
+        except ProtocolError as error:
+            if side == "original":
+                raise OriginalFailed(error.reason) from None
+            raise
+        problem = self._check_buffers(process, inputs, process.calls - 1)
         if problem:
             raise (OriginalFailed(problem) if side == "original" else Mismatch(problem))
-        outputs = {b.name: b.data().copy() for b in process.buffers if b.role in (Role.OUTPUT, Role.INOUT)}
-        return SideResult(outputs, duration_ms)
+        return {b.name: b.data() for b in process.buffers if b.role in (Role.OUTPUT, Role.INOUT)}
+
+    def _process(self, side: str) -> KernelProcess:
+        return self.original if side == "original" else self.candidate
 
     def _check_buffers(self, process: KernelProcess, inputs: Inputs, call: int) -> str:
         for buffer in process.buffers:
@@ -151,12 +176,12 @@ class Pair:
             if where:
                 return f"buffer '{buffer.name}' was written out of bounds, {where} (call {call})"
             data = buffer.data()
-            given = inputs[buffer.name].view(np.uint8) if buffer.role is Role.INPUT else None
-            if given is not None and not np.array_equal(data.view(np.uint8), given):
-                index = int(np.flatnonzero(data.view(np.uint8) != given)[0])
+            given = inputs[buffer.name] if buffer.role is Role.INPUT else None
+            if given is not None and not same_bytes(data, given):
+                index = first_difference(data, given)
                 return (f"input '{buffer.name}' was modified by call {call} (first changed byte at {index}); a kernel "
                         "must leave its inputs as it found them")
-            if buffer.role is Role.FIXED and bytes(data.view(np.uint8)) != self.fixed[buffer.name]:
+            if buffer.role is Role.FIXED and not same_bytes(data, self.fixed[buffer.name]):
                 return f"fixed buffer '{buffer.name}' was modified by call {call}"
         return ""
 

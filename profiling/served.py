@@ -16,10 +16,13 @@ from its own mapping of the shared memory:
     outputs, inputs and guards read from the judge's mapping while every thread of it is stopped
 
 Between calls the process is stopped, so no thread of it can work ahead on inputs being written or finish its
-outputs after saying "done". A CUDA kernel process is "staged": its buffers also live on the device, the harness
-copies them up on "call" and says "start", and after the body and a whole-device synchronisation says "synced" (the
-clock runs from "start" to "synced"), copies them back and says "done"; its filter refuses new threads and
-executable mappings, so nothing of the candidate's runs outside the body. Any deviation (an early exit, a signal, a
+outputs after saying "done". A CUDA kernel process is "staged": its buffers also live on the device. On "call" the
+harness copies the inputs up, poisons the outputs on the device and says "start"; after the body and a whole-device
+synchronisation it says "synced", then "done". The judge's clock gives two times: the kernel's, from "start" to
+"synced", and the whole call's, from resuming the process to "done"; work moved outside the first shows in the
+second (profiling/validate.py compares both sides). Only the calls the judge checks are copied back, on "fetch",
+after the call: its filter refuses new threads and executable mappings, so nothing of the candidate's runs
+between a call and its fetch. Any deviation (an early exit, a signal, a
 message out of turn, a hang) is a ProtocolError with its reason: a failing verdict, never a crash of the validator.
 """
 
@@ -70,6 +73,16 @@ MESSAGE_BYTES = 512
 # the serial original's 2.1 ms (scratch run of profiling/paired.py, 20 calls per side).
 SERVED_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 LIFETIME_S = 3600.0  # CPU seconds a kernel process may use in all (twice this, by sandbox.Limits' rule)
+
+
+@dataclass(frozen=True)
+class CallTime:
+    """One call by the judge's clock. duration_ms: the kernel's time (a staged process: from its "start" to its
+    "synced"; otherwise the whole call). outer_ms: from resuming the process to its "done", all it did included
+    (the same as duration_ms when not staged)."""
+
+    duration_ms: float
+    outer_ms: float
 
 
 class ProtocolError(Exception):
@@ -136,6 +149,11 @@ class KernelProcess:
 
     def start(self) -> None:
         """Spawn the process and take its buffer declarations; it is stopped when this returns."""
+        self.spawn()
+        self.handshake()
+
+    def spawn(self) -> None:
+        """Start the process (its set-up runs while the judge starts the other side: handshake() waits for it)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._channel = ours
         argv = [*self.built.argv, "serve", "--channel", str(theirs.fileno()), *self.config.args()]
@@ -146,6 +164,9 @@ class KernelProcess:
                                           readable=[self.built.directory], pass_fds=(theirs.fileno(),))
         finally:
             theirs.close()
+
+    def handshake(self) -> None:
+        """Take the buffer declarations of a spawned process and stop it once it is ready."""
         deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
         while True:
             message = self._receive(deadline, "starting")
@@ -180,35 +201,49 @@ class KernelProcess:
 
     # ---- one call
 
-    def call(self, timeout_s: float) -> float:
-        """Run the loop body once on what the buffers hold now; its duration in ms by the judge's clock. The process
-        is stopped again when this returns, so its buffers can be read."""
-        duration_ms = self._round_trip(b"call", timeout_s, f"call {self.calls}")
+    def call(self, timeout_s: float) -> CallTime:
+        """Run the loop body once on what the buffers hold now, timed by the judge's clock. The process is stopped
+        again when this returns; a staged process's buffers can be read after fetch(), any other's at once."""
+        timed = self._round_trip(b"call", timeout_s, f"call {self.calls}")
         self.calls += 1
-        return duration_ms
+        return timed
 
-    def _round_trip(self, word: bytes, timeout_s: float, during: str) -> float:
+    def fetch(self, timeout_s: float) -> None:
+        """A staged process copies every buffer back into the judge's memory (the judge's choice, after the call:
+        no code of the candidate's runs between a call's 'done' and this). Nothing to do for the others."""
+        if not self.staged:
+            return
+        assert self._process is not None and self._channel is not None
+        self._refuse_pending()
+        self._channel.send(b"fetch")
+        self._process.signal(signal.SIGCONT)
+        self._expect("fetched", time.monotonic() + timeout_s, f"fetching call {self.calls - 1}")
+        self._stop()
+
+    def _round_trip(self, word: bytes, timeout_s: float, during: str) -> CallTime:
         assert self._process is not None and self._channel is not None
         self._refuse_pending()
         self._channel.send(word)
-        started = time.perf_counter_ns()
+        resumed = time.perf_counter_ns()
         self._process.signal(signal.SIGCONT)
         deadline = time.monotonic() + timeout_s
+        started = resumed
         if self.staged:
             self._expect("start", deadline, during)
             started = time.perf_counter_ns()
             self._expect("synced", deadline, during)
             finished = time.perf_counter_ns()
-            self._expect("done", deadline, during)
-        else:
-            self._expect("done", deadline, during)
-            finished = time.perf_counter_ns()
+        self._expect("done", deadline, during)
+        done = time.perf_counter_ns()
         self._stop()
-        return (finished - started) / 1e6
+        if not self.staged:
+            finished = done
+        return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6)
 
     def overhead_ms(self, pings: int, timeout_s: float) -> float:
         """The median of `pings` null calls: the protocol's own round trip, which every call's duration includes."""
-        return statistics.median(self._round_trip(b"ping", timeout_s, "a null call") for _ in range(pings))
+        return statistics.median(self._round_trip(b"ping", timeout_s, "a null call").duration_ms
+                                 for _ in range(pings))
 
     def _expect(self, word: str, deadline: float, during: str) -> None:
         message = self._receive(deadline, during)

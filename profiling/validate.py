@@ -15,9 +15,13 @@ seed and round, the harness drawing and timing in the candidate's process).
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import random
+import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +57,28 @@ TIMED_CHECK_ALL_BYTES = 8 << 20
 # the median steady to a few microseconds on a loaded 2-core machine.
 NULL_CALLS = 21
 MIN_CALL_MS = 1e-4  # a call never counts as shorter than 0.1 us, whatever the round trip's noise
+# Work a staged (CUDA) candidate may do outside its timed window beyond the original's before it is refused
+# (_hidden_work): a tenth of the original's kernel time, or four standard errors of the paired difference's median
+# (the input copies of a 256 MB buffer vary by a fraction of a millisecond between calls).
+HIDDEN_WORK_SHARE = 0.1
+HIDDEN_WORK_SE = 4.0
+
+
+class _Phases:
+    """Adds the wall-clock seconds of each phase of a verdict to verdict.phase_durations_s (a phase entered again,
+    the served correctness of each configuration, adds up)."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            durations = self.verdict.phase_durations_s
+            durations[name] = round(durations.get(name, 0.0) + time.monotonic() - started, 3)
 
 
 class _Stop(Exception):
@@ -93,19 +119,25 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
     verdict = Verdict(task=task.name, candidate=str(candidate), target=task.target, status=Status.NO_CHANGE,
                       reason="", machine=describe_machine(), tools=describe_tools(task.build.compiler))
     session: _Session | None = None
+    phase = _Phases(verdict)
     try:
-        _static(task, candidate, verdict)
-        session = _build_both(task, candidate, work_dir)
+        with phase("static"):
+            _static(task, candidate, verdict)
+        with phase("build"):
+            session = _build_both(task, candidate, work_dir)
         interpreted = task.target == "triton" and os.environ.get("TRITON_INTERPRET") == "1"
         timing = timing and not interpreted
         if served:
             if target_spec(task.target).binary_policy:
-                _binary_policy(session)
-            _served(session, verdict, timing)
+                with phase("binary_policy"):
+                    _binary_policy(session)
+            _served(session, verdict, timing, phase)
         else:
-            _check_correctness(session, verdict)
+            with phase("correctness"):
+                _check_correctness(session, verdict)
         if timing and not served:
-            _time_and_score(session, verdict)
+            with phase("timing"):
+                _time_and_score(session, verdict)
         elif not timing:
             verdict.status = Status.CORRECT
             why = ("Triton's CPU interpreter (TRITON_INTERPRET=1) runs the kernels, and its times say nothing of a "
@@ -244,7 +276,7 @@ def _binary_policy(session: _Session) -> None:
         raise _Stop(Status.REJECTED, "; ".join(f"{r.message} [{r.rule}]" for r in refusals))
 
 
-def _served(session: _Session, verdict: Verdict, timing: bool) -> None:
+def _served(session: _Session, verdict: Verdict, timing: bool, phase: _Phases) -> None:
     """Correctness on every configuration, then timing on the default one with the same processes (it comes
     last). Every failure of the candidate's process, or of its outputs, ends the verdict with its reason."""
     task = session.task
@@ -252,11 +284,15 @@ def _served(session: _Session, verdict: Verdict, timing: bool) -> None:
     configs = [c for c in task.configs if c.name != default.name] + [default]
     for config in configs:
         try:
-            with Pair.start(task, config, session.original, session.candidate, session.work_dir) as pair:
+            with phase("start"):  # both processes started and their set-up done
+                pair = Pair.start(task, config, session.original, session.candidate, session.work_dir)
+            with pair:
                 session.filtered = pair.filtered if session.filtered is None else session.filtered and pair.filtered
-                _served_correctness(session, pair, verdict)
+                with phase("correctness"):
+                    _served_correctness(session, pair, verdict)
                 if timing and config.name == default.name:
-                    _served_timing(session, pair, verdict)
+                    with phase("timing"):
+                        _served_timing(session, pair, verdict)
         except OriginalFailed as failed:
             raise _Stop(Status.TASK_INVALID, f"the task's original source fails (config {config.name!r}): "
                                              f"{failed}") from None
@@ -277,15 +313,18 @@ def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None
         want = pair.run("original", inputs, timeout_s=task.validate.timeout_s)
         session.note_original(want.duration_ms / 1e3)
         got = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
+        assert got.outputs is not None and want.outputs is not None
         _compare(task, got.outputs, want.outputs, f"call {call}", verdict)
         if call == 0:
+            first = {name: values.copy() for name, values in got.outputs.items()}  # the next call overwrites them
             again = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
-            same = compare_run(task.outputs, again.outputs, got.outputs)
+            assert again.outputs is not None
+            same = compare_run(task.outputs, again.outputs, first)
             if not same.ok:
                 raise Mismatch(f"call 0: two runs on identical inputs disagree ({same.problem}): the kernel reads "
                                "uninitialised memory, races, or keeps state between calls")
         if call < task.validate.seeds:
-            oracle_runs.append(want.outputs)
+            oracle_runs.append({name: values.copy() for name, values in want.outputs.items()})
         verdict.checked_runs.append(f"{config.name}/call{call}")
     reason = degenerate_reason(task.outputs, oracle_runs)
     if reason:
@@ -305,9 +344,10 @@ def _compare(task: Task, got: dict[str, np.ndarray], want: dict[str, np.ndarray]
 def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     """rounds x (warm-up + trials) calls per side, each pair of calls on fresh inputs of its own, the order flipping
     every call (A B B A ...), a cache flush before each. The judge's clock times each call from resuming the process
-    to its 'done' (CUDA: from 'start' to 'synced'). Outputs are compared for every timed call, or when they are
-    large for a share that the judge picks after both sides have made them (TIMED_CHECK_SHARE, and the last call of
-    every round), so nothing either process knows tells it which."""
+    to its 'done' (CUDA: from 'start' to 'synced', and the whole call too: _hidden_work). Outputs are compared for
+    every timed call, or when they are large for a share that the judge picks after both sides have made them
+    (TIMED_CHECK_SHARE, and the last call of every round; a CUDA process copies back only those), so nothing either
+    process knows tells it which."""
     task = session.task
     spec = task.validate
     picker = random.SystemRandom()
@@ -317,6 +357,7 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     overhead_ms = pair.original.overhead_ms(NULL_CALLS, task.validate.timeout_s)
     baseline: list[list[float]] = []
     candidate: list[list[float]] = []
+    outside_ms: dict[str, list[float]] = {"original": [], "candidate": []}  # whole call minus the kernel's time
     flip = False
     for round_index in range(spec.rounds):
         baseline.append([])
@@ -325,18 +366,46 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
             inputs = pair.draw(edges=False)
             results = {}
             for side in (("candidate", "original") if flip else ("original", "candidate")):
-                timeout = task.validate.timeout_s if side == "original" else session.candidate_timeout_s()
-                results[side] = pair.run(side, inputs, timeout_s=timeout, flush=True)
+                results[side] = pair.run(side, inputs, timeout_s=_timeout_s(session, side), flush=True, fetch=False)
             flip = not flip
             if trial == spec.warmup + spec.trials - 1 or picker.random() < share:
-                _compare(task, results["candidate"].outputs, results["original"].outputs,
-                         f"timed call {trial} of round {round_index}", verdict)
+                want = pair.fetch("original", inputs, timeout_s=_timeout_s(session, "original"))
+                got = pair.fetch("candidate", inputs, timeout_s=_timeout_s(session, "candidate"))
+                _compare(task, got, want, f"timed call {trial} of round {round_index}", verdict)
             if trial >= spec.warmup:
                 baseline[-1].append(max(results["original"].duration_ms - overhead_ms, MIN_CALL_MS))
                 candidate[-1].append(max(results["candidate"].duration_ms - overhead_ms, MIN_CALL_MS))
+                for side, result in results.items():
+                    outside_ms[side].append(result.time.outer_ms - result.time.duration_ms)
+    if pair.candidate.staged:
+        _hidden_work(outside_ms, statistics.median(x for r in baseline for x in r))
     estimate = estimate_speedup(baseline, candidate, "judge_clock")
     _score(session, verdict, estimate, pair.config, context={})
     verdict.reason += f"; the protocol's round trip ({overhead_ms * 1e3:.0f} us, {NULL_CALLS} null calls) is taken off"
+
+
+def _timeout_s(session: _Session, side: str) -> float:
+    return session.task.validate.timeout_s if side == "original" else session.candidate_timeout_s()
+
+
+def _hidden_work(outside_ms: dict[str, list[float]], baseline_ms: float) -> None:
+    """A staged (CUDA) call is timed from the process's "start" to its "synced": what it does around them (copying
+    the inputs up, the L2 flush, the messages) is the harness's, the same on both sides for the same buffers. Code
+    that moved work outside that window (said "synced" early, worked in a signal handler before "start") makes
+    the candidate's calls longer outside it than the original's: refused when the paired difference's median
+    exceeds both HIDDEN_WORK_SHARE of the original's kernel time and HIDDEN_WORK_SE standard errors."""
+    differences = [c - o for c, o in zip(outside_ms["candidate"], outside_ms["original"], strict=True)]
+    if len(differences) < 2:
+        return
+    hidden_ms = statistics.median(differences)
+    spread_ms = 1.4826 * statistics.median(abs(d - hidden_ms) for d in differences)
+    standard_error_ms = 1.2533 * spread_ms / math.sqrt(len(differences))  # of a median
+    allowed_ms = max(HIDDEN_WORK_SHARE * baseline_ms, HIDDEN_WORK_SE * standard_error_ms)
+    if hidden_ms > allowed_ms:
+        raise _Stop(Status.REJECTED, f"the candidate's calls took {hidden_ms:.3g} ms more than the original's outside "
+                                     f"the kernel's timed window (median of {len(differences)} paired calls; at most "
+                                     f"{allowed_ms:.3g} ms is noise): work moved out of the timed region, before "
+                                     "the harness's 'start' or after its 'synced'")
 
 
 def _timed(session: _Session, config: TaskConfig) -> tuple[TimingRuns, SpeedupEstimate | None]:

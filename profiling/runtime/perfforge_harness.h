@@ -19,11 +19,14 @@
  *            runs the loop body once on whatever the judge wrote into the buffers, and says "done". The judge
  *            writes the inputs, times the call with its own clock, stops this process and reads the outputs from
  *            its own mapping. "exit" (or the channel closing) ends the loop.
- *            CUDA ("ready ... staged"): every buffer also lives on the device. On "call" the harness copies the
- *            judge's bytes (guards included) up and says "start"; after the body, the launch check and a whole-
- *            device synchronisation it says "synced" (the judge's clock runs from "start" to "synced"), copies
- *            every buffer back and says "done". No code of the candidate's runs outside the body: its filter
- *            refuses new threads and executable mappings, so the harness's synchronisation cannot be skipped.
+ *            CUDA ("ready ... staged"): every buffer also lives on the device (fixed ones copied up once, before
+ *            the filter). On "call" the harness copies the judge's inputs (guards included) up, poisons the
+ *            outputs and re-arms their guards on the device, flushes the L2 and says "start"; after the body, the
+ *            launch check and a whole-device synchronisation it says "synced", then "done". On "fetch" it copies
+ *            every buffer back into the judge's memory and says "fetched": the judge asks only for the calls it
+ *            checks, after the call. No code of the candidate's runs outside the body: its filter refuses new
+ *            threads and executable mappings, and the judge's clock also runs from "call" to "done", so work
+ *            moved outside "start"-"synced" shows (profiling/validate.py).
  *
  * Arguments: MODE --seed N --out DIR [--calls C] [--warmup W] [--trials T] [--no-flush] [--dump-inputs]
  *            [--channel FD] [key=value ...] (--dump-inputs: inputs written whole as .npy too, for debugging).
@@ -636,20 +639,37 @@ static void pf_serve_map(pf_run *r, pf_buf *b) {
 }
 
 #ifdef __CUDACC__
-/* Every buffer, guards included, between the judge's memory and the device. */
-static void pf_serve_copy(pf_run *r, int to_device) {
+/* One buffer, guards included, between the judge's memory and the device. */
+static void pf_serve_copy(pf_buf *b, int to_device) {
+    size_t bytes = pf_bytes(b) + 2 * PF_GUARD_BYTES;
+    if (to_device) {
+        memcpy(b->stage, b->raw, bytes);
+        pf_cuda_check(cudaMemcpy(b->draw, b->stage, bytes, cudaMemcpyHostToDevice), b->name);
+    } else {
+        pf_cuda_check(cudaMemcpy(b->stage, b->draw, bytes, cudaMemcpyDeviceToHost), b->name);
+        memcpy(b->raw, b->stage, bytes);
+    }
+}
+
+/* Before a call: the judge's fresh inputs up (guards with them), every output poisoned and its guards re-armed on
+ * the device; fixed buffers went up once, before the filter. */
+static void pf_serve_stage_in(pf_run *r) {
     for (int i = 0; i < r->nbufs; i++) {
         pf_buf *b = &r->bufs[i];
-        size_t bytes = pf_bytes(b) + 2 * PF_GUARD_BYTES;
-        if (to_device) {
-            memcpy(b->stage, b->raw, bytes);
-            pf_cuda_check(cudaMemcpy(b->draw, b->stage, bytes, cudaMemcpyHostToDevice), b->name);
-        } else {
-            pf_cuda_check(cudaMemcpy(b->stage, b->draw, bytes, cudaMemcpyDeviceToHost), b->name);
-            memcpy(b->raw, b->stage, bytes);
+        if (b->role == PF_INPUT || b->role == PF_INOUT) {
+            pf_serve_copy(b, 1);
+        } else if (b->role == PF_OUTPUT) {
+            pf_cuda_check(cudaMemset(b->draw, PF_GUARD_BYTE, pf_bytes(b) + 2 * PF_GUARD_BYTES), b->name);
+            pf_cuda_check(cudaMemset(b->dev, PF_POISON_BYTE, pf_bytes(b)), b->name);
         }
     }
-    pf_cuda_check(cudaDeviceSynchronize(), to_device ? "copying the inputs" : "copying the outputs");
+    pf_cuda_check(cudaDeviceSynchronize(), "copying the inputs");
+}
+
+/* "fetch": every buffer, guards included, back into the judge's memory (only the calls the judge checks). */
+static void pf_serve_fetch(pf_run *r) {
+    for (int i = 0; i < r->nbufs; i++) pf_serve_copy(&r->bufs[i], 0);
+    pf_cuda_check(cudaDeviceSynchronize(), "copying the outputs");
 }
 #endif
 
@@ -750,6 +770,7 @@ static int pf_serve_begin(pf_run *r) {
     char text[64];
     if (!r->ready) {
 #ifdef __CUDACC__
+        for (int i = 0; i < r->nbufs; i++) pf_serve_copy(&r->bufs[i], 1);  /* fixed buffers stay up from here */
         pf_cuda_check(cudaDeviceSynchronize(), "set-up");
         pf_serve_send(r, pf_install_filter() == 0 ? "ready seccomp staged" : "ready unfiltered staged");
 #else
@@ -761,6 +782,13 @@ static int pf_serve_begin(pf_run *r) {
         ssize_t n = recv(r->channel, text, sizeof text - 1, 0);
         if (n <= 0) return 0;
         text[n] = '\0';
+#ifdef __CUDACC__
+        if (strcmp(text, "fetch") == 0) {
+            pf_serve_fetch(r);
+            pf_serve_send(r, "fetched");
+            continue;
+        }
+#endif
         if (strcmp(text, "ping") != 0) break;
 #ifdef __CUDACC__
         pf_serve_send(r, "start");
@@ -770,7 +798,7 @@ static int pf_serve_begin(pf_run *r) {
     }
     if (strcmp(text, "call") != 0) return 0;
 #ifdef __CUDACC__
-    pf_serve_copy(r, 1);
+    pf_serve_stage_in(r);
     pf_flush_cache(r);  /* the L2 holds the copied inputs: flushed, as before a timed call of time mode */
     pf_cuda_check(cudaDeviceSynchronize(), "the L2 flush");
     pf_serve_send(r, "start");
@@ -781,7 +809,6 @@ static int pf_serve_begin(pf_run *r) {
 static void pf_serve_end(pf_run *r) {
 #ifdef __CUDACC__
     pf_serve_send(r, "synced");  /* pf_end synchronised the whole device and checked the launch */
-    pf_serve_copy(r, 0);
 #endif
     pf_serve_send(r, "done");
     r->iter++;

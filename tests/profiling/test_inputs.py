@@ -1,0 +1,85 @@
+"""The judge's draws (profiling/inputs.py) and its byte-level comparisons (profiling/correctness.py): what a GPU
+verdict spends its judge-side time on, made cheap without changing what is checked."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfforge.task import OutputSpec
+from profiling import inputs
+from profiling.correctness import compare_output, first_difference, same_bytes
+
+
+def _draw(count: int, dtype: str = "float32", *, edges: bool = False, seed: int = 7) -> np.ndarray:
+    return inputs.draw(dtype, count, -2.0, 3.0, np.random.default_rng(seed), edges=edges)
+
+
+@pytest.mark.parametrize("count", [1000, 3 * inputs.PARALLEL_DRAW_MIN + 17])
+def test_a_draw_is_the_same_for_the_same_generator_and_stays_in_range(count: int) -> None:
+    first, again, other = _draw(count), _draw(count), _draw(count, seed=8)
+    assert first.dtype == np.float32 and first.size == count
+    assert same_bytes(first, again)
+    assert not same_bytes(first, other)
+    assert first.min() >= -2.0 and first.max() < 3.0
+    assert abs(float(first.mean()) - 0.5) < 0.1  # uniform over [-2, 3)
+
+
+def test_the_chunks_of_a_parallel_draw_are_not_copies_of_each_other() -> None:
+    count = 4 * inputs.PARALLEL_DRAW_MIN
+    values = _draw(count)
+    quarter = count // 4
+    assert not np.array_equal(values[:quarter], values[quarter:2 * quarter])
+
+
+def test_edge_calls_carry_zeros_subnormals_and_ties() -> None:
+    values = _draw(4096, edges=True).astype(np.float64)
+    assert (values == 0.0).any() and (np.signbit(values) & (values == 0.0)).any()
+    assert ((values != 0.0) & (np.abs(values) < 1e-38)).any()
+    assert np.unique(values).size < values.size - 64
+    assert (values == -2.0).any()
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "bfloat16", "float16", "float64"])
+def test_every_dtype_draws_its_own_layout(dtype: str) -> None:
+    values = inputs.draw(dtype, 2048, 0.0, 200.0, np.random.default_rng(1), edges=True)
+    assert values.dtype == np.dtype({"bfloat16": "uint16"}.get(dtype, dtype))
+    assert values.size == 2048
+
+
+def test_same_bytes_and_first_difference_see_one_flipped_byte_anywhere() -> None:
+    a = np.arange(1001, dtype=np.float32)  # 4004 bytes: not a whole number of 8-byte words
+    b = a.copy()
+    assert same_bytes(a, b) and first_difference(a, b) == -1
+    b.view(np.uint8)[4003] ^= 1
+    assert not same_bytes(a, b) and first_difference(a, b) == 4003
+    assert not same_bytes(a, a[:-1])
+
+
+def test_only_differing_elements_are_examined_and_indices_are_the_buffers() -> None:
+    spec = OutputSpec("out", "float32", rtol=1e-5, atol=1e-6)
+    want = np.linspace(-1, 1, 10_000, dtype=np.float32)
+    same = compare_output(spec, want.copy(), want)
+    assert same.ok and same.worst_margin == 0.0
+    got = want.copy()
+    got[1234] += 0.5
+    wrong = compare_output(spec, got, want)
+    assert not wrong.ok and "index 1234" in wrong.problem
+    got = want.copy()
+    got.view(np.uint32)[9000:9010] = 0xFFFFFFFF  # never written: still the poison
+    unwritten = compare_output(spec, got, want)
+    assert not unwritten.ok and "10 of 10000 elements were never written" in unwritten.problem
+    assert "index 9000" in unwritten.problem
+    close = want.copy()
+    close[5] = np.nextafter(close[5], np.float32(2))
+    near = compare_output(spec, close, want)
+    assert near.ok and 0 < near.worst_margin < 1
+
+
+def test_exact_dtypes_name_the_first_differing_element() -> None:
+    spec = OutputSpec("hist", "int32", rtol=0.0, atol=0.0)
+    want = np.arange(50, dtype=np.int32)
+    got = want.copy()
+    got[[7, 30]] = -5
+    result = compare_output(spec, got, want)
+    assert not result.ok and "index 7" in result.problem and "2 elements differ" in result.problem
