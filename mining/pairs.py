@@ -2,6 +2,8 @@
 
 For each kernel file the commit modified: the file at the parent and at the commit (one `cat-file --batch`
 process), the functions tree-sitter finds changed in it (mining.functions), and one PairRecord per function.
+The launches add what matching by name misses (mining.kernel_pairing): a pair per new kernel that replaced or
+fused old ones, and on a launcher's pair, the unchanged kernel it now launches with another configuration.
 Every file that gives no pair for a reason other than "no function changed" is reported as a FileSkip.
 """
 
@@ -9,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mining.functions import FunctionChange, changed_functions, language_of
+from mining.functions import LineRange, changed_functions, extract_functions, language_of
 from mining.gitlog import BlobReader, CommitMeta, FileDiff, decode_text
+from mining.kernel_pairing import KernelPairer
 from perfforge.records import FoundBy, KernelKind, PairRecord, Target, code_hash
 
 
@@ -94,19 +97,46 @@ def _file_pairs(context: CommitContext, diff: FileDiff, parent: str, blobs: Blob
     if before is None or after is None:
         return skip("undecodable")
     unified = diff.patch[diff.patch.find("--- "):] + "\n"  # git's patch without its `index` line
-    return [_pair(context, diff.path, language, change, before, after, unified, parent)
-            for change in changed_functions(before, after, language, diff.line_ranges)]
+    return _FileVersions(context, diff.path, language, before, after, unified, parent).pairs(diff.line_ranges)
 
 
-def _pair(context: CommitContext, path: str, language: str, change: FunctionChange, before: str, after: str,
-          file_diff: str, parent: str) -> PairRecord:
-    meta = context.meta
-    return PairRecord(
-        repo=context.repo, repo_url=context.repo_url, commit=meta.sha, parent=parent, date=meta.date, path=path,
-        licence=context.licence, found_by=context.found_by.value, language=language,
-        target=target_of(language, change.kind, after).value, kernel_name=change.name,
-        kernel_kind=change.kind.value, function_before=change.before.code, function_after=change.after.code,
-        file_before=before, file_after=after, diff=file_diff,
-        code_hash=code_hash(change.before.code, change.after.code, language),
-        perf_score=context.perf_score, category=context.category, evidence=context.evidence,
-        message=meta.message)
+@dataclass
+class _FileVersions:
+    """What every pair of one modified file shares."""
+
+    context: CommitContext
+    path: str
+    language: str
+    before: str
+    after: str
+    diff: str
+    parent: str
+
+    def pairs(self, line_ranges: list[LineRange]) -> list[PairRecord]:
+        """A pair per changed function, then per kernel replaced under a new name, in after-file order."""
+        changes = changed_functions(self.before, self.after, self.language, line_ranges)
+        # Both extractions are cached by changed_functions: no file is parsed twice.
+        kernels = KernelPairer(extract_functions(self.before, self.language),
+                               extract_functions(self.after, self.language), self.language)
+        found = []  # (line of the function after the commit, pair)
+        for change in changes:
+            launch = kernels.launch_config_change(change)
+            found.append((change.after.start_line, self.pair(change.name, change.kind, change.before.code,
+                                                             change.after.code, [launch.evidence()] if launch else [])))
+        for replacement in kernels.replacements():
+            new = replacement.after[0]
+            found.append((new.start_line, self.pair(new.name, new.kind, replacement.code_before,
+                                                    replacement.code_after, [replacement.evidence()])))
+        return [pair for _, pair in sorted(found, key=lambda item: item[0])]
+
+    def pair(self, name: str, kind: KernelKind, code_before: str, code_after: str,
+             pairing_evidence: list[str]) -> PairRecord:
+        """The record of one pair; pairing_evidence (a pairing other than by name) follows the commit's."""
+        context, meta, language = self.context, self.context.meta, self.language
+        return PairRecord(
+            repo=context.repo, repo_url=context.repo_url, commit=meta.sha, parent=self.parent, date=meta.date,
+            path=self.path, licence=context.licence, found_by=context.found_by.value, language=language,
+            target=target_of(language, kind, self.after).value, kernel_name=name, kernel_kind=kind.value,
+            function_before=code_before, function_after=code_after, file_before=self.before, file_after=self.after,
+            diff=self.diff, code_hash=code_hash(code_before, code_after, language), perf_score=context.perf_score,
+            category=context.category, evidence=[*context.evidence, *pairing_evidence], message=meta.message)
