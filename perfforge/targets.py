@@ -100,7 +100,7 @@ TARGETS.register("cuda", TargetSpec(
     compiler="nvcc", flags=("-O3", "-lineinfo", "-arch=sm_90"), gpu=True,
     profiler="ncu", thresholds="cuda.toml", key_counters=NCU_KEY_COUNTERS,
     library_pattern=r"\b(cublas\w*|cublasLt\w*|cudnn\w*|cusparse\w*|cufft\w*|thrust::\w+|cub::Device\w+|cutlass::\w+)",
-    memory_limit_bytes=None))
+    memory_limit_bytes=None, served=True, binary_policy=True))
 
 # Triton kernels run on the same GPUs and are read through the same ncu metrics as CUDA ones: same profiler,
 # thresholds and key counters.

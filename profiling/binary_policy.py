@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,26 @@ CPU_IMPORTS: tuple[tuple[str, str], ...] = (
      "compiler support routines (half-precision conversions are the precision rule's to judge)"),
 )
 CPU_IMPORT_RE = re.compile("|".join(f"(?:{pattern})" for pattern, _ in CPU_IMPORTS))
+# What CUDA host code may import besides: the runtime API but its IPC, host-memory registration (the judge's
+# buffers must not become device-visible), resets and profiler control; nvcc's launch and registration helpers;
+# and what CUB and libcu++ headers call to find driver entry points (the filter refuses files and executable
+# mappings at run time, so a library cannot be loaded through them).
+CUDA_IMPORTS: tuple[tuple[str, str], ...] = (
+    (r"cuda(?!Ipc|HostRegister|HostUnregister|HostGetDevicePointer|DeviceReset|ThreadExit|Profiler|"
+     r"SetValidDevices|SetDeviceFlags|Graphics|DeviceFlushGPUDirectRDMAWrites)\w+", "the CUDA runtime"),
+    (r"__cuda\w+", "nvcc's kernel launch and registration"),
+    (r"dlopen|dlsym|dlclose|dlerror|getenv|__cxa_\w+", "the CUDA C++ libraries' entry-point lookup"),
+)
+CUDA_IMPORT_RE = re.compile("|".join(f"(?:{pattern})" for pattern, _ in CPU_IMPORTS + CUDA_IMPORTS))
+CUDA_REGISTRATION = "_ZL24__sti____cudaRegisterAllv"  # nvcc's constructor (static: `__sti____cudaRegisterAll()`)
+REGISTRATION_CALLS_RE = re.compile(r"__cudaRegister\w*|atexit")
+CALL_RELOCATIONS = frozenset({"R_X86_64_PLT32", "R_AARCH64_CALL26", "R_AARCH64_JUMP26"})
+# SASS: "/*0040*/   OPCODE operands ;" (predicates before the opcode, "@P0")
+SASS_INSTRUCTION_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)\s*([^;]*);")
+# Half and bfloat16 arithmetic (HADD2, HFMA2, HMUL2, HMNMX2, HSET2, HSETP2), tensor-core MMA of any reduced type
+# (HMMA, HGMMA, IMMA, QGMMA), fp32 to half/bf16 conversion (F2FP), and any instruction with such a type suffix.
+SASS_HALF_RE = re.compile(r"^(H[A-Z]+2|HMMA|HGMMA|IMMA|IGMMA|QGMMA|F2FP)\b|\.(F16|BF16|TF32|E4M3|E5M2)\b")
+SASS_MOVE_OPERANDS_RE = re.compile(r"\s*R\d+,\s*-RZ,\s*RZ,")
 
 # Half precision in an object: F16C conversions and AVX512-FP16 arithmetic (every such mnemonic ends in "ph" or
 # "sh", packed or scalar, or converts to or from one), and libgcc's software conversions to half and bfloat16.
@@ -95,15 +116,21 @@ def check_object(task: Task, obj: Path, preprocessed: str, harness_obj: Path, or
     """Every refusal of the candidate's object (empty: it passes). `preprocessed` is the candidate's source as the
     compiler saw it (gcc -E), for the optimize pragmas and attributes; `harness_obj` the harness's own object and
     `original_obj` the original's: what the harness calls of the original (the kernel) is the candidate's to
-    define, the rest of what it calls is not."""
+    define, the rest of what it calls is not. CUDA objects (nvcc -c) also carry the device code, read from their
+    SASS, and nvcc's registration constructor, the one load-time function they may have."""
+    cuda = task.build.compiler == "nvcc"
     symbols = _symbols(obj)
     mnemonics = _mnemonics(obj)
     interface = {s.name for s in _symbols(original_obj) if s.kind not in "Uwv"}
     harness_calls = {s.name for s in _symbols(harness_obj) if s.kind in "Uwv"} - interface
-    taken = (dynamic_imports() | ALLOCATOR | harness_calls) - interface
-    refusals = (_definitions(symbols, taken) + _load_time_code(obj) + _imports(symbols) + _raw_syscalls(mnemonics))
+    taken = (dynamic_imports() | ALLOCATOR | harness_calls | (cuda_runtime_imports() if cuda else frozenset())
+             ) - interface
+    refusals = (_definitions(symbols, taken) + (_cuda_load_time_code(obj) if cuda else _load_time_code(obj)) +
+                _imports(symbols, cuda) + _raw_syscalls(mnemonics))
     if {o.dtype for o in task.outputs} & {"float32", "float64"}:
         refusals += _half_precision(symbols, mnemonics) + _relaxed_fp(preprocessed, task.source)
+        if cuda:
+            refusals += _device_half_precision(obj)
     return refusals
 
 
@@ -139,21 +166,112 @@ def _definitions(symbols: list[_Symbol], taken: frozenset[str] | set[str]) -> li
     return refusals
 
 
-def _load_time_code(obj: Path) -> list[Refusal]:
-    sections = set(re.findall(r"\]\s+(\.\S+)", _tool(["readelf", "-S", "-W", str(obj)])))
+def _load_time_code(obj: Path, allowed: frozenset[str] = frozenset()) -> list[Refusal]:
+    sections = set(re.findall(r"\]\s+(\.\S+)", _tool(["readelf", "-S", "-W", str(obj)]))) - allowed
     found = sorted(s for s in sections if any(s == name or s.startswith(name + ".") for name in LOAD_TIME_SECTIONS))
     return [Refusal("load_time_code", f"has a {section} section: code that runs before the first call or after the "
                                       "last (a constructor, destructor or global object with one); initialise "
                                       "inside the kernel instead") for section in found]
 
 
-def _imports(symbols: list[_Symbol]) -> list[Refusal]:
+def _imports(symbols: list[_Symbol], cuda: bool = False) -> list[Refusal]:
     math = library_exports("libm.so.6")
+    allowed = CUDA_IMPORT_RE if cuda else CPU_IMPORT_RE
+    families = CPU_IMPORTS + (CUDA_IMPORTS if cuda else ())
     refused = sorted({s.name for s in symbols if s.kind in "Uwv" and _unversioned(s.name) not in math
-                      and not CPU_IMPORT_RE.fullmatch(_unversioned(s.name))})
+                      and not allowed.fullmatch(_unversioned(s.name))})
     return [Refusal("imports", f"uses {name}, which a kernel may not: files, processes, signals, the environment and "
-                               "dynamic loading are not available (allowed: math, " +
-                    ", ".join(w for _, w in CPU_IMPORTS) + ")") for name in refused]
+                               "dynamic loading are not available" + (
+                                   ", nor CUDA IPC, host memory registration or device resets" if cuda else "") +
+                    " (allowed: math, " + ", ".join(w for _, w in families) + ")") for name in refused]
+
+
+def _cuda_load_time_code(obj: Path) -> list[Refusal]:
+    """nvcc gives every object one constructor, its registration of the fat binary and kernels
+    (__sti____cudaRegisterAll, local, named by nvcc: a definition of the candidate's by that name clashes with
+    it). That entry is allowed when it is the only one and calls nothing but the runtime's registration functions
+    and atexit; a global object with a constructor, a constructor attribute or any other load-time section is
+    refused as for the CPU."""
+    sections = _section_names(obj)
+    refusals = _load_time_code(obj, allowed=frozenset({".init_array"}))
+    entries = _relocations(obj).get(".rela.init_array", [])
+    functions = _functions(obj, sections)
+    targets = [functions.get(_resolve(target, sections), target) for _, _, target in entries]
+    strangers = [t for t in targets if t != CUDA_REGISTRATION]
+    if strangers or len(targets) > 1:
+        refusals.append(Refusal("load_time_code", f"has a constructor besides nvcc's registration "
+                                                  f"({', '.join(strangers) or 'a second registration'}): code that "
+                                                  "runs before the first call (a global object with a constructor, "
+                                                  "a constructor attribute); initialise inside the kernel instead"))
+    if targets == [CUDA_REGISTRATION]:
+        section, start, size = next(v for k, v in _function_spans(obj, sections).items() if k == CUDA_REGISTRATION)
+        calls = {target for offset, kind, target in _relocations(obj).get(f".rela{section}", [])
+                 if start <= offset < start + size and kind in CALL_RELOCATIONS}
+        odd = sorted(t.split()[0] for t in calls if not REGISTRATION_CALLS_RE.fullmatch(t.split()[0]))
+        if odd:
+            refusals.append(Refusal("load_time_code", f"its registration constructor calls {', '.join(odd)}: nvcc's "
+                                                      "calls only the CUDA runtime's registration functions"))
+    return refusals
+
+
+def _device_half_precision(obj: Path) -> list[Refusal]:
+    """Half, bfloat16, TF32 and 8-bit floating-point instructions in the device code (SASS), for a task whose outputs
+    are float32/float64. ptxas loads constants with `HFMA2.MMA Rd, -RZ, RZ, imm, imm` in fp32 code: that one is a move,
+    not arithmetic."""
+    sass = _tool(["cuobjdump", "-sass", str(obj)])
+    for line in sass.splitlines():
+        found = SASS_INSTRUCTION_RE.search(line)
+        if not found:
+            continue
+        opcode, operands = found.group(1), found.group(2)
+        if SASS_HALF_RE.search(opcode) and not (opcode == "HFMA2.MMA" and SASS_MOVE_OPERANDS_RE.match(operands)):
+            return [Refusal("precision", f"computes in reduced precision on the device ({opcode}) although the "
+                                         "task's outputs are float32/float64")]
+    return []
+
+
+def _section_names(obj: Path) -> dict[int, str]:
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)",
+                                                             _tool(["readelf", "-S", "-W", str(obj)]), re.MULTILINE)}
+
+
+def _function_spans(obj: Path, sections: dict[int, str]) -> dict[str, tuple[str, int, int]]:
+    """Every function symbol: (its section's name, its offset there, its size)."""
+    spans = {}
+    for line in _tool(["readelf", "-s", "-W", str(obj)]).splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[3] == "FUNC" and parts[6].isdigit():
+            spans[parts[7]] = (sections.get(int(parts[6]), ""), int(parts[1], 16), int(parts[2], 0))
+    return spans
+
+
+def _functions(obj: Path, sections: dict[int, str]) -> dict[str, str]:
+    """'section+offset' of every function symbol -> its name (relocations name code by section and offset)."""
+    return {f"{section}+{offset}": name for name, (section, offset, _) in _function_spans(obj, sections).items()}
+
+
+def _resolve(target: str, sections: dict[int, str]) -> str:
+    """A relocation's 'symbol + addend' as 'section+offset' when the symbol is a section, else the symbol."""
+    name, _, addend = target.partition(" + ")
+    if name in sections.values():
+        return f"{name}+{int(addend or '0', 16)}"
+    return name
+
+
+def _relocations(obj: Path) -> dict[str, list[tuple[int, str, str]]]:
+    """Per relocation section: (offset, type, 'symbol + addend') of each entry (readelf -r)."""
+    found: dict[str, list[tuple[int, str, str]]] = {}
+    current = ""
+    for line in _tool(["readelf", "-r", "-W", str(obj)]).splitlines():
+        header = re.match(r"Relocation section '([^']+)'", line)
+        if header:
+            current = header.group(1)
+            found[current] = []
+            continue
+        parts = line.split(None, 4)
+        if current and len(parts) == 5 and re.fullmatch(r"[0-9a-f]+", parts[0]):
+            found[current].append((int(parts[0], 16), parts[2], parts[4].strip()))
+    return found
 
 
 def _mnemonics(obj: Path) -> list[tuple[str, str]]:
@@ -205,6 +323,22 @@ def _unversioned(name: str) -> str:
 def library_exports(soname: str) -> frozenset[str]:
     """Every symbol a system library exports (read once per process; empty where the compiler cannot find it)."""
     return _dynamic_symbols(soname, "--defined-only")
+
+
+@functools.cache
+def cuda_runtime_imports() -> frozenset[str]:
+    """Every name the CUDA runtime nvcc links in (libcudart_static.a) calls: a definition of the candidate's would
+    take it over. Empty where nvcc is not installed."""
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        return frozenset()
+    root = Path(nvcc).resolve().parent.parent
+    for archive in (root / "lib64" / "libcudart_static.a", root / "targets" / "x86_64-linux" / "lib" /
+                    "libcudart_static.a"):
+        if archive.is_file():
+            return frozenset(_unversioned(line.split()[-1]) for line in
+                             _tool(["nm", "-u", str(archive)]).splitlines() if line.strip().startswith("U "))
+    return frozenset()
 
 
 @functools.cache

@@ -112,8 +112,12 @@ def _object_name(task: Task) -> str:
 
 
 def preprocessed_name(task: Task) -> str:
-    """The editable source as the compiler saw it (gcc -save-temps), beside its object."""
-    return f"{Path(task.source).stem}.{'ii' if task.language == 'cpp' else 'i'}"
+    """The editable source as the compiler saw it, beside its object: gcc -save-temps's .i/.ii, nvcc --keep's host
+    side (.cpp4.ii)."""
+    stem = Path(task.source).stem
+    if task.build.compiler == "nvcc":
+        return f"{stem}.cpp4.ii"
+    return f"{stem}.{'ii' if task.language == 'cpp' else 'i'}"
 
 
 def build_digest(directory: Path) -> str:
@@ -149,7 +153,8 @@ def served_compile_argvs(task: Task, extra_flags: tuple[str, ...] = ()) -> list[
     split = full.index(task.harness)
     flags, link = full[1:split], full[split + 4:]  # after "harness source -o bin"
     obj, harness_obj = _object_name(task), harness_object_name(task)
-    return [[full[0], *flags, "-c", task.source, "-o", obj, "-save-temps=obj"],
+    keep = ["--keep"] if full[0] == "nvcc" else ["-save-temps=obj"]  # nvcc keeps its intermediates in the cwd
+    return [[full[0], *flags, "-c", task.source, "-o", obj, *keep],
             [full[0], *flags, "-c", task.harness, "-o", harness_obj],
             [full[0], *flags, harness_obj, obj, "-o", "bin", *link]]
 
