@@ -134,7 +134,9 @@ def render_card(name: str, stats: dict[str, Any], commits: list[dict[str, Any]],
         f"mining/classify.py), threshold {config['perf_threshold']}"
         + (f"; an LLM judge ({config['judge_model']}) decided scores in [{config['judge_band_low']}, "
            f"{config['judge_band_high']}]" if config.get("judge_url") else "") + ".\n"
-        "3. Function-level pairs with tree-sitter for every function changed in a kernel file.\n"
+        "3. Function-level pairs with tree-sitter for every function changed in a kernel file, and, read from the "
+        "launches, for every kernel renamed or fused into a new one (paired with the kernels it replaced); "
+        "`pairing` says how each pair was matched.\n"
         f"4. Exact (formatting-blind hash) and near-duplicate (MinHash, Jaccard {config['near_duplicate_jaccard']})"
         f" removal: {totals['exact_duplicates']} exact and {totals['near_duplicates']} near duplicates dropped.\n",
         "### Annotations\n",

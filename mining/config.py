@@ -21,7 +21,9 @@ NEAR_DUPLICATE_JACCARD = 0.85
 # Bump when a change to mining makes earlier shards wrong, so resumed runs refuse to mix them.
 # 2: the judge sees at most 2,000 characters of message; definitions of one name are paired by code and
 # signature; comment markers inside strings are code; a stray non-UTF-8 byte changes only its own line.
-MINER_VERSION = "2"
+# 3: kernels renamed or fused are paired with the kernels they replace, launch-configuration changes are marked
+# (mining/kernel_pairing.py), and pairs say how they were matched (schema 2.1's pairing, launched_kernels).
+MINER_VERSION = "3"
 
 
 @dataclass

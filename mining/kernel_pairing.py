@@ -18,7 +18,8 @@ what users mine for, were lost. The launches say what replaced what:
   options, or a statement computing their values) while that kernel's code is unchanged, is a LAUNCH_CONFIG
   change of that kernel.
 
-The pair's Pairing travels in its evidence (pairing_evidence, pairing_of): the record schema has no field for it.
+The Pairing is the pair's `pairing` field (launch_config pairs name their kernels in `launched_kernels`); an
+evidence entry, `pairing_<value>: <detail>`, says what was replaced or launched, by which function.
 """
 
 from __future__ import annotations
@@ -27,11 +28,10 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from enum import StrEnum
 
 from mining.functions import Function, FunctionChange
 from mining.launches import calls, launch_shapes, launches, short_name
-from perfforge.records import KernelKind, normalise_code
+from perfforge.records import KernelKind, Pairing, normalise_code
 
 # Kinds that a launch starts. OpenCL kernels are launched through cl_kernel objects, not by name, and __device__
 # functions are called, not launched.
@@ -39,17 +39,6 @@ LAUNCHED_KINDS = frozenset({KernelKind.CUDA_KERNEL, KernelKind.TRITON_KERNEL})
 # Calls deeper than this are not followed into. Launch paths in a file are a few calls deep; the limit only stops
 # a pathological chain from exhausting Python's recursion.
 _MAX_CALL_DEPTH = 16
-# Evidence entries naming a pair's Pairing start with this, then the Pairing value and a colon.
-EVIDENCE_PREFIX = "pairing_"
-
-
-class Pairing(StrEnum):
-    """How the before and after code of a pair were matched."""
-
-    SAME_NAME = "same_name"  # one function of the same name on both sides (mining.functions.changed_functions)
-    RENAMED = "renamed"  # one kernel replaced by a new kernel of another name in the launches of a function
-    FUSED = "fused"  # several kernels replaced by one new kernel
-    LAUNCH_CONFIG = "launch_config"  # a launcher launching an unchanged kernel with another configuration
 
 
 @dataclass(frozen=True)
@@ -78,8 +67,7 @@ class KernelReplacement:
 
     def evidence(self) -> str:
         replaced = " + ".join(dict.fromkeys(function.name for function in self.before))
-        return pairing_evidence(self.pairing, f"{replaced} -> {self.name}, launched in place by "
-                                              f"{', '.join(self.launchers)}")
+        return _evidence(self.pairing, f"{replaced} -> {self.name}, launched in place by {', '.join(self.launchers)}")
 
 
 @dataclass(frozen=True)
@@ -89,26 +77,19 @@ class LaunchConfigChange:
     launcher: str
     kernels: tuple[str, ...]  # in launch order
 
+    @property
+    def pairing(self) -> Pairing:
+        return Pairing.LAUNCH_CONFIG
+
     def evidence(self) -> str:
-        return pairing_evidence(Pairing.LAUNCH_CONFIG, f"{self.launcher} launches {', '.join(self.kernels)} with "
-                                                       "another configuration; the kernel code, unchanged, is in "
-                                                       "file_before and file_after")
+        return _evidence(self.pairing, f"{self.launcher} launches {', '.join(self.kernels)} with another "
+                                       "configuration; the kernel code, unchanged, is in file_before and file_after")
 
 
-_PAIRING_VALUES = frozenset(pairing.value for pairing in Pairing)
-
-
-def pairing_evidence(pairing: Pairing, detail: str) -> str:
-    return f"{EVIDENCE_PREFIX}{pairing.value}: {detail}"
-
-
-def pairing_of(evidence: list[str]) -> Pairing:
-    """The Pairing a pair's evidence names; SAME_NAME when it names none (every pair mined before pairings)."""
-    for entry in evidence:
-        value = entry[len(EVIDENCE_PREFIX):].partition(":")[0] if entry.startswith(EVIDENCE_PREFIX) else ""
-        if value in _PAIRING_VALUES:
-            return Pairing(value)
-    return Pairing.SAME_NAME
+def _evidence(pairing: Pairing, detail: str) -> str:
+    """The pair's evidence entry: what the launches showed. Keep its form: perfforge.records reads the pairing of
+    schema 2.0 records, which had no field for it, from this entry."""
+    return f"pairing_{pairing.value}: {detail}"
 
 
 class KernelPairer:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from mining.functions import LineRange, changed_functions, extract_functions, language_of
 from mining.gitlog import BlobReader, CommitMeta, FileDiff, decode_text
-from mining.kernel_pairing import KernelPairer
-from perfforge.records import FoundBy, KernelKind, PairRecord, Target, code_hash
+from mining.kernel_pairing import KernelPairer, KernelReplacement, LaunchConfigChange
+from perfforge.records import FoundBy, KernelKind, Pairing, PairRecord, Target, code_hash
 
 
 @dataclass
@@ -120,18 +120,18 @@ class _FileVersions:
                                extract_functions(self.after, self.language), self.language)
         found = []  # (line of the function after the commit, pair)
         for change in changes:
-            launch = kernels.launch_config_change(change)
             found.append((change.after.start_line, self.pair(change.name, change.kind, change.before.code,
-                                                             change.after.code, [launch.evidence()] if launch else [])))
+                                                             change.after.code, kernels.launch_config_change(change))))
         for replacement in kernels.replacements():
             new = replacement.after[0]
             found.append((new.start_line, self.pair(new.name, new.kind, replacement.code_before,
-                                                    replacement.code_after, [replacement.evidence()])))
+                                                    replacement.code_after, replacement)))
         return [pair for _, pair in sorted(found, key=lambda item: item[0])]
 
     def pair(self, name: str, kind: KernelKind, code_before: str, code_after: str,
-             pairing_evidence: list[str]) -> PairRecord:
-        """The record of one pair; pairing_evidence (a pairing other than by name) follows the commit's."""
+             launches: KernelReplacement | LaunchConfigChange | None) -> PairRecord:
+        """The record of one pair; launches, what the launches showed, is None for a plain match by name (its
+        evidence entry follows the commit's)."""
         context, meta, language = self.context, self.context.meta, self.language
         return PairRecord(
             repo=context.repo, repo_url=context.repo_url, commit=meta.sha, parent=self.parent, date=meta.date,
@@ -139,4 +139,7 @@ class _FileVersions:
             target=target_of(language, kind, self.after).value, kernel_name=name, kernel_kind=kind.value,
             function_before=code_before, function_after=code_after, file_before=self.before, file_after=self.after,
             diff=self.diff, code_hash=code_hash(code_before, code_after, language), perf_score=context.perf_score,
-            category=context.category, evidence=[*context.evidence, *pairing_evidence], message=meta.message)
+            category=context.category, message=meta.message,
+            evidence=[*context.evidence, launches.evidence()] if launches else context.evidence,
+            pairing=(launches.pairing if launches else Pairing.SAME_NAME).value,
+            launched_kernels=list(launches.kernels) if isinstance(launches, LaunchConfigChange) else [])

@@ -23,7 +23,9 @@ from typing import Any
 # 1.4: evaluation records (one per task, configuration, variant and seed of `perfforge eval`).
 # 2.0: the commit column is `commit` everywhere (commit and judgement records said `sha`, pairs `commit`);
 #      diagnoses carry their preconditions apart from their evidence.
-SCHEMA_VERSION = "2.0"
+# 2.1: pairs carry how their before and after code were matched (pairing) and, for a launch-configuration change,
+#      the kernels launched with another configuration (launched_kernels).
+SCHEMA_VERSION = "2.1"
 
 
 class Category(StrEnum):
@@ -76,6 +78,15 @@ class FoundBy(StrEnum):
     SYNTHETIC_PATTERN = "synthetic:pattern"  # generated from the pattern catalogue
     SYNTHETIC_COMMIT = "synthetic:commit"  # a runnable task synthesised from a mined commit
     RECIPE = "recipe"  # a user's build-and-benchmark recipe, profiled at a commit and at its parent
+
+
+class Pairing(StrEnum):
+    """How the before and after code of a pair were matched (mining/kernel_pairing.py finds all but the first)."""
+
+    SAME_NAME = "same_name"  # one function of the same name on both sides (mining.functions.changed_functions)
+    RENAMED = "renamed"  # one kernel replaced by a new kernel of another name in the launches of a function
+    FUSED = "fused"  # several kernels replaced by one new kernel
+    LAUNCH_CONFIG = "launch_config"  # a launcher launching an unchanged kernel with another configuration
 
 
 class Belief(StrEnum):
@@ -258,8 +269,18 @@ class PairRecord:
     # the classification: mining
     perf_score: float = _doc("the commit's classifier score in [0, 1]")
     category: str = _doc("Category value: the commit's dominant optimisation technique")
-    evidence: list[str] = _doc("the signals that decided score and category, strongest first")
+    evidence: list[str] = _doc("the signals that decided score and category, strongest first; a pair not matched "
+                               "by name ends with what the launches showed (pairing_<pairing>: ...)")
     message: str = _doc("the commit message")
+    # how before and after were matched: mining (synthetic and recipe pairs are same_name)
+    pairing: str = _doc("Pairing value: same_name (the function of this name on both sides), renamed (a kernel "
+                        "replaced by a new kernel of another name, launched in its place), fused (several kernels "
+                        "replaced by one new kernel; function_before joins them in file order), launch_config (a "
+                        "launcher launching an unchanged kernel with another configuration)",
+                        default=Pairing.SAME_NAME.value)
+    launched_kernels: list[str] = _doc("launch_config pairs: the kernels, their code unchanged (it is in file_before "
+                                       "and file_after), that the launcher launches with another configuration, in "
+                                       "launch order; empty for other pairings", factory=list)
     # measured later by profiling/; None until then
     profile_before: Profile | None = _doc("profile of the before version; None until profiled", default=None)
     profile_after: Profile | None = _doc("profile of the after version; None until profiled", default=None)
@@ -272,7 +293,28 @@ class PairRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PairRecord:
+        if "pairing" not in data:  # written before schema 2.1
+            data = {**data, **_pairing_before_2_1(data.get("evidence") or [])}
         return _from_dict(cls, data)
+
+
+# Before schema 2.1 a pair's Pairing had no field: miner v2 appended it to the evidence, as
+# `pairing_<value>: <detail>`, a launch_config detail reading `<launcher> launches <kernel>, ... with another
+# configuration; ...`. Records of 2.0 are read through these, records without such an entry as same_name. Delete them
+# with the next major version, whose readers refuse 2.x records anyway.
+_PAIRING_EVIDENCE_2_0_RE = re.compile(r"pairing_(renamed|fused|launch_config): (.*)", re.DOTALL)
+_LAUNCHED_EVIDENCE_2_0_RE = re.compile(r".*? launches (.+?) with another configuration;", re.DOTALL)
+
+
+def _pairing_before_2_1(evidence: list[str]) -> dict[str, Any]:
+    """pairing and launched_kernels of a pair written before they were fields, from its evidence; {} (the
+    defaults: same_name, none) when the evidence names no pairing."""
+    for entry in evidence:
+        match = _PAIRING_EVIDENCE_2_0_RE.fullmatch(entry)
+        if match:
+            launched = _LAUNCHED_EVIDENCE_2_0_RE.match(match[2]) if match[1] == Pairing.LAUNCH_CONFIG else None
+            return {"pairing": match[1], "launched_kernels": launched[1].split(", ") if launched else []}
+    return {}
 
 
 @dataclass

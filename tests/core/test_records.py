@@ -22,6 +22,7 @@ from perfforge.records import (
     code_hash,
     field_docs,
     normalise_code,
+    read_records,
 )
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "records.md"
@@ -50,6 +51,20 @@ def test_pair_with_and_without_profile_round_trips_through_parquet(tmp_path: Pat
     assert back[1]["profile_after"]["timing"]["median_ms"] == 1.5
     assert back[1]["profile_after"]["counters"][0]["unit"] == "%"
     assert back[1]["schema_version"] == SCHEMA_VERSION
+
+
+def test_a_pair_of_schema_2_0_reads_as_matched_by_name(tmp_path: Path) -> None:
+    """Schema 2.1 added pairing and launched_kernels. A 2.0 pairs.parquet, written without their columns, is still
+    read: its pairs were matched by name (same_name, no kernel launched with another configuration)."""
+    import datasets
+
+    row = {**as_row(make_pair()), "schema_version": "2.0"}
+    del row["pairing"], row["launched_kernels"]
+    features = datasets.Features({name: feature for name, feature in PAIR_FEATURES.items() if name in row})
+    write_parquet(tmp_path / "pairs.parquet", [row], features)
+    [pair] = read_records(tmp_path / "pairs.parquet", PairRecord)
+    assert (pair.pairing, pair.launched_kernels, pair.schema_version) == ("same_name", [], "2.0")
+    assert pair == make_pair(schema_version="2.0")
 
 
 def test_empty_tables_keep_their_schema(tmp_path: Path) -> None:

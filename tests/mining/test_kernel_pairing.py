@@ -7,10 +7,12 @@ commit as pipeline.run_chunk does and reads the pairs of that file.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from mining.kernel_pairing import Pairing, pairing_of
-from perfforge.records import PairRecord, code_hash
+from perfforge.io import write_parquet
+from perfforge.records import PAIR_FEATURES, Pairing, PairRecord, as_row, code_hash, read_records
 from tests.conftest import MIT_LICENSE, RepoBuilder, git
 from tests.mining.test_pairs import MinedCommit, mine_commit
 
@@ -233,7 +235,7 @@ def test_fusion_pairs_the_removed_kernels_with_the_fused_one(repo: RepoBuilder) 
     assert (fused.file_before, fused.file_after) == (POINTWISE_BEFORE, POINTWISE_AFTER)
     assert fused.evidence == [*EVIDENCE, "pairing_fused: scale_kernel + bias_kernel -> scale_bias_kernel, "
                                          "launched in place by scale_bias"]
-    assert pairing_of(fused.evidence) == Pairing.FUSED
+    assert (fused.pairing, fused.launched_kernels) == (Pairing.FUSED, [])
 
 
 def test_fusion_keeps_the_launcher_pair_as_it_was(repo: RepoBuilder) -> None:
@@ -241,7 +243,7 @@ def test_fusion_keeps_the_launcher_pair_as_it_was(repo: RepoBuilder) -> None:
     launch-configuration change."""
     launcher = pairs_of(repo, "fuse scale and bias into one kernel")["scale_bias"]
     assert (launcher.kernel_kind, launcher.evidence) == ("host_function", EVIDENCE)
-    assert pairing_of(launcher.evidence) == Pairing.SAME_NAME
+    assert (launcher.pairing, launcher.launched_kernels) == (Pairing.SAME_NAME, [])
 
 
 def test_rename_pairs_the_old_kernel_with_its_replacement(repo: RepoBuilder) -> None:
@@ -251,14 +253,14 @@ def test_rename_pairs_the_old_kernel_with_its_replacement(repo: RepoBuilder) -> 
     assert (renamed.function_before, renamed.function_after) == (COPY, COPY_VEC4)
     assert renamed.kernel_kind == "cuda_kernel"
     assert renamed.evidence[-1] == "pairing_renamed: copy_kernel -> copy_vec4_kernel, launched in place by copy"
-    assert pairing_of(renamed.evidence) == Pairing.RENAMED
+    assert (renamed.pairing, renamed.launched_kernels) == (Pairing.RENAMED, [])
 
 
 def test_rename_alone_gives_no_kernel_pair(repo: RepoBuilder) -> None:
     """sum_kernel becomes reduce_sum_kernel with the same code: only the launcher, which names it, changed."""
     pairs = pairs_of(repo, "rename the sum kernel")
     assert list(pairs) == ["launch_sum"]
-    assert pairs["launch_sum"].evidence == EVIDENCE
+    assert (pairs["launch_sum"].evidence, pairs["launch_sum"].pairing) == (EVIDENCE, Pairing.SAME_NAME)
 
 
 def test_launch_configuration_change_names_the_unchanged_kernel(repo: RepoBuilder) -> None:
@@ -272,7 +274,7 @@ def test_launch_configuration_change_names_the_unchanged_kernel(repo: RepoBuilde
     assert launcher.evidence == [*EVIDENCE, "pairing_launch_config: launch_sum launches sum_kernel with another "
                                             "configuration; the kernel code, unchanged, is in file_before and "
                                             "file_after"]
-    assert pairing_of(launcher.evidence) == Pairing.LAUNCH_CONFIG
+    assert (launcher.pairing, launcher.launched_kernels) == (Pairing.LAUNCH_CONFIG, ["sum_kernel"])
     assert SUM in launcher.file_before and SUM in launcher.file_after  # the kernel travels as context
 
 
@@ -282,11 +284,12 @@ def test_triton_launch_options_are_a_launch_configuration(repo: RepoBuilder) -> 
     assert list(pairs) == ["add"]
     assert (pairs["add"].kernel_kind, pairs["add"].target) == ("python_function", "triton")
     assert pairs["add"].evidence[-1].startswith("pairing_launch_config: add launches add_kernel with another ")
+    assert (pairs["add"].pairing, pairs["add"].launched_kernels) == (Pairing.LAUNCH_CONFIG, ["add_kernel"])
 
 
 def test_ordinary_same_name_change_is_paired_as_before(repo: RepoBuilder) -> None:
-    """The kernel's body changed and its launcher did not: one pair, by name, every field what mining has always
-    written (no pairing evidence)."""
+    """The kernel's body changed and its launcher did not: one pair, by name (same_name, no kernel launched with
+    another configuration), every other field what mining has always written (no pairing evidence)."""
     commit = mined(repo, "sum with warp shuffles")
     before, after = COMMITS["sum with warp shuffles"][1:]
     [pair] = commit.pairs
@@ -296,9 +299,8 @@ def test_ordinary_same_name_change_is_paired_as_before(repo: RepoBuilder) -> Non
         target="cuda", kernel_name="sum_kernel", kernel_kind="cuda_kernel", function_before=SUM,
         function_after=SUM_WARP, file_before=before, file_after=after, diff=pair.diff,
         code_hash=code_hash(SUM, SUM_WARP, "cuda"), perf_score=0.9, category="atomics", evidence=EVIDENCE,
-        message="sum with warp shuffles")
+        message="sum with warp shuffles", pairing="same_name", launched_kernels=[])
     assert pair.diff.startswith("--- a/src/sum.cu\n+++ b/src/sum.cu\n@@ ")
-    assert pairing_of(pair.evidence) == Pairing.SAME_NAME
 
 
 def test_kernel_and_launch_changed_together_are_two_plain_pairs(repo: RepoBuilder) -> None:
@@ -306,7 +308,7 @@ def test_kernel_and_launch_changed_together_are_two_plain_pairs(repo: RepoBuilde
     launch-configuration-only change."""
     pairs = pairs_of(repo, "read through the texture cache, 256 threads")
     assert sorted(pairs) == ["launch_sum", "sum_kernel"]
-    assert [pair.evidence for pair in pairs.values()] == [EVIDENCE, EVIDENCE]
+    assert [(pair.evidence, pair.pairing) for pair in pairs.values()] == [(EVIDENCE, Pairing.SAME_NAME)] * 2
 
 
 def test_fusion_is_found_through_renamed_launchers(repo: RepoBuilder) -> None:
@@ -317,13 +319,14 @@ def test_fusion_is_found_through_renamed_launchers(repo: RepoBuilder) -> None:
     assert (fused.function_before, fused.function_after) == (f"{GELU}\n\n{DROPOUT}", GELU_DROPOUT)
     assert fused.evidence[-1] == ("pairing_fused: gelu_kernel + dropout_kernel -> gelu_dropout_kernel, "
                                   "launched in place by forward")
+    assert fused.pairing == Pairing.FUSED
 
 
 def test_kernels_replaced_around_an_unchanged_launch_are_paired_each_with_its_own(repo: RepoBuilder) -> None:
     """run launched load, norm, store and now load_v2, norm, store_v2: norm anchors the alignment, so each new
     kernel replaces the old one at its place (not both old ones each)."""
     pairs = pairs_of(repo, "vectorised load and store")
-    assert {name: pairing_of(pair.evidence) for name, pair in pairs.items()} == {
+    assert {name: pair.pairing for name, pair in pairs.items()} == {
         "load_v2": Pairing.RENAMED, "store_v2": Pairing.RENAMED, "run": Pairing.SAME_NAME}
     assert pairs["load_v2"].function_before == "__global__ void load(float* x) { x[0] += 4.0f; }"
     assert pairs["store_v2"].function_before == "__global__ void store(float* x) { x[2] += 5.0f; }"
@@ -332,3 +335,23 @@ def test_kernels_replaced_around_an_unchanged_launch_are_paired_each_with_its_ow
 def test_several_new_kernels_in_one_replaced_run_give_no_kernel_pair(repo: RepoBuilder) -> None:
     """first, second became third, fourth with no launch in between: which replaced which is not known."""
     assert list(pairs_of(repo, "new pipeline kernels")) == ["run"]
+
+
+def test_pairs_written_before_the_pairing_field_read_back_with_their_pairing(repo: RepoBuilder,
+                                                                            tmp_path: Path) -> None:
+    """Schema 2.0 had no pairing or launched_kernels: miner v2 wrote the pairing as the last evidence entry. Such a
+    file, every pairing of the fixture repository in it, reads back as mined now: the pairing from that entry (the
+    launch_config kernels too), same_name where the evidence names none."""
+    import datasets
+
+    pairs = [pair for message in COMMITS for pair in mined(repo, message).pairs]
+    assert {pair.pairing for pair in pairs} == set(Pairing)
+    rows = [{**as_row(pair), "schema_version": "2.0"} for pair in pairs]
+    for row in rows:
+        del row["pairing"], row["launched_kernels"]
+    features = datasets.Features({name: feature for name, feature in PAIR_FEATURES.items()
+                                  if name not in ("pairing", "launched_kernels")})
+    write_parquet(tmp_path / "pairs.parquet", rows, features)
+    back = read_records(tmp_path / "pairs.parquet", PairRecord)
+    assert [(p.pairing, p.launched_kernels) for p in back] == [(p.pairing, p.launched_kernels) for p in pairs]
+    assert {p.schema_version for p in back} == {"2.0"}
