@@ -14,8 +14,9 @@ floor); then the medians over tasks. Results go to bench/results/verdict_cost.js
 
     .venv/bin/python bench/bench_verdict.py [--repeat 3] [TASK_DIR ...]
 
-On a GPU machine, pass CUDA or Triton task directories: they have no served path yet, so only the old one is
-timed (the new column says so).
+On a GPU machine, pass CUDA task directories (examples/tasks/cuda/*): both paths, as for the CPU. Triton has no
+served path yet, so only its old one is timed (the new column says so). Each verdict's phases (start, correctness,
+timing, ...: Verdict.phase_durations_s) are printed beside its time.
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "verdict_cost.json"
 
 
-def measure(task_dir: Path, repeat: int, work: Path) -> dict:
+def measure(task_dir: Path, repeat: int, work: Path, sides: tuple[str, ...] = ("old", "new")) -> dict:
     task = load_task(task_dir)
-    paths = [False, True] if target_spec(task.target).served else [False]
+    paths = [served for served in (False, True) if ("new" if served else "old") in sides]
+    if not target_spec(task.target).served:
+        paths = [False]
     build(task, task.source_path, work)  # both paths find their builds in the cache
     build(task, task.reference_path, work)
     runs: dict[str, list[dict]] = {"old": [], "new": []}
@@ -52,12 +55,14 @@ def measure(task_dir: Path, repeat: int, work: Path) -> dict:
             started = time.monotonic()
             verdict = validate(task, task.reference_path, work, served=served)
             runs["new" if served else "old"].append({"seconds": time.monotonic() - started,
-                                                     "status": verdict.status.value, "speedup": verdict.speedup})
+                                                     "status": verdict.status.value, "speedup": verdict.speedup,
+                                                     "phases_s": verdict.phase_durations_s,
+                                                     "reason": verdict.reason.splitlines()[0][:300]})
     row = {"task": task.name, "target": task.target}
     for side, measured in runs.items():
         if measured:
             row[side] = {"median_s": statistics.median(r["seconds"] for r in measured), "runs": measured}
-    if "new" in row:
+    if "new" in row and "old" in row:
         row["ratio_old_over_new"] = row["old"]["median_s"] / row["new"]["median_s"]
     return row
 
@@ -66,35 +71,40 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("tasks", nargs="*", type=Path, help="task directories (default: examples/tasks/cpu/*)")
     parser.add_argument("--repeat", type=int, default=3, help="verdicts per path and task")
+    parser.add_argument("--paths", choices=("both", "old", "new"), default="both",
+                        help="which paths to time (default both: the comparison; one alone to look at its phases)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
     args = parser.parse_args(argv)
+    sides = ("old", "new") if args.paths == "both" else (args.paths,)
     tasks = args.tasks or sorted(p for p in (ROOT / "examples" / "tasks" / "cpu").iterdir() if p.is_dir())
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-verdict-") as scratch:
         for task_dir in tasks:
-            row = measure(task_dir, args.repeat, Path(scratch) / task_dir.name)
+            row = measure(task_dir, args.repeat, Path(scratch) / task_dir.name, sides)
             rows.append(row)
             print(_line(row), flush=True)
     summary = {side: statistics.median(r[side]["median_s"] for r in rows if side in r)
                for side in ("old", "new") if any(side in r for r in rows)}
-    if "new" in summary:
+    if "new" in summary and "old" in summary:
         summary["ratio_old_over_new"] = summary["old"] / summary["new"]
     print("median over tasks: " + ", ".join(f"{k} {v:.2f}" + ("x" if k.startswith("ratio") else " s")
                                             for k, v in summary.items()))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(),
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(),
                                    "load_average": os.getloadavg(), "repeat": args.repeat, "tasks": rows,
                                    "summary": summary}, indent=1) + "\n")
-    print(f"results: {RESULTS}")
+    print(f"results: {args.out}")
     return 0
 
 
 def _line(row: dict) -> str:
     def side(name: str) -> str:
         if name not in row:
-            return f"{name}: no served path for {row['target']}"
+            return f"{name}: not timed"
         runs = row[name]["runs"]
         speedups = ", ".join(f"{r['speedup']:.2f}x" if r["speedup"] else r["status"] for r in runs)
-        return f"{name} {row[name]['median_s']:.2f} s ({speedups})"
+        phases = " ".join(f"{k} {v:.1f}" for k, v in runs[-1]["phases_s"].items() if v >= 0.05)
+        return f"{name} {row[name]['median_s']:.2f} s ({speedups}; {phases})"
     ratio = f", old/new {row['ratio_old_over_new']:.2f}x" if "ratio_old_over_new" in row else ""
     return f"{row['task']:<24} {side('old')}; {side('new')}{ratio}"
 

@@ -4,7 +4,7 @@ documentation in perfforge.records, so the two never disagree.
 
 from __future__ import annotations
 
-from perfforge.records import RECORD_CLASSES, SCHEMA_VERSION, Category, FoundBy, KernelKind, Target, field_docs
+from perfforge.records import RECORD_CLASSES, SCHEMA_VERSION, Category, FoundBy, KernelKind, Pairing, Target, field_docs
 
 
 def records_markdown() -> str:
@@ -16,7 +16,7 @@ def records_markdown() -> str:
         parts.append(fields_table(cls))
         parts.append("")
     parts.append("## Closed sets\n")
-    for enum in (Category, KernelKind, Target, FoundBy):
+    for enum in (Category, KernelKind, Target, FoundBy, Pairing):
         parts.append(f"- `{enum.__name__}` ({(enum.__doc__ or '').strip()}): "
                      + ", ".join(f"`{member.value}`" for member in enum))
     parts.append("")

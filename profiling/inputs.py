@@ -16,18 +16,16 @@ Integers are drawn uniformly in [floor(lo), ceil(hi) - 1]; bfloat16 travels as t
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from perfforge.models import cache_dir
-from profiling.correctness import NUMPY_DTYPE
+from profiling.correctness import JUDGE_THREADS, NUMPY_DTYPE, judge_pool
 
 # Share of a buffer's elements each edge class takes on an edge call: small enough that the draw still looks like
 # the task's distribution (sums, norms and maxima stay typical), large enough that every block of a tiled kernel
@@ -37,7 +35,7 @@ FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 # Buffers of more than PARALLEL_DRAW_MIN elements per thread are drawn on up to DRAW_THREADS threads: a 64M-element
 # draw took 0.33 s on one H200 host core, most of a GPU verdict's judge-side time (bench/bench_verdict.py).
 PARALLEL_DRAW_MIN = 1 << 20
-DRAW_THREADS = max(1, min(8, os.cpu_count() or 1))
+DRAW_THREADS = JUDGE_THREADS
 
 
 KEY_FILE = "judge.key"
@@ -99,16 +97,11 @@ def _uniform(rng: np.random.Generator, count: int, lo: float, hi: float, dtype: 
             part *= hi - lo
             part += lo
 
-        list(_draw_pool().map(fill, range(chunks)))
+        list(judge_pool().map(fill, range(chunks)))
         return values
     values *= hi - lo
     values += lo
     return values
-
-
-@functools.cache
-def _draw_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=DRAW_THREADS, thread_name_prefix="pf-draw")
 
 
 def _positions(rng: np.random.Generator, count: int) -> np.ndarray:

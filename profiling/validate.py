@@ -481,7 +481,8 @@ def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
                   "after the oracle, whose outputs are deleted once read"),
         RuleCheck(4, "every output compared with dtype-aware tolerances", E,
                   ", ".join(f"{o.name}: {o.dtype} rtol {o.rtol:g} atol {o.atol:g}" for o in task.outputs)),
-        RuleCheck(5, "every call checked", E, "every call of both sides compared, timed ones included" if served
+        RuleCheck(5, "every call checked", E, "every correctness call of both sides compared, and the timed ones (all, "
+                  f"or above {TIMED_CHECK_ALL_BYTES >> 20} MiB of outputs a share picked after the call)" if served
                   else f"{v.calls} calls per run, fresh inputs per call"),
         RuleCheck(6, "inputs unchanged", E, "every input and fixed buffer compared bit for bit with the judge's copy "
                   "after each call" if served else "every non-output buffer compared bit for bit after each call"),
@@ -518,7 +519,7 @@ def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
                   "verdicts judge outputs and time; counter deltas are reported by `perfforge profile`"),
     ]
     if served:
-        return rules + _adversary_rules(filtered, ipc, fenced, target_spec(task.target).binary_policy)
+        return rules + _adversary_rules(filtered, ipc, fenced, target_spec(task.target).binary_policy, gpu)
     return rules + [RuleCheck(n, title, N, f"not yet for {task.target}: the harness draws, times and checks inside "
                               "the candidate's process (docs/validation.md)") for n, title in ADVERSARY_RULES]
 
@@ -528,18 +529,25 @@ ADVERSARY_RULES = ((20, "the judge outside the candidate's process"), (21, "fres
                    (25, "every deviation a failing verdict"))
 
 
-def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: bool) -> list[RuleCheck]:
+def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: bool,
+                     gpu: bool = False) -> list[RuleCheck]:
     E, P, N = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED
     fence = E if filtered and ipc and fenced else P
     return [
         RuleCheck(20, ADVERSARY_RULES[0][1], E, "this process draws, times (its own clock, the kernel process stopped "
-                  "between calls) and reads outputs from its own mapping of the shared memory"),
+                  "between calls) and reads outputs from its own mapping of the shared memory" + (
+                      "; the device's time from the harness's 'start' to 'synced', the whole call too, and work moved "
+                      "outside that window refused by comparing both sides" if gpu else "")),
         RuleCheck(21, ADVERSARY_RULES[1][1], E, "inputs from the judge's generator, seeded by a keyed hash under a "
-                  "secret key no fenced process can read; every call checked"),
+                  "secret key no fenced process can read; every correctness call checked, and every timed one or, "
+                  f"above {TIMED_CHECK_ALL_BYTES >> 20} MiB of outputs, a share picked after the call"),
         RuleCheck(22, ADVERSARY_RULES[2][1], E if policy else N,
-                  "defined symbols (GNU-unique and start-up hooks included), imports allow-list, no constructors, no "
-                  "syscall instruction in the disassembly (a first filter: bytes hidden in other instructions meet "
-                  "the system-call filter), no half or bfloat16 precision, no optimize switch" if policy else
+                  "defined symbols (GNU-unique and start-up hooks included), imports allow-list, no constructors"
+                  + (" but nvcc's registration (which may call only the runtime's registration)" if gpu else "") +
+                  ", no syscall instruction in the disassembly (a first filter: bytes hidden in other instructions "
+                  "meet the system-call filter), no half or bfloat16 precision" + (
+                      " (host code, and the device's SASS: half, bfloat16, TF32 and fp8 instructions)" if gpu
+                      else "") + ", no optimize switch" if policy else
                   "not for this target yet: source checks only; at run time the filter refuses new threads and "
                   "executable mappings"),
         RuleCheck(23, ADVERSARY_RULES[3][1], fence, ", ".join([

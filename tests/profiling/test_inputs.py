@@ -83,3 +83,22 @@ def test_exact_dtypes_name_the_first_differing_element() -> None:
     got[[7, 30]] = -5
     result = compare_output(spec, got, want)
     assert not result.ok and "index 7" in result.problem and "2 elements differ" in result.problem
+
+
+def test_a_buffer_of_many_chunks_reports_as_one() -> None:
+    """Problems in several chunks are counted over the whole buffer, and the first is the buffer's first."""
+    from profiling.correctness import COMPARE_CHUNK
+    spec = OutputSpec("out", "float32", rtol=1e-6, atol=1e-6)
+    size = 3 * COMPARE_CHUNK + 5
+    want = np.random.default_rng(3).random(size, dtype=np.float32)
+    got = want + np.float32(1e-7)  # every element differs, all within tolerance
+    near = compare_output(spec, got, want)
+    assert near.ok and 0 < near.worst_margin < 1
+    got[[COMPARE_CHUNK + 9, 3 * COMPARE_CHUNK + 1]] += 1.0
+    far = compare_output(spec, got, want)
+    assert not far.ok and f"index {COMPARE_CHUNK + 9}:" in far.problem
+    assert f"2 of {size} elements outside tolerance" in far.problem
+    got.view(np.uint32)[[2 * COMPARE_CHUNK, size - 1]] = 0xFFFFFFFF
+    unwritten = compare_output(spec, got, want)
+    assert f"2 of {size} elements were never written" in unwritten.problem
+    assert f"index {2 * COMPARE_CHUNK}" in unwritten.problem
