@@ -83,18 +83,26 @@ def main(argv: list[str] | None = None) -> int:
             row = measure(task_dir, args.repeat, Path(scratch) / task_dir.name, sides)
             rows.append(row)
             print(_line(row), flush=True)
+            summary = _write(args.out, rows, args.repeat)  # after every task: a run cut short keeps what it had
+    print("median over tasks: " + ", ".join(f"{k} {v:.2f}" + ("x" if k.startswith("ratio") else " s")
+                                            for k, v in summary.items()))
+    print(f"results: {args.out}")
+    return 0
+
+
+def _write(out: Path, rows: list[dict], repeat: int) -> dict:
+    """The results so far, written atomically; returns their summary (medians over tasks)."""
     summary = {side: statistics.median(r[side]["median_s"] for r in rows if side in r)
                for side in ("old", "new") if any(side in r for r in rows)}
     if "new" in summary and "old" in summary:
         summary["ratio_old_over_new"] = summary["old"] / summary["new"]
-    print("median over tasks: " + ", ".join(f"{k} {v:.2f}" + ("x" if k.startswith("ratio") else " s")
-                                            for k, v in summary.items()))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(),
-                                   "load_average": os.getloadavg(), "repeat": args.repeat, "tasks": rows,
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(".partial")
+    partial.write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(),
+                                   "load_average": os.getloadavg(), "repeat": repeat, "tasks": rows,
                                    "summary": summary}, indent=1) + "\n")
-    print(f"results: {args.out}")
-    return 0
+    os.replace(partial, out)
+    return summary
 
 
 def _line(row: dict) -> str:

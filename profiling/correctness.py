@@ -188,6 +188,19 @@ def _as_unsigned(array: np.ndarray) -> np.ndarray:
     return array.view(np.dtype(f"u{array.dtype.itemsize}"))
 
 
+def copy_into(destination: np.ndarray, source: np.ndarray) -> None:
+    """destination[:] = source, in chunks on the judge's threads when large (hundreds of MB per GPU call)."""
+    if destination.size <= COMPARE_CHUNK:
+        destination[:] = source
+        return
+    starts = range(0, destination.size, COMPARE_CHUNK)
+
+    def part(at: int) -> None:
+        destination[at:at + COMPARE_CHUNK] = source[at:at + COMPARE_CHUNK]
+
+    list(judge_pool().map(part, starts))
+
+
 @functools.cache
 def judge_pool() -> ThreadPoolExecutor:
     """The judge's worker threads for work on whole buffers (numpy releases the GIL over large arrays)."""

@@ -201,10 +201,15 @@ class KernelProcess:
 
     # ---- one call
 
-    def call(self, timeout_s: float) -> CallTime:
+    def call(self, timeout_s: float, seed: int | None = None) -> CallTime:
         """Run the loop body once on what the buffers hold now, timed by the judge's clock. The process is stopped
-        again when this returns; a staged process's buffers can be read after fetch(), any other's at once."""
-        timed = self._round_trip(b"call", timeout_s, f"call {self.calls}")
+        again when this returns; a staged process's buffers can be read after fetch(), any other's at once.
+        seed (staged processes only): the inputs are drawn on the device from it instead (the judge's fresh seed:
+        nothing is copied up, and both sides draw the same values from the same seed)."""
+        if seed is not None and not self.staged:
+            raise ValueError("only a staged process draws its inputs from a seed")
+        word = b"call" if seed is None else f"call {seed}".encode()
+        timed = self._round_trip(word, timeout_s, f"call {self.calls}")
         self.calls += 1
         return timed
 

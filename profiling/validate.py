@@ -363,14 +363,20 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
         baseline.append([])
         candidate.append([])
         for trial in range(spec.warmup + spec.trials):
-            inputs = pair.draw(edges=False)
+            # a staged (CUDA) process draws the inputs on the device from the judge's fresh seed; any other is
+            # handed them; either way both sides get the same, never seen before
+            seed = int(pair.rng.integers(0, 2**63)) if pair.candidate.staged else None
+            inputs = pair.draw(edges=False) if seed is None else None
             results = {}
             for side in (("candidate", "original") if flip else ("original", "candidate")):
-                results[side] = pair.run(side, inputs, timeout_s=_timeout_s(session, side), flush=True, fetch=False)
+                timeout_s = _timeout_s(session, side)
+                results[side] = (pair.run(side, inputs, timeout_s=timeout_s, flush=True, fetch=False)
+                                 if inputs is not None else pair.run_drawn(side, seed, timeout_s=timeout_s))
             flip = not flip
             if trial == spec.warmup + spec.trials - 1 or picker.random() < share:
                 want = pair.fetch("original", inputs, timeout_s=_timeout_s(session, "original"))
-                got = pair.fetch("candidate", inputs, timeout_s=_timeout_s(session, "candidate"))
+                given = inputs if inputs is not None else pair.inputs_of("original")
+                got = pair.fetch("candidate", given, timeout_s=_timeout_s(session, "candidate"))
                 _compare(task, got, want, f"timed call {trial} of round {round_index}", verdict)
             if trial >= spec.warmup:
                 baseline[-1].append(max(results["original"].duration_ms - overhead_ms, MIN_CALL_MS))
