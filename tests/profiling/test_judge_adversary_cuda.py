@@ -125,7 +125,8 @@ def judge(task_dir: Path, tmp_path: Path, code: str, *, timing: bool = False) ->
 def test_exiting_early(task_dir: Path, tmp_path: Path) -> None:
     """Exits with status 0 from the launcher, hoping an early clean exit reads as success."""
     code = "#include <stdlib.h>\n" + KERNEL + ("void launch_affine(const float *x, float *y, int n) {\n"
-                                               "    if (n > 0) exit(0);\n    affine<<<(n + 255) / 256, 256>>>(x, y, n);\n}\n")
+                                               "    if (n > 0) exit(0);\n"
+                                               "    affine<<<(n + 255) / 256, 256>>>(x, y, n);\n}\n")
     verdict = judge(task_dir, tmp_path, code)
     print(verdict.status, verdict.reason)  # recorded from the GPU run
     assert verdict.status is Status.CRASHED and "exit" in verdict.reason, verdict.reason
