@@ -632,10 +632,16 @@ static void pf_serve_map(pf_run *r, pf_buf *b) {
     b->raw = (unsigned char *)map;
     b->host = b->raw + PF_GUARD_BYTES;
 #ifdef __CUDACC__
-    /* the driver cannot copy straight from a shared memfd mapping ("OS call failed", seen on the H100): the bytes
-     * pass through pinned memory of this process */
+    /* The judge's pages pinned for the device, so copies go straight between them and the device. Where the driver
+     * will not pin them, the bytes pass through pinned memory of this process (an unregistered memfd mapping
+     * cannot be copied from at all: "OS call failed", seen on the H100). */
     pf_cuda_check(cudaMalloc((void **)&b->draw, total), b->name);
-    pf_cuda_check(cudaMallocHost((void **)&b->stage, total), b->name);
+    if (cudaHostRegister(map, total, cudaHostRegisterDefault) == cudaSuccess) {
+        b->stage = b->raw;
+    } else {
+        (void)cudaGetLastError();
+        pf_cuda_check(cudaMallocHost((void **)&b->stage, total), b->name);
+    }
     b->dev = b->draw + PF_GUARD_BYTES;
 #endif
 }
@@ -645,11 +651,11 @@ static void pf_serve_map(pf_run *r, pf_buf *b) {
 static void pf_serve_copy(pf_buf *b, int to_device) {
     size_t bytes = pf_bytes(b) + 2 * PF_GUARD_BYTES;
     if (to_device) {
-        memcpy(b->stage, b->raw, bytes);
+        if (b->stage != b->raw) memcpy(b->stage, b->raw, bytes);
         pf_cuda_check(cudaMemcpy(b->draw, b->stage, bytes, cudaMemcpyHostToDevice), b->name);
     } else {
         pf_cuda_check(cudaMemcpy(b->stage, b->draw, bytes, cudaMemcpyDeviceToHost), b->name);
-        memcpy(b->raw, b->stage, bytes);
+        if (b->stage != b->raw) memcpy(b->raw, b->stage, bytes);
     }
 }
 
