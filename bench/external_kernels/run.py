@@ -18,6 +18,10 @@ reuses finished entries) holds one row per entry, a summary per target, label an
 leave-one-project-out folds (train and test ids, and the test figures) that later work evaluates with. An entry
 whose project has no --checkout is skipped with one line; a failing build or profile is recorded and the run
 goes on.
+
+Two CPU experiments, off by default, show what application mode leaves out: --rank-by-own-lines ranks functions
+with rank_functions_by_own_lines (a workaround for how profiling.application files a function under a source
+file) and --static-facts also scores each profile with the static facts a task profile carries.
 """
 
 from __future__ import annotations
@@ -288,6 +292,8 @@ def run_shell(stage: str, command: str, cwd: Path, log: Path) -> None:
                                   timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise StageError(stage, f"timed out after {BUILD_TIMEOUT_S:.0f} s (log: {log})") from None
+        except OSError as error:  # the directory is missing: the entry's file is not where labels.toml says
+            raise StageError(stage, f"{error} (is `file` right for this commit?)") from error
     if proc.returncode != 0:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
         raise StageError(stage, f"exit status {proc.returncode} (log: {log}): " + " | ".join(tail))
@@ -332,7 +338,11 @@ def _profile_entry(entry: Entry, ctx: Context) -> dict[str, Any]:
     row = profile_row(entry, _named(profiles), command=cmds.run, missing_files=missing)
     if ctx.static_facts and recipe.target == "cpu":
         compile_argv = shlex.split(fill(recipe.static_compile, cmds.values))
-        enriched = [with_static_facts(p, compile_argv, base / "static") for p in profiles]
+        try:
+            enriched = [with_static_facts(p, compile_argv, base / "static") for p in profiles]
+        except Exception as error:  # noqa: BLE001 - the experiment failing leaves the application-mode row
+            row["static_facts_error"] = f"{type(error).__name__}: {error}"
+            return row
         write_json(base / "profiles.static.json", [p.to_dict() for p in enriched])
         row["static_facts"] = score({**base_row(entry, ctx.catalogue), **profile_row(entry, _named(enriched))})
     return row
