@@ -142,7 +142,7 @@ class Pair:
             elif buffer.role is Role.OUTPUT and not process.staged:  # a staged process poisons on the device
                 data.view(np.uint8)[:] = POISON_BYTE
             buffer.arm_guards()
-        if flush and not process.staged:  # a staged (CUDA) process flushes the device's L2 itself
+        if flush and not process.windowed:  # a windowed process flushes its caches itself, after its copy
             self._flush_cache()
         timed = self._call(side, timeout_s, None)
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)

@@ -77,9 +77,9 @@ LIFETIME_S = 3600.0  # CPU seconds a kernel process may use in all (twice this, 
 
 @dataclass(frozen=True)
 class CallTime:
-    """One call by the judge's clock. duration_ms: the kernel's time (a staged process: from its "start" to its
+    """One call by the judge's clock. duration_ms: the kernel's time (a windowed process: from its "start" to its
     "synced"; otherwise the whole call). outer_ms: from resuming the process to its "done", all it did included
-    (the same as duration_ms when not staged)."""
+    (the same as duration_ms when not windowed)."""
 
     duration_ms: float
     outer_ms: float
@@ -141,6 +141,7 @@ class KernelProcess:
         self.buffers: list[SharedBuffer] = []
         self.filtered = False  # the system-call filter is in
         self.staged = False  # its buffers are copied to and from a device around each call (CUDA)
+        self.windowed = False  # it says "start" and "synced" around the body: the kernel's time is between them
         self.calls = 0
         self._channel: socket.socket | None = None
         self._process: sandbox.Spawned | None = None
@@ -171,7 +172,9 @@ class KernelProcess:
         while True:
             message = self._receive(deadline, "starting")
             if message.startswith("ready "):
-                self.staged = message.split()[-1] == "staged"
+                mode = message.split()[-1]
+                self.staged = mode == "staged"
+                self.windowed = mode in ("staged", "windowed")
                 break
             if not message.startswith("buf "):
                 raise ProtocolError(f"the {self.who} sent {message[:80]!r} while declaring its buffers", "deviation")
@@ -233,7 +236,7 @@ class KernelProcess:
         self._process.signal(signal.SIGCONT)
         deadline = time.monotonic() + timeout_s
         started = resumed
-        if self.staged:
+        if self.windowed:
             self._expect("start", deadline, during)
             started = time.perf_counter_ns()
             self._expect("synced", deadline, during)
@@ -241,7 +244,7 @@ class KernelProcess:
         self._expect("done", deadline, during)
         done = time.perf_counter_ns()
         self._stop()
-        if not self.staged:
+        if not self.windowed:
             finished = done
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6)
 

@@ -383,7 +383,7 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
                 candidate[-1].append(max(results["candidate"].duration_ms - overhead_ms, MIN_CALL_MS))
                 for side, result in results.items():
                     outside_ms[side].append(result.time.outer_ms - result.time.duration_ms)
-    if pair.candidate.staged:
+    if pair.candidate.windowed:
         _hidden_work(outside_ms, statistics.median(x for r in baseline for x in r))
     estimate = estimate_speedup(baseline, candidate, "judge_clock")
     _score(session, verdict, estimate, pair.config, context={})
