@@ -65,9 +65,9 @@ def test_comments_do_not_trip_checks(tmp_path: Path) -> None:
 
 
 def word_checked(task: Task) -> Task:
-    """The C task as a target without a binary policy (cuda, hip), where the source word checks still run; a cpu
-    candidate's object is read instead (test_judge_adversary.py)."""
-    return dataclasses.replace(task, target="cuda")
+    """The C task as a target without a binary policy (hip, triton), where the source word checks still run; a cpu
+    or cuda candidate's object is read instead (test_judge_adversary.py, test_cuda_binary_policy.py)."""
+    return dataclasses.replace(task, target="hip")
 
 
 def test_what_the_original_does_is_allowed(tmp_path: Path) -> None:
@@ -85,7 +85,8 @@ def test_cuda_candidate_must_launch_a_kernel(tmp_path: Path) -> None:
     cublas = CUDA_KERNEL + "void g(void) { cublasSscal(0, 0, 0, 0, 0); }\n"
     assert "library_fallback" in _checks(run_static_checks(cublas, task))
     half = CUDA_KERNEL.replace("2.0f * x[i]", "__half2float(__float2half(2.0f * x[i]))")
-    assert "precision_downgrade" in _checks(run_static_checks(half, task))
+    assert "precision_downgrade" not in _checks(run_static_checks(half, task))  # read from the SASS instead
+    assert "precision_downgrade" in _checks(run_static_checks(half, dataclasses.replace(task, target="hip")))
     streams = CUDA_KERNEL + "void h(void) { cudaStream_t s; cudaStreamCreate(&s); }\n"
     findings = run_static_checks(streams, task)
     assert _checks(findings) == {"extra_streams"} and not findings[0].strict  # a warning: the harness syncs all
