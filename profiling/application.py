@@ -4,9 +4,12 @@ each of the top N is profiled on its own.
 CUDA: the ranking pass is ncu collecting only `gpu__time_duration.sum` for every launch (kernels are serialised
 under ncu, so these durations rank kernels; they are not the timings a verdict uses); then one ncu pass with the
 full set per chosen kernel. CPU: the ranking pass is callgrind over the whole command, ranking functions by their
-own instructions (callgrind counts instructions, not seconds: repeatable on a shared machine); then one callgrind
-pass per chosen function with collection toggled to it. The command runs in the sandbox with its working
-directory; its files are the user's, so it runs with the network allowed but the usual time limits.
+own instructions (callgrind counts instructions, not seconds: repeatable on a shared machine), each filed under the
+source file holding most of them, and keeping only the user's code; then one callgrind pass per chosen function
+with collection toggled to it. A CPU profile carries the static facts a task profile does (loop nests, gcc's
+vectoriser verdicts under the flags the binary records, cores: profiling/cpu/static_facts.py) when the function's
+source can be read. The command runs in the sandbox with its working directory; its files are the user's, so it
+runs with the network allowed but the usual time limits.
 
 The application profilers are registered in APPLICATION_PROFILERS under the profiler key of a target's spec
 (perfforge/targets.py); they return profiles without diagnoses, which profile_application attaches, once.
@@ -43,9 +46,11 @@ class RankedFunction:
     """A function of a CPU application and its own cost in the ranking pass."""
 
     name: str
-    file: str
+    file: str  # the source file holding most of its own instructions, a user's file before a system one
     self_instructions: float
     share: float  # of all instructions the program executed
+    object: str = ""  # the binary or shared library holding it (callgrind's ob=)
+    files: tuple[tuple[str, float], ...] = ()  # its own instructions per source file, costliest first
 
 
 def profile_application(command: str, workdir: Path, *, target: str, top: int, work_dir: Path) -> list[Profile]:
@@ -84,58 +89,96 @@ def _run_under_callgrind(argv: list[str], workdir: Path, out_file: Path, toggle:
         raise PerfforgeError(f"the application failed under callgrind: {result.reason()}")
 
 
-def rank_functions(callgrind_text: str) -> list[RankedFunction]:
-    """Functions by their own instructions (Ir of their cost lines, not of the calls they make), costliest first."""
-    own: dict[tuple[str, str], float] = defaultdict(float)
-    current, current_file, skip_next = ("", ""), "", False
+def rank_functions(callgrind_text: str, workdir: Path | None = None) -> list[RankedFunction]:
+    """Functions by their own instructions (Ir of their cost lines, not of the calls they make), costliest first.
+
+    Each is filed under the source file holding most of its own instructions, user code first (is_user_code;
+    workdir: where relative paths of the user's files are found), not under callgrind's fl= for it, the file of
+    its first instruction: in C++ built with -O3 that is often an inlined standard header (perf-ninja's `select`,
+    88% of a program's instructions, began in /usr/include/c++/12/array and was dropped as system code)."""
+    own: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    objects: dict[str, str] = {}
+    function, function_file, file, obj, skip_next = "", "", "", "", False
     for line in callgrind_text.splitlines():
-        if line.startswith(("fl=", "fi=", "fe=")):
-            current_file = line[3:].strip()
+        if line.startswith("ob="):
+            obj = line[3:].strip()
+        elif line.startswith("fl="):
+            function_file = file = line[3:].strip()
+        elif line.startswith(("fi=", "fe=")):
+            file = line[3:].strip()  # inlined code, until the next fi=, fe= or function
         elif line.startswith("fn="):
-            current = (line[3:].strip(), current_file)
+            function, file = line[3:].strip(), function_file
+            objects.setdefault(function, obj)
         elif line.startswith("calls="):
             skip_next = True  # the next cost line is the call's inclusive cost, charged to the callee
         elif line[:1].isdigit() or line[:1] in "+-*":
-            if skip_next:
-                skip_next = False
-                continue
             fields = line.split()
-            if len(fields) > 1:
-                own[current] += float(fields[1])
-    total = sum(own.values()) or 1.0
-    ranked = [RankedFunction(name, file, cost, cost / total) for (name, file), cost in own.items() if cost > 0]
+            if not skip_next and len(fields) > 1:
+                own[function][file] += float(fields[1])
+            skip_next = False
+    total = sum(sum(files.values()) for files in own.values()) or 1.0
+    ranked = []
+    for name, files in own.items():
+        cost = sum(files.values())
+        if cost > 0:
+            by_cost = tuple(sorted(files.items(), key=lambda item: (-item[1], item[0])))
+            home = next((path for path, _ in by_cost if is_user_code(path, workdir)), by_cost[0][0])
+            ranked.append(RankedFunction(name, home, cost, cost / total, objects.get(name, ""), by_cost))
     return sorted(ranked, key=lambda f: (-f.self_instructions, f.name))
 
 
 @APPLICATION_PROFILERS.register("callgrind")
 def _profile_cpu_application(argv: list[str], workdir: Path, top: int, work_dir: Path) -> list[Profile]:
-    from profiling.cpu import callgrind
-
     ranking_file = work_dir / "callgrind.ranking.out"
     _run_under_callgrind(argv, workdir, ranking_file, toggle=None)
-    ranked = [f for f in rank_functions(ranking_file.read_text(errors="replace")) if _is_user_code(f.file)][:top]
+    ranked = [f for f in rank_functions(ranking_file.read_text(errors="replace"), workdir)
+              if is_user_code(f.file, workdir) and not _SYSTEM_OBJECT_RE.search(f.object)][:top]
     if not ranked:
         raise PerfforgeError("callgrind saw no function with source information: build the application with -g")
-    profiles = []
-    for index, function in enumerate(ranked):
-        out_file = work_dir / f"callgrind.{index}.out"
-        _run_under_callgrind(argv, workdir, out_file, toggle=function.name)
-        source = Path(function.file)
-        result = callgrind.parse_callgrind(out_file.read_text(errors="replace"), source.name, function.name)
-        lines = source.read_text(errors="replace").split("\n") if source.is_file() else []
-        profiles.append(Profile(
-            machine=f"{describe_machine()}; {simulated_cache_model().describe()}",
-            tool_versions=f"valgrind: {tool_version('valgrind')}",
-            timing=Timing(median_ms=0.0, p10_ms=0.0, p90_ms=0.0, trials=0,
-                          method=f"not timed: ranked by instructions ({function.share:.1%} of the program's)"),
-            counters=callgrind.counters(result), hot_lines=callgrind.hot_lines(result, lines) if lines else [],
-            target="cpu", kernel=function.name, source_file=str(source)))
-    return profiles
+    return [_profile_cpu_function(argv, workdir, function, work_dir, index) for index, function in enumerate(ranked)]
 
 
-_SYSTEM_PATH_RE = re.compile(r"^(/usr/|/lib|\?\?\?|$)|glibc|libc-|ld-linux")
+def _profile_cpu_function(argv: list[str], workdir: Path, function: RankedFunction, work_dir: Path,
+                          index: int) -> Profile:
+    """One callgrind pass toggled to the function; its hot lines are lines of its file, with the static facts a
+    task profile carries when that file can be read (profiling/cpu/static_facts.py)."""
+    from profiling.cpu import callgrind
+    from profiling.cpu.static_facts import function_static_facts
+
+    out_file = work_dir / f"callgrind.{index}.out"
+    _run_under_callgrind(argv, workdir, out_file, toggle=function.name)
+    source = workdir / function.file  # an absolute file stays as it is
+    result = callgrind.parse_callgrind(out_file.read_text(errors="replace"), source.name, function.name)
+    lines = source.read_text(errors="replace").split("\n") if source.is_file() else []
+    hot = callgrind.hot_lines(result, lines) if lines else []
+    counters, tools = callgrind.counters(result), f"valgrind: {tool_version('valgrind')}"
+    if lines:
+        user_files = [str(workdir / path) for path, _ in function.files if is_user_code(path, workdir)]
+        facts = function_static_facts(function.name, source, hot, Path(function.object), user_files,
+                                      work_dir / f"static.{index}")
+        counters, tools = counters + facts.counters, f"{tools}; {facts.description}"
+    return Profile(
+        machine=f"{describe_machine()}; {simulated_cache_model().describe()}", tool_versions=tools,
+        timing=Timing(median_ms=0.0, p10_ms=0.0, p90_ms=0.0, trials=0,
+                      method=f"not timed: ranked by instructions ({function.share:.1%} of the program's)"),
+        counters=counters, hot_lines=hot, target="cpu", kernel=function.name, source_file=str(source))
 
 
-def _is_user_code(path: str) -> bool:
-    """Not libc, the loader or an unknown file: the functions a user can change."""
-    return not _SYSTEM_PATH_RE.search(path)
+# System code, which a user cannot change: files under /usr (headers, distribution sources), callgrind's ??? for
+# code without line information, a glibc source tree (/build/glibc-2.36/elf/...). Relative paths are judged by
+# is_user_code: distribution packages are built with -ffile-prefix-map=BUILD=., so glibc's sources read
+# ./elf/dl-lookup.c, ./string/../sysdeps/x86_64/multiarch/..., stdlib/stdlib/random_r.c.
+_SYSTEM_PATH_RE = re.compile(r"^(/usr/|/lib|\?\?\?$|$)|(^|/)e?glibc-[\d.]+/")
+# Objects of the system: shared libraries under /usr or /lib, the loader, valgrind's preloaded replacements.
+_SYSTEM_OBJECT_RE = re.compile(r"^(/usr/|/lib|\?\?\?$)|/ld-linux|/vgpreload_")
+
+
+def is_user_code(path: str, workdir: Path | None = None) -> bool:
+    """Whether a source path is the user's: not the system's (see _SYSTEM_PATH_RE), and when relative (the user's
+    build mapped it, or its debug information has no compile directory) a file under the application's working
+    directory, where its lines are read from."""
+    if _SYSTEM_PATH_RE.search(path):
+        return False
+    if Path(path).is_absolute():
+        return True
+    return workdir is not None and (workdir / path).is_file()

@@ -18,10 +18,6 @@ reuses finished entries) holds one row per entry, a summary per target, label an
 leave-one-project-out folds (train and test ids, and the test figures) that later work evaluates with. An entry
 whose project has no --checkout is skipped with one line; a failing build or profile is recorded and the run
 goes on.
-
-Two CPU experiments, off by default, show what application mode leaves out: --rank-by-own-lines ranks functions
-with rank_functions_by_own_lines (a workaround for how profiling.application files a function under a source
-file) and --static-facts also scores each profile with the static facts a task profile carries.
 """
 
 from __future__ import annotations
@@ -71,7 +67,6 @@ class Recipe:
     run: str
     prepare: str = ""
     top: int = 3
-    static_compile: str = ""  # cpu: compiler and flags that compile the entry file alone (--static-facts)
 
 
 @dataclass(frozen=True)
@@ -116,7 +111,7 @@ class Catalogue:
 _ENTRY_FIELDS = {"id", "project", "recipe", "commit", "file", "function", "version", "label", "reason",
                  "fix_commit", "fix_version", "symbols", "secondary", "prepare", "build", "run", "top",
                  "iterations"}
-_RECIPE_FIELDS = {"target", "export", "build", "run", "prepare", "top", "static_compile"}
+_RECIPE_FIELDS = {"target", "export", "build", "run", "prepare", "top"}
 
 
 def load_catalogue(path: Path = LABELS_FILE) -> Catalogue:
@@ -134,8 +129,7 @@ def load_catalogue(path: Path = LABELS_FILE) -> Catalogue:
 def _recipe(name: str, raw: dict[str, Any]) -> Recipe:
     _check_fields(f"recipe {name}", raw, _RECIPE_FIELDS, {"target", "export", "build", "run"})
     return Recipe(name=name, target=raw["target"], export=tuple(raw["export"]), build=raw["build"], run=raw["run"],
-                  prepare=raw.get("prepare", ""), top=int(raw.get("top", 3)),
-                  static_compile=raw.get("static_compile", ""))
+                  prepare=raw.get("prepare", ""), top=int(raw.get("top", 3)))
 
 
 def _entry(raw: dict[str, Any]) -> Entry:
@@ -205,7 +199,6 @@ class Context:
     cuda_arch: str = "native"
     top: int | None = None  # overrides the recipes' and entries' top
     worktree: bool = False  # take files from the checkout's working tree instead of the entry's commit
-    static_facts: bool = False  # cpu: also diagnose with the static facts a task profile carries
 
 
 @dataclass
@@ -335,17 +328,7 @@ def _profile_entry(entry: Entry, ctx: Context) -> dict[str, Any]:
     except Exception as error:  # noqa: BLE001 - recorded with the stage that failed
         raise StageError("profile", f"{type(error).__name__}: {error}") from error
     write_json(base / "profiles.json", [p.to_dict() for p in profiles])
-    row = profile_row(entry, _named(profiles), command=cmds.run, missing_files=missing)
-    if ctx.static_facts and recipe.target == "cpu":
-        compile_argv = shlex.split(fill(recipe.static_compile, cmds.values))
-        try:
-            enriched = [with_static_facts(p, compile_argv, base / "static") for p in profiles]
-        except Exception as error:  # noqa: BLE001 - the experiment failing leaves the application-mode row
-            row["static_facts_error"] = f"{type(error).__name__}: {error}"
-            return row
-        write_json(base / "profiles.static.json", [p.to_dict() for p in enriched])
-        row["static_facts"] = score({**base_row(entry, ctx.catalogue), **profile_row(entry, _named(enriched))})
-    return row
+    return profile_row(entry, _named(profiles), command=cmds.run, missing_files=missing)
 
 
 def _named(profiles: Sequence[Any]) -> list[tuple[str, list[tuple[str, float]]]]:
@@ -408,94 +391,6 @@ def base_row(entry: Entry, catalogue: Catalogue) -> dict[str, Any]:
             "secondary": list(entry.secondary), "in_vocabulary": entry.label not in catalogue.vocabulary}
 
 
-# ---- experiments: what application mode leaves out (CPU) ----------------------------------------------------------
-
-def with_static_facts(profile: Any, compile_argv: Sequence[str], scratch: Path) -> Any:
-    """A copy of a CPU application profile with the static facts a task profile carries (profiling/cpu/profile.py:
-    loop nests, invariant calls, structure layouts, gcc's vectoriser verdicts per hot line; cores and OpenMP
-    pragmas), diagnosed again. Application mode leaves them out, so five of the seven CPU rules cannot fire on
-    its profiles; this shows what they would say."""
-    from perfforge.records import CounterValue, Profile
-    from profiling.cpu import loops, vectorize
-    from profiling.cpu.profile import _static_line_metrics, cpu_cores  # private: the task path's own helper
-    from profiling.diagnoses import diagnose
-
-    copy = Profile.from_dict(profile.to_dict())
-    source = Path(copy.source_file)
-    if not source.is_file() or not compile_argv:
-        return copy
-    language = "c" if source.suffix == ".c" else "cpp"
-    analysis = loops.analyze_loops(source.read_text(encoding="utf-8", errors="replace"), base_name(copy.kernel),
-                                   language)
-    try:
-        report = vectorize.vectorization_report(source, compile_argv[0], compile_argv[1:], scratch) or {}
-    except vectorize.VectorizeError:
-        report = {}
-    for hot in copy.hot_lines:
-        hot.metrics += _static_line_metrics(hot, analysis, report)
-    copy.counters += [CounterValue("cpu_cores", float(cpu_cores()), "core"),
-                      CounterValue("static.openmp_pragmas", float(len(analysis.pragmas)), "pragma"),
-                      CounterValue("static.thread_spawns", float(analysis.spawns_threads), "flag")]
-    copy.diagnoses = diagnose(copy)
-    return copy
-
-
-_SYSTEM_OBJECT_RE = re.compile(r"^(/usr/)?/?lib(32|64|x32)?/|/ld-linux|/libc\.so|/libstdc\+\+\.so|/libm\.so|/libgcc")
-
-
-def rank_functions_by_own_lines(callgrind_text: str) -> list[Any]:
-    """profiling.application.rank_functions, filing each function under the file holding most of its own
-    instructions and, for a function of a shared system library (ob=), under that library.
-
-    Workaround (perfforge at dfceb83): rank_functions files a function under callgrind's fl= for it, the source
-    file of its first instruction. In C++ built with -O3 that is often an inlined standard header: select() of
-    perf-ninja's conditional_store_1, 88% of the program's instructions, is filed under /usr/include/c++/12/array,
-    which _is_user_code drops as system code, and its hot lines would be read from that header. glibc's own
-    functions, whose sources have relative paths (./string/../sysdeps/...), pass as user code. Selected with
-    --rank-by-own-lines; delete when rank_functions ranks this way itself."""
-    from profiling.application import RankedFunction
-
-    own: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    objects: dict[str, str] = {}
-    function, function_file, file, obj, skip_next = "", "", "", "", False
-    for line in callgrind_text.splitlines():
-        if line.startswith("ob="):
-            obj = line[3:].strip()
-        elif line.startswith("fl="):
-            function_file = file = line[3:].strip()
-        elif line.startswith(("fi=", "fe=")):
-            file = line[3:].strip()  # inlined code: until the next fi/fe, or the next function
-        elif line.startswith("fn="):
-            function, file = line[3:].strip(), function_file
-            objects.setdefault(function, obj)
-        elif line.startswith("calls="):
-            skip_next = True
-        elif line[:1].isdigit() or line[:1] in "+-*":
-            fields = line.split()
-            if not skip_next and len(fields) > 1:
-                own[function][file] += float(fields[1])
-            skip_next = False
-    total = sum(sum(files.values()) for files in own.values()) or 1.0
-    ranked = []
-    for name, files in own.items():
-        cost = sum(files.values())
-        if cost <= 0:
-            continue
-        home = _home_file(files, objects.get(name, ""))
-        ranked.append(RankedFunction(name, home, cost, cost / total))
-    return sorted(ranked, key=lambda f: (-f.self_instructions, f.name))
-
-
-def _home_file(files: dict[str, float], obj: str) -> str:
-    """The non-system file with most of a function's own instructions; the object for a system library."""
-    from profiling.application import _is_user_code
-
-    if _SYSTEM_OBJECT_RE.search(obj):
-        return obj
-    user = {path: cost for path, cost in files.items() if _is_user_code(path)}
-    return max(user or files, key=lambda path: (user or files)[path])
-
-
 # ---- scoring (pure) -------------------------------------------------------------------------------------------
 
 def score(row: dict[str, Any]) -> dict[str, Any]:
@@ -535,11 +430,6 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
                "by_target": _grouped(rows, "target"), "by_label": _grouped(rows, "label"),
                "by_project": _grouped(rows, "project"), "statuses": dict(sorted(statuses.items())),
                "leave_one_project_out": lopo_folds(rows)}
-    static = [r["static_facts"] for r in rows if "static_facts" in r]
-    if static:  # --static-facts: the same figures for the profiles with the task path's static facts
-        summary["static_facts"] = {"overall": group_figures(static),
-                                   "in_vocabulary": group_figures([r for r in static if r["in_vocabulary"]]),
-                                   "by_label": _grouped(static, "label"), "by_project": _grouped(static, "project")}
     return summary
 
 
@@ -629,12 +519,8 @@ def describe(row: dict[str, Any]) -> str:
     if row["status"] == "not_profiled":
         kernels = ", ".join(p["kernel"] for p in row["profiled"])
         return f"not among the profiled ({kernels}); label {row['label']}: miss ({row['seconds']} s)"
-    text = (f"first {row['first'] or 'no diagnosis'} of {[d['name'] for d in row['diagnoses']]}; label "
+    return (f"first {row['first'] or 'no diagnosis'} of {[d['name'] for d in row['diagnoses']]}; label "
             f"{row['label']}: {_hit(row)} ({row['seconds']} s)")
-    if "static_facts" in row:
-        static = row["static_facts"]
-        text += f"; with static facts {[d['name'] for d in static['diagnoses']]}: {_hit(static)}"
-    return text
 
 
 def _hit(row: dict[str, Any]) -> str:
@@ -663,9 +549,6 @@ def print_summary(summary: dict[str, Any]) -> None:
     for target, figures in summary["by_target"].items():
         print(line(f"target {target}", figures))
     print(f"statuses: {summary['statuses']}")
-    if "static_facts" in summary:
-        print(line("with the task path's static facts (--static-facts)", summary["static_facts"]["overall"]))
-        print(line("  of which labels in the vocabulary", summary["static_facts"]["in_vocabulary"]))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -687,10 +570,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--worktree", action="store_true",
                         help="use the checkouts' files as they are instead of each entry's commit")
     parser.add_argument("--resume", action="store_true", help="keep the finished entries of an existing --out")
-    parser.add_argument("--static-facts", action="store_true",
-                        help="cpu: also score the profiles with the static facts a task profile carries")
-    parser.add_argument("--rank-by-own-lines", action="store_true",
-                        help="cpu: rank functions with the workaround rank_functions_by_own_lines (see its docstring)")
     parser.add_argument("--labels", type=Path, default=LABELS_FILE, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.top is not None and args.top < 1:
@@ -708,12 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("labels.toml:\n  " + "\n  ".join(problems))
     entries = select(catalogue, targets=args.target, projects=args.project, ids=args.id)
     ctx = Context(catalogue=catalogue, checkouts=parse_checkouts(args.checkout, catalogue.projects),
-                  work_dir=args.work_dir.resolve(), cuda_arch=args.cuda_arch, top=args.top, worktree=args.worktree,
-                  static_facts=args.static_facts)
-    if args.rank_by_own_lines:
-        import profiling.application
-
-        profiling.application.rank_functions = rank_functions_by_own_lines
+                  work_dir=args.work_dir.resolve(), cuda_arch=args.cuda_arch, top=args.top, worktree=args.worktree)
     if args.list:
         list_entries(entries, ctx)
         return 0

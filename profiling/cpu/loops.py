@@ -159,15 +159,26 @@ def analyze_loops(source: str, kernel: str, language: str = "c") -> LoopAnalysis
     return analysis
 
 
+def function_at(source: str, line: int, language: str = "c") -> str | None:
+    """The name of the innermost function definition whose span holds line (1-based), None outside every one:
+    which function of a header a profiled function's hot code was inlined from."""
+    root = _parser(language).parse(source.encode("utf-8")).root_node
+    around = [node for node in _walk(root) if node.type == "function_definition"
+              and node.start_point.row + 1 <= line <= node.end_point.row + 1 and _function_name(node)]
+    return _function_name(max(around, key=lambda node: node.start_byte)) if around else None
+
+
+def _function_name(node: tree_sitter.Node) -> str:
+    declarator = node.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    inner = declarator.child_by_field_name("declarator") if declarator is not None else None
+    return _text(inner) if inner is not None else ""
+
+
 def _find_function(root: tree_sitter.Node, name: str) -> tree_sitter.Node | None:
     for node in _walk(root):
-        if node.type != "function_definition":
-            continue
-        declarator = node.child_by_field_name("declarator")
-        while declarator is not None and declarator.type != "function_declarator":
-            declarator = declarator.child_by_field_name("declarator")
-        inner = declarator.child_by_field_name("declarator") if declarator is not None else None
-        if inner is not None and _text(inner).split("::")[-1] == name.split("::")[-1]:
+        if node.type == "function_definition" and _function_name(node).split("::")[-1] == name.split("::")[-1]:
             return node
     return None
 

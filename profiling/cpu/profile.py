@@ -55,9 +55,8 @@ def profile_cpu(binary: Path, config_args: Sequence[str], source: Path, kernel: 
     except vectorize.VectorizeError:
         vec_report = None  # the hot lines then carry no gcc.* metrics; the rest of the profile stands
     lines = callgrind.hot_lines(result, source_text.split("\n"))
-    for hot in lines:
-        hot.metrics += _static_line_metrics(hot, analysis, vec_report or {})
-    counters = callgrind.counters(result) + _kernel_counters(result, analysis, work_bytes)
+    counters = callgrind.counters(result) + static_metrics(lines, analysis, vec_report or {})
+    counters += _work_counters(result, work_bytes)
     counters += perf_stat.run_perf_stat(binary, list(config_args), scratch, timeout_s)
     return Profile(machine=f"{describe_machine()}; {simulated_cache_model().describe()}",
                    tool_versions=_tool_versions(compiler), timing=timing,
@@ -84,21 +83,26 @@ def _line_bytes(result: callgrind.CallgrindResult) -> int:
     return DEFAULT_LINE_BYTES
 
 
-def _kernel_counters(result: callgrind.CallgrindResult, analysis: loops.LoopAnalysis,
-                     work_bytes: float | None) -> list[CounterValue]:
-    found = [
-        CounterValue("cpu_cores", float(cpu_cores()), "core"),
-        CounterValue("static.openmp_pragmas", float(len(analysis.pragmas)), "pragma"),
-        CounterValue("static.thread_spawns", float(analysis.spawns_threads), "flag"),
-    ]
-    if work_bytes:
-        t, line = result.totals, _line_bytes(result)
-        d1_fills = t.get("D1mr", 0.0) + t.get("D1mw", 0.0)
-        ll_fills = t.get("DLmr", 0.0) + t.get("DLmw", 0.0)
-        found += [CounterValue("work_bytes", float(work_bytes), "byte"),
-                  CounterValue("D1_miss_amplification", d1_fills * line / work_bytes, "ratio"),
-                  CounterValue("LL_miss_amplification", ll_fills * line / work_bytes, "ratio")]
-    return found
+def static_metrics(lines: list[HotLine], analysis: loops.LoopAnalysis,
+                   vec_report: dict[int, vectorize.LoopReport]) -> list[CounterValue]:
+    """The static facts of a kernel: each hot line's metrics are added to it (in place); the kernel-wide counters
+    are returned. Task mode (profile_cpu) and application mode (static_facts.py) share this."""
+    for hot in lines:
+        hot.metrics += _static_line_metrics(hot, analysis, vec_report)
+    return [CounterValue("cpu_cores", float(cpu_cores()), "core"),
+            CounterValue("static.openmp_pragmas", float(len(analysis.pragmas)), "pragma"),
+            CounterValue("static.thread_spawns", float(analysis.spawns_threads), "flag")]
+
+
+def _work_counters(result: callgrind.CallgrindResult, work_bytes: float | None) -> list[CounterValue]:
+    if not work_bytes:
+        return []
+    t, line = result.totals, _line_bytes(result)
+    d1_fills = t.get("D1mr", 0.0) + t.get("D1mw", 0.0)
+    ll_fills = t.get("DLmr", 0.0) + t.get("DLmw", 0.0)
+    return [CounterValue("work_bytes", float(work_bytes), "byte"),
+            CounterValue("D1_miss_amplification", d1_fills * line / work_bytes, "ratio"),
+            CounterValue("LL_miss_amplification", ll_fills * line / work_bytes, "ratio")]
 
 
 def _static_line_metrics(hot: HotLine, analysis: loops.LoopAnalysis,

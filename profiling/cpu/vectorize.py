@@ -148,9 +148,10 @@ def parse_vectorization_report(text: str, source_name: str) -> dict[int, LoopRep
 
 
 def vectorization_report(source: Path, compiler: str, flags: Sequence[str], scratch: Path,
-                         timeout_s: float = COMPILE_TIMEOUT_S) -> dict[int, LoopReport] | None:
+                         timeout_s: float = COMPILE_TIMEOUT_S, *, lines_of: str = "") -> dict[int, LoopReport] | None:
     """Compile source alone with the task's flags and gcc's vectoriser report; None for a compiler other than
-    gcc/g++ (no such report). VectorizeError when the source does not compile on its own."""
+    gcc/g++ (no such report). VectorizeError when the source does not compile on its own. The verdicts are on the
+    loops of source, or of the file named lines_of (a header whose code the source inlines, in application mode)."""
     if Path(compiler).name not in ("gcc", "g++", "cc", "c++") and not Path(compiler).name.startswith(("gcc-", "g++-")):
         return None
     scratch.mkdir(parents=True, exist_ok=True)
@@ -162,4 +163,5 @@ def vectorization_report(source: Path, compiler: str, flags: Sequence[str], scra
     result = sandbox.run(argv, cwd=scratch, limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=None))
     if not result.ok or not report_file.is_file():
         raise VectorizeError(f"compiling {source.name} alone for gcc's vectoriser report failed: {result.reason()}")
-    return parse_vectorization_report(report_file.read_text(encoding="utf-8", errors="replace"), source.name)
+    return parse_vectorization_report(report_file.read_text(encoding="utf-8", errors="replace"),
+                                      lines_of or source.name)

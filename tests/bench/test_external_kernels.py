@@ -224,13 +224,3 @@ fl=./string/../sysdeps/x86_64/multiarch/memset-vec-unaligned-erms.S
 fn=__memset_avx2_unaligned_erms
 5 80
 """
-
-
-def test_rank_by_own_lines_files_a_function_under_its_own_source() -> None:
-    """Scenario: -O3 C++ whose first instruction comes from an inlined std::array member, so callgrind's fl= for
-    the function is the header; and glibc's memset, whose source path is relative."""
-    ranked = run.rank_functions_by_own_lines(CALLGRIND_OUT)
-    assert [f.name for f in ranked] == ["select(std::array<int, 4ul>&)", "__memset_avx2_unaligned_erms"]
-    assert ranked[0].file == "/work/labs/solution.cpp"
-    assert ranked[0].self_instructions == 910
-    assert ranked[1].file == "/usr/lib/x86_64-linux-gnu/libc.so.6"  # filed under the library: system code

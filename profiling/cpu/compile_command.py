@@ -1,0 +1,138 @@
+"""How a function of a user's CPU binary was compiled, as far as the binary's debug information records it: the
+compile command application mode asks gcc's vectoriser report of (task mode knows it from task.toml).
+
+gcc writes its code-generation switches into each compile unit's DW_AT_producer (-grecord-gcc-switches, on by
+default since gcc 4.8): `GNU C++17 12.2.0 -march=x86-64-v3 -g -O3 -std=c++17`. It leaves out include paths (-I),
+macros (-D, -U) and file names, so the compile unit is compiled again with the switches it records, its own and
+its compile directory as include paths, and no macros: a file that needs a -D to compile alone gets no vectoriser
+report (VectorizeError, as in task mode), the rest of the static facts stand. clang records no switches unless
+built with -grecord-command-line; vectorize.py reads only gcc's report, so a clang unit gets none either way.
+
+When no compile unit of the binary is one of the function's source files (the binary has no DWARF for it: split
+or stripped debug information), the file holding the function is compiled with ASSUMED_FLAGS, and the profile
+says so (CompileCommand.describe lands in the profile's tool_versions).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+READELF_TIMEOUT_S = 60.0
+# Assumed when the binary does not record its build: -O2 is the level of most release builds (autotools' and
+# Debian's default CFLAGS; gcc 12 vectorises at -O2 with its very-cheap cost model), with no -march (baseline x86-64).
+ASSUMED_FLAGS = ("-O2",)
+C_SUFFIXES = (".c",)
+CPP_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C")
+CPP_HEADER_SUFFIXES = (".hpp", ".hh", ".hxx", ".h++")
+
+_ATTRIBUTE_RE = re.compile(r"^\s*<[0-9a-f]+>\s+DW_AT_(producer|name|comp_dir)\s*:\s*(?:\([^)]*\):\s*)?(.*?)\s*$")
+_UNIT_START = "(DW_TAG_compile_unit)"
+# "GNU C17 12.2.0 -mtune=generic -O2": language and its standard, the compiler's version, its switches
+_PRODUCER_RE = re.compile(r"^GNU (?P<language>C\+\+|C)(?P<standard>\w*) (?P<version>\d[\w.]*)(?P<switches>(?: .*)?)$")
+_NOT_REPLAYED_RE = re.compile(r"^-g|^-f(no-)?(record-gcc-switches|debug-prefix-map|file-prefix-map|macro-prefix-map)")
+
+
+@dataclass(frozen=True)
+class CompileUnit:
+    """One compile unit of a binary's DWARF: its source (absolute), compile directory and producer string."""
+
+    source: Path
+    comp_dir: Path
+    producer: str
+
+
+@dataclass(frozen=True)
+class CompileCommand:
+    """A compiler, its flags and the translation unit to compile for the vectoriser report."""
+
+    compiler: str
+    flags: tuple[str, ...]
+    unit: Path
+    recorded: bool  # the flags are the build's (DW_AT_producer); False: ASSUMED_FLAGS
+
+    def describe(self) -> str:
+        origin = "the build's, from DW_AT_producer" if self.recorded else "assumed: the binary records no build"
+        return f"vectoriser report: {self.compiler} {' '.join(self.flags)} -c {self.unit.name} ({origin})"
+
+
+def compile_units(binary: Path) -> list[CompileUnit]:
+    """The compile units readelf finds in binary's .debug_info; [] without readelf or debug information."""
+    readelf = shutil.which("readelf")
+    if readelf is None or not binary.is_file():
+        return []
+    try:
+        proc = subprocess.run([readelf, "--debug-dump=info", "--dwarf-depth=1", str(binary)], capture_output=True,
+                              text=True, errors="replace", timeout=READELF_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return []
+    return _parse_units(proc.stdout) if proc.returncode == 0 else []
+
+
+def _parse_units(text: str) -> list[CompileUnit]:
+    units, current = [], None
+    for line in text.splitlines():
+        if _UNIT_START in line:
+            if current is not None:
+                units.append(current)
+            current = {}
+            continue
+        match = _ATTRIBUTE_RE.match(line)
+        if current is not None and match:
+            current.setdefault(match.group(1), match.group(2))
+    if current is not None:
+        units.append(current)
+    return [CompileUnit(source=Path(u.get("comp_dir", "/"), u["name"]), comp_dir=Path(u.get("comp_dir", "/")),
+                        producer=u.get("producer", "")) for u in units if "name" in u]
+
+
+def producer_command(producer: str) -> tuple[str, tuple[str, ...]] | None:
+    """(compiler, flags) from a gcc DW_AT_producer string; None for another producer (clang, LTO's GNU GIMPLE).
+    Debug switches are dropped; the language standard is made explicit (gcc names it in the producer even when
+    it was the compiler's default), and a compiler of the recorded major version is preferred when installed."""
+    match = _PRODUCER_RE.match(producer.strip())
+    if match is None:
+        return None
+    cpp = match["language"] == "C++"
+    flags = [flag for flag in match["switches"].split() if flag.startswith("-") and not _NOT_REPLAYED_RE.match(flag)]
+    if match["standard"] and not any(flag.startswith("-std=") for flag in flags):
+        flags.insert(0, f"-std=gnu{'++' if cpp else ''}{match['standard'].lower()}")
+    base = "g++" if cpp else "gcc"
+    versioned = f"{base}-{match['version'].split('.')[0]}"
+    return (versioned if shutil.which(versioned) else base), tuple(flags)
+
+
+def compile_command(binary: Path, files: Sequence[str]) -> CompileCommand | None:
+    """How to compile the function whose own instructions lie in `files` (costliest first), from the compile unit
+    of `binary` that is one of those files. Without one: the first compilable file with ASSUMED_FLAGS; None when
+    the function's files are all headers of no known unit."""
+    units = {unit.source.resolve(): unit for unit in compile_units(binary)}
+    for name in files:
+        unit = units.get(Path(name).resolve())
+        if unit is None:
+            continue
+        command = producer_command(unit.producer)
+        if command is None:
+            return None  # not gcc: vectorize.py has no report to ask for
+        compiler, flags = command
+        includes = tuple(dict.fromkeys(f"-I{d}" for d in (unit.source.parent, unit.comp_dir)))
+        return CompileCommand(compiler, flags + includes, unit.source, recorded=True)
+    for name in files:
+        path = Path(name)
+        if path.suffix in C_SUFFIXES + CPP_SUFFIXES and path.is_file():
+            compiler = "g++" if path.suffix in CPP_SUFFIXES else "gcc"
+            return CompileCommand(compiler, ASSUMED_FLAGS, path, recorded=False)
+    return None
+
+
+def language_of(source: Path, command: CompileCommand | None) -> str:
+    """tree-sitter's language for a source file: cpp or c (a .h file takes its compile unit's language)."""
+    if source.suffix in CPP_SUFFIXES + CPP_HEADER_SUFFIXES:
+        return "cpp"
+    if source.suffix in C_SUFFIXES:
+        return "c"
+    return "cpp" if command is not None and Path(command.compiler).name.startswith("g++") else "c"

@@ -1,0 +1,81 @@
+"""The static facts of a function of a user's application, as a task profile carries them (profile.py's
+static_metrics): its loop nests, invariant work, structure layouts, carried scalars and OpenMP pragmas from the
+source (loops.py), gcc's vectoriser verdict per loop (vectorize.py) under the flags the binary records
+(compile_command.py), and the cores.
+
+The function is named as callgrind reports it (`select(std::array<int, 4ul>&) [clone .constprop.0]`); its loops are
+looked up by its base name in the file holding most of its instructions, and when that file does not define it
+(perf-ninja's `solution`, whose hot code is `Life::simulateNext` inlined from solution.hpp) in the function of that
+file around its hottest line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfforge.records import CounterValue, HotLine
+from profiling.cpu import loops, vectorize
+from profiling.cpu.compile_command import CompileCommand, compile_command, language_of
+from profiling.cpu.profile import static_metrics
+
+
+@dataclass
+class StaticFacts:
+    """The kernel-wide counters (the hot lines got theirs in place) and how the vectoriser report was made."""
+
+    counters: list[CounterValue]
+    description: str  # for the profile's tool_versions: the compile command and where its flags came from
+
+
+def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], binary: Path, files: Sequence[str],
+                          scratch: Path) -> StaticFacts:
+    """Add the static metrics to hot_lines (lines of source) and return the kernel counters. binary: the object
+    holding the function; files: the user source files of its own instructions, costliest first."""
+    command = compile_command(binary, files)
+    text = source.read_text(encoding="utf-8", errors="replace")
+    language = language_of(source, command)
+    analysis = loops.analyze_loops(text, base_name(symbol), language)
+    if not analysis.function_found and hot_lines:
+        around = loops.function_at(text, hot_lines[0].line, language)
+        analysis = loops.analyze_loops(text, around, language) if around else analysis
+    report, description = _vectoriser_report(command, source, scratch)
+    return StaticFacts(static_metrics(hot_lines, analysis, report), description)
+
+
+def _vectoriser_report(command: CompileCommand | None, source: Path,
+                       scratch: Path) -> tuple[dict[int, vectorize.LoopReport], str]:
+    if command is None:
+        return {}, "vectoriser report: none (no gcc compile unit holds the function)"
+    try:
+        report = vectorize.vectorization_report(command.unit, command.compiler, command.flags, scratch,
+                                                lines_of=source.name)
+    except vectorize.VectorizeError as error:
+        return {}, f"{command.describe()}: failed, {error}"
+    return report or {}, command.describe() if report is not None else "vectoriser report: none (not gcc)"
+
+
+# gcc's clones: `f(int) [clone .constprop.0]` in C++, `f.constprop.0` / `f.isra.0` / `f.part.0` / `f.cold` in C
+_CLONE_RE = re.compile(r"\s*\[clone [^\]]*\]|(\.(constprop|isra|part|cold|lto_priv|localalias)(\.\d+)*)+$")
+
+
+def base_name(symbol: str) -> str:
+    """A function's name as its source defines it, from callgrind's demangled symbol: `void ns::kern<64>(float*)
+    [clone .constprop.0]` -> `ns::kern`; `(anonymous namespace)::f(int)` -> `f`; a C name unchanged."""
+    text = _CLONE_RE.sub("", symbol).replace("(anonymous namespace)::", "").strip()
+    depth, cut = 0, len(text)
+    for index, char in enumerate(text):  # the parameter list: the first '(' outside template brackets
+        depth += (char == "<") - (char == ">")
+        if char == "(" and depth == 0:
+            cut = index
+            break
+    text = text[:cut]
+    while "<" in text and ">" in text:
+        stripped = re.sub(r"<[^<>]*>", "", text)
+        if stripped == text:
+            break
+        text = stripped
+    words = text.split()
+    return words[-1] if words else symbol
