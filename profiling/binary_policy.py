@@ -69,14 +69,13 @@ CPU_IMPORTS: tuple[tuple[str, str], ...] = (
 )
 CPU_IMPORT_RE = re.compile("|".join(f"(?:{pattern})" for pattern, _ in CPU_IMPORTS))
 # What CUDA host code may import besides: the runtime API but its IPC, host-memory registration (the judge's
-# buffers must not become device-visible), resets and profiler control; nvcc's launch and registration helpers;
-# and what CUB and libcu++ headers call to find driver entry points (the filter refuses files and executable
-# mappings at run time, so a library cannot be loaded through them).
+# buffers must not become device-visible), resets and profiler control; nvcc's launch and registration helpers.
+# Not dlopen/dlsym: CUB's device-wide algorithms import them (refused anyway as a library doing the whole job),
+# and dlsym would hand the candidate any libc function the allow-list keeps from it (signal, send, ...).
 CUDA_IMPORTS: tuple[tuple[str, str], ...] = (
     (r"cuda(?!Ipc|HostRegister|HostUnregister|HostGetDevicePointer|DeviceReset|ThreadExit|Profiler|"
      r"SetValidDevices|SetDeviceFlags|Graphics|DeviceFlushGPUDirectRDMAWrites)\w+", "the CUDA runtime"),
     (r"__cuda\w+", "nvcc's kernel launch and registration"),
-    (r"dlopen|dlsym|dlclose|dlerror|getenv|__cxa_\w+", "the CUDA C++ libraries' entry-point lookup"),
 )
 CUDA_IMPORT_RE = re.compile("|".join(f"(?:{pattern})" for pattern, _ in CPU_IMPORTS + CUDA_IMPORTS))
 CUDA_REGISTRATION = "_ZL24__sti____cudaRegisterAllv"  # nvcc's constructor (static: `__sti____cudaRegisterAll()`)

@@ -82,3 +82,10 @@ def test_reduced_precision_is_read_from_the_sass(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(bp, "_tool", lambda argv: SASS + line + "\n")
     found = bp._device_half_precision(Path("k.o"))
     assert [r.message.split("(")[1].split(")")[0] for r in found] == ([refused] if refused else [])
+
+
+def test_dynamic_lookup_is_refused() -> None:
+    """Attack: dlsym(RTLD_DEFAULT, "sigaction") reaches any libc function the import allow-list refuses by name."""
+    refused = bp._imports([bp._Symbol("dlsym", "U"), bp._Symbol("cudaMalloc", "U"), bp._Symbol("getenv", "U")],
+                          cuda=True)
+    assert [r.message.split()[1].rstrip(",") for r in refused] == ["dlsym", "getenv"]
