@@ -223,6 +223,8 @@ class Profile:
     roofline: RooflinePoint | None = _doc("roofline point; None where the target has none", default=None)
     hot_lines: list[HotLine] = _doc("costliest source lines", factory=list)
     diagnoses: list[Diagnosis] = _doc("bottlenecks, most severe first", factory=list)
+    unmeasured: list[str] = _doc("diagnoses that could not judge the profile, each with the counters it lacked "
+                                 "('not measured' is not 'not found')", factory=list)
     target: str = _doc("Target value of the profiled code: cpu, cuda, triton, hip", default="")
     kernel: str = _doc("the profiled kernel or function", default="")
     source_file: str = _doc("the source file hot_lines refer to", default="")

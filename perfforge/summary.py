@@ -153,6 +153,9 @@ def ranked_items(profile: records.Profile, sources: frozenset[Source]) -> list[I
         items.extend(hot[index:index + 1])
     items.extend(hot[max(1, len(blocks)):])
     if Source.COUNTERS in sources:
+        if profile.unmeasured:  # what the ranking could not see: absent is not the same as fine
+            names = ", ".join(text.split(":", 1)[0] for text in profile.unmeasured)
+            items.append(Item("diagnoses", f"not measured (counters missing): {names}"))
         items.extend(Item("counters", text) for text in key_counter_lines(profile))
     return items
 

@@ -54,16 +54,20 @@ def _memory_stall_lines(profile: Profile) -> list[int]:
     return _lines_where(profile, lambda h: h.dominant_stall in ("long_scoreboard", "lg_throttle"))
 
 
-def _rule(name: str, counters: tuple[str, ...], thresholds: tuple[str, ...], hint: str) -> Callable[[Check], Check]:
+def _rule(name: str, counters: tuple[str, ...], thresholds: tuple[str, ...], hint: str,
+          requires: tuple[str, ...] | None = None) -> Callable[[Check], Check]:
+    """requires: the counters the rule decides on (default: the first it reads); without one it is not run."""
     def wrap(check: Check) -> Check:
-        register(Rule(name=name, targets=TARGETS, counters=counters, thresholds=thresholds, hint=hint, check=check))
+        register(Rule(name=name, targets=TARGETS, counters=counters, thresholds=thresholds, hint=hint, check=check,
+                      requires=counters[:1] if requires is None else requires))
         return check
     return wrap
 
 
 @_rule("shared_memory_bank_conflicts", (m.SHARED_BANK_CONFLICTS, m.SHARED_WAVEFRONTS, m.L1_THROUGHPUT_PCT),
        ("bank_conflict_share",),
-       "pad shared-memory rows by one element (or swizzle) so a warp's accesses fall in 32 different banks")
+       "pad shared-memory rows by one element (or swizzle) so a warp's accesses fall in 32 different banks",
+       requires=(m.SHARED_BANK_CONFLICTS, m.SHARED_WAVEFRONTS))
 def bank_conflicts(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     share = _ratio(_value(profile, m.SHARED_BANK_CONFLICTS), _value(profile, m.SHARED_WAVEFRONTS))
     limit = _threshold(th, "bank_conflict_share")
@@ -78,7 +82,8 @@ def bank_conflicts(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | No
 @_rule("uncoalesced_global_access", (m.GLOBAL_EXCESSIVE_SECTORS, m.GLOBAL_LD_SECTORS, m.GLOBAL_ST_SECTORS,
                                      m.GLOBAL_LD_BYTES_PER_SECTOR, m.GLOBAL_ST_BYTES_PER_SECTOR),
        ("uncoalesced_sector_share",),
-       "make consecutive threads touch consecutive addresses (stage through shared memory to transpose the access)")
+       "make consecutive threads touch consecutive addresses (stage through shared memory to transpose the access)",
+       requires=(m.GLOBAL_EXCESSIVE_SECTORS, m.GLOBAL_LD_SECTORS))
 def uncoalesced(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     sectors = _value(profile, m.GLOBAL_LD_SECTORS) + _value(profile, m.GLOBAL_ST_SECTORS)
     share = _ratio(_value(profile, m.GLOBAL_EXCESSIVE_SECTORS), sectors)
@@ -96,7 +101,8 @@ def uncoalesced(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
 
 @_rule("atomic_contention", (m.L2_ATOM_SECTORS, m.L2_RED_SECTORS, m.GLOBAL_ATOM_REQUESTS, m.GLOBAL_RED_REQUESTS,
                              m.SM_THROUGHPUT_PCT, m.MEMORY_THROUGHPUT_PCT), ("atomic_ops_per_request",),
-       "reduce in registers and shared memory first (warp shuffles, block reduction), then one atomic per block")
+       "reduce in registers and shared memory first (warp shuffles, block reduction), then one atomic per block",
+       requires=(m.L2_ATOM_SECTORS, m.GLOBAL_ATOM_REQUESTS))
 def atomic_contention(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     requests = _value(profile, m.GLOBAL_ATOM_REQUESTS) + _value(profile, m.GLOBAL_RED_REQUESTS)
     ops_per_request = _ratio(_value(profile, m.L2_ATOM_SECTORS) + _value(profile, m.L2_RED_SECTORS), requests)
@@ -152,7 +158,8 @@ def _many_short_launches(profile: Profile, th: dict[str, Threshold]) -> bool:
 
 @_rule("register_spills", (m.SPILL_REQUESTS, m.LOCAL_LD_SECTORS, m.LOCAL_ST_SECTORS, m.GLOBAL_LD_SECTORS,
                            m.GLOBAL_ST_SECTORS, m.REGISTERS_PER_THREAD), ("spill_local_share",),
-       "give the compiler registers back (looser __launch_bounds__ or -maxrregcount) or shrink per-thread arrays")
+       "give the compiler registers back (looser __launch_bounds__ or -maxrregcount) or shrink per-thread arrays",
+       requires=(m.SPILL_REQUESTS,))
 def register_spills(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     if _value(profile, m.SPILL_REQUESTS) <= 0:
         return None
@@ -204,7 +211,8 @@ def dram_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
 
 
 @_rule("compute_bound", (m.SM_THROUGHPUT_PCT, m.MEMORY_THROUGHPUT_PCT, m.FMA_PIPE_PCT), ("compute_bound_pct",),
-       "do less arithmetic per result (fused multiply-adds, cheaper math, tensor cores for matrix work)")
+       "do less arithmetic per result (fused multiply-adds, cheaper math, tensor cores for matrix work)",
+       requires=(m.SM_THROUGHPUT_PCT, m.MEMORY_THROUGHPUT_PCT))
 def compute_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     sm, memory = profile.counter(m.SM_THROUGHPUT_PCT), _value(profile, m.MEMORY_THROUGHPUT_PCT)
     limit = _threshold(th, "compute_bound_pct")
@@ -215,7 +223,8 @@ def compute_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | Non
 
 
 @_rule("latency_bound", (m.SM_THROUGHPUT_PCT, m.MEMORY_THROUGHPUT_PCT), ("latency_bound_pct",),
-       "put more independent work in flight: more warps, more loads per thread before first use, fewer barriers")
+       "put more independent work in flight: more warps, more loads per thread before first use, fewer barriers",
+       requires=(m.SM_THROUGHPUT_PCT, m.MEMORY_THROUGHPUT_PCT))
 def latency_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     sm, memory = profile.counter(m.SM_THROUGHPUT_PCT), profile.counter(m.MEMORY_THROUGHPUT_PCT)
     limit = _threshold(th, "latency_bound_pct")
@@ -230,7 +239,8 @@ def latency_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | Non
 @_rule("poor_cache_locality", (m.L1_THROUGHPUT_PCT, m.DRAM_THROUGHPUT_PCT, m.GLOBAL_LD_SECTORS, m.GLOBAL_ST_SECTORS,
                                m.SHARED_WAVEFRONTS, m.L1_HIT_RATE_PCT),
        ("cache_bound_pct", "cache_bound_dram_pct", "cache_bound_global_share"),
-       "keep reused data in registers and shared memory (tiling) so each byte is fetched from the caches once")
+       "keep reused data in registers and shared memory (tiling) so each byte is fetched from the caches once",
+       requires=(m.L1_THROUGHPUT_PCT, m.DRAM_THROUGHPUT_PCT))
 def poor_cache_locality(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     l1, dram = _value(profile, m.L1_THROUGHPUT_PCT), _value(profile, m.DRAM_THROUGHPUT_PCT)
     global_sectors = _value(profile, m.GLOBAL_LD_SECTORS) + _value(profile, m.GLOBAL_ST_SECTORS)
@@ -250,7 +260,8 @@ def poor_cache_locality(profile: Profile, th: dict[str, Threshold]) -> Diagnosis
 
 
 @_rule("launch_overhead", (ln.LAUNCHES_PER_CALL, ln.MEAN_LAUNCH_DURATION_US), ("launches_per_call", "short_launch_us"),
-       "fuse the small kernels into one launch (a block per row or a grid-stride loop), or capture a CUDA graph")
+       "fuse the small kernels into one launch (a block per row or a grid-stride loop), or capture a CUDA graph",
+       requires=(ln.LAUNCHES_PER_CALL, ln.MEAN_LAUNCH_DURATION_US))
 def launch_overhead(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     if not _many_short_launches(profile, th):
         return None
@@ -265,7 +276,8 @@ def launch_overhead(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | N
 
 @_rule("unfused_elementwise_chain", (ln.LAUNCHES_PER_CALL, ln.DISTINCT_KERNELS_PER_CALL, m.DRAM_THROUGHPUT_PCT),
        ("fusion_min_launches", "launches_per_call", "dram_bound_pct", "fusion_max_intensity"),
-       "fuse the element-wise kernels into one that reads the inputs once and writes the result once")
+       "fuse the element-wise kernels into one that reads the inputs once and writes the result once",
+       requires=(ln.LAUNCHES_PER_CALL, ln.DISTINCT_KERNELS_PER_CALL))
 def unfused_elementwise_chain(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     launches, dram = profile.counter(ln.LAUNCHES_PER_CALL), profile.counter(m.DRAM_THROUGHPUT_PCT)
     few, many = _threshold(th, "fusion_min_launches"), _threshold(th, "launches_per_call")
@@ -290,7 +302,8 @@ def unfused_elementwise_chain(profile: Profile, th: dict[str, Threshold]) -> Dia
 @_rule("scalar_global_loads", (m.GLOBAL_LD_REQUESTS, m.GLOBAL_LD_SECTORS, m.GLOBAL_LD_BYTES_PER_SECTOR,
                                m.DRAM_THROUGHPUT_PCT, m.SM_THROUGHPUT_PCT),
        ("load_sectors_per_request", "scalar_load_bytes_per_sector", "dram_bound_pct", "compute_bound_pct"),
-       "load wider words per thread (uchar4/uint4, half2/float4 or __ldg of a vector type) and unpack in registers")
+       "load wider words per thread (uchar4/uint4, half2/float4 or __ldg of a vector type) and unpack in registers",
+       requires=(m.GLOBAL_LD_REQUESTS, m.GLOBAL_LD_SECTORS))
 def scalar_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     requests, sectors = _value(profile, m.GLOBAL_LD_REQUESTS), _value(profile, m.GLOBAL_LD_SECTORS)
     narrow, dense = _threshold(th, "load_sectors_per_request"), _threshold(th, "scalar_load_bytes_per_sector")
@@ -319,7 +332,8 @@ def scalar_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis
 @_rule("redundant_global_loads", (m.GLOBAL_LD_SECTORS, m.DRAM_BYTES_READ, m.L1_THROUGHPUT_PCT, m.SHARED_WAVEFRONTS,
                                   m.GLOBAL_ST_SECTORS, m.L1_HIT_RATE_PCT, m.ISSUE_ACTIVE_PCT),
        ("redundant_busy_pct", "redundant_load_ratio", "redundant_load_ratio_max", "cache_bound_global_share"),
-       "stage each block's inputs (with the halo) in shared memory once, then read the neighbours from there")
+       "stage each block's inputs (with the halo) in shared memory once, then read the neighbours from there",
+       requires=(m.GLOBAL_LD_SECTORS, m.DRAM_BYTES_READ))
 def redundant_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     loaded = _value(profile, m.GLOBAL_LD_SECTORS)
     # The re-reads cost L1 bandwidth or, as measured on the H100 stencil (L1 59%, issue 81%), the issue slots of

@@ -45,6 +45,9 @@ class Rule:
     thresholds: tuple[str, ...]  # names of the entries of its targets' thresholds file (thresholds/) it reads
     hint: str  # what usually fixes it
     check: Callable[[Profile, dict[str, Threshold]], Diagnosis | None]
+    # the counters it cannot judge without: where one is missing the rule is not run and the profile says so
+    # (Profile.unmeasured), instead of reading the counter as 0
+    requires: tuple[str, ...] = ()
 
 
 def _load_rule_modules() -> None:
@@ -90,11 +93,23 @@ def thresholds_for(target: str) -> dict[str, Threshold]:
 
 
 def diagnose(profile: Profile) -> list[Diagnosis]:
-    """Every diagnosis whose rule fires on the profile, most severe first (ties by name, so the order is stable)."""
+    """Every diagnosis whose rule fires on the profile, most severe first (ties by name, so the order is stable).
+    A rule missing a counter it requires is not run (unmeasured() names it)."""
     thresholds = thresholds_for(profile.target)
-    found = [d for rule in RULES.values() if profile.target in rule.targets
+    found = [d for rule in RULES.values() if profile.target in rule.targets and not _missing(rule, profile)
              if (d := rule.check(profile, thresholds)) is not None]
     return sorted(found, key=lambda d: (-d.severity, d.name))
+
+
+def unmeasured(profile: Profile) -> list[str]:
+    """The rules of the profile's target that could not judge it, each with the counters it lacked: 'not
+    measured', which is not 'not found'."""
+    return [f"{rule.name}: not measured ({', '.join(missing)})" for rule in RULES.values()
+            if profile.target in rule.targets and (missing := _missing(rule, profile))]
+
+
+def _missing(rule: Rule, profile: Profile) -> list[str]:
+    return [name for name in rule.requires if profile.counter(name) is None]
 
 
 def finding(metric: str, value: float, threshold: Threshold, comparison: str,
