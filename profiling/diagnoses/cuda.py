@@ -144,7 +144,26 @@ def low_occupancy(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | Non
     if _many_short_launches(profile, th):
         severity *= SYMPTOM_WEIGHT
         extra.append("one of many short launches per call: its occupancy is its size (see launch_overhead)")
+    elif _small_grid_of_uncoalesced_threads(profile, th, theoretical):
+        severity *= SYMPTOM_WEIGHT
+        extra.append("a grid too small to fill the GPU, whose threads each walk memory uncoalesced: often one thread "
+                     "per row, where a warp per row both coalesces the loads and fills the GPU (see "
+                     "uncoalesced_global_access)")
     return make_diagnosis("low_occupancy", severity, [finding(m.ACHIEVED_OCCUPANCY_PCT, achieved, limit, "<")], extra)
+
+
+def _small_grid_of_uncoalesced_threads(profile: Profile, th: dict[str, Threshold], theoretical_pct: float) -> bool:
+    """Low occupancy because the grid is small (not a launch resource), in a kernel whose global accesses are
+    uncoalesced (uncoalesced_global_access's condition): the symptom of per-thread serial work over rows (a
+    softmax with one thread per row, issue 20), whose cause the uncoalesced diagnosis names."""
+    if theoretical_pct <= _threshold(th, "achieved_occupancy_pct").value:
+        return False  # a resource limit holds occupancy down, not the grid
+    waves = profile.counter(m.WAVES_PER_SM)
+    if waves is None or waves >= 1:
+        return False
+    sectors = _value(profile, m.GLOBAL_LD_SECTORS) + _value(profile, m.GLOBAL_ST_SECTORS)
+    share = _ratio(_value(profile, m.GLOBAL_EXCESSIVE_SECTORS), sectors)
+    return share > _threshold(th, "uncoalesced_sector_share").value
 
 
 def _many_short_launches(profile: Profile, th: dict[str, Threshold]) -> bool:

@@ -1,5 +1,6 @@
-"""A counter the profile lacks is "not measured", never 0 (issue 20): the rules that decide on it are not run, the
-profile names them, and the prompt summary says so."""
+"""What the CUDA diagnoses cannot see, and what is only a symptom (issue 20). A counter the profile lacks is "not
+measured", never 0: the rules that decide on it are not run, the profile names them, the prompt summary says so. A
+small grid of threads that each walk memory uncoalesced is weighed as the symptom of the uncoalesced access."""
 
 from __future__ import annotations
 
@@ -40,3 +41,24 @@ def test_the_prompt_summary_says_what_was_not_measured() -> None:
     profile.diagnoses, profile.unmeasured = diagnose(profile), unmeasured(profile)
     text = summarize(profile)
     assert "not measured (counters missing):" in text and "low_occupancy" in text.split("not measured")[1]
+
+
+def _one_thread_per_row(*, excess_sectors: float) -> Profile:
+    """A softmax with one thread per row, as issue 20 saw it: a grid of a fifth of a wave at full theoretical
+    occupancy, each thread walking its row (excess sectors), the memory system half busy."""
+    return _profile(**{m.ACHIEVED_OCCUPANCY_PCT: 6.0, m.THEORETICAL_OCCUPANCY_PCT: 100.0, m.WAVES_PER_SM: 0.2,
+                       m.ISSUE_ACTIVE_PCT: 5.0, m.SM_THROUGHPUT_PCT: 8.0, m.MEMORY_THROUGHPUT_PCT: 55.0,
+                       m.GLOBAL_LD_SECTORS: 1e6, m.GLOBAL_ST_SECTORS: 1e4, m.GLOBAL_EXCESSIVE_SECTORS: excess_sectors})
+
+
+def test_a_small_grid_of_uncoalesced_threads_is_a_symptom_of_its_cause() -> None:
+    """low_occupancy used to rank first (0.72 against 0.52); the fix (a warp per row) is about coalescing."""
+    ranked = diagnose(_one_thread_per_row(excess_sectors=9.5e5))
+    assert [d.name for d in ranked][:2] == ["uncoalesced_global_access", "low_occupancy"]
+    occupancy = next(d for d in ranked if d.name == "low_occupancy")
+    assert any("warp per row" in line for line in occupancy.evidence)
+
+
+def test_a_small_grid_with_coalesced_access_keeps_its_weight() -> None:
+    ranked = diagnose(_one_thread_per_row(excess_sectors=1e4))
+    assert ranked[0].name == "low_occupancy" and not any("warp per row" in line for line in ranked[0].evidence)
