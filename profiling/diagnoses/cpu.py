@@ -274,26 +274,30 @@ def _check_branches(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | N
 _COMMON = ("d1_miss_penalty", "ll_miss_penalty", "mispredict_penalty", "min_line_share")
 _EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim")
 _AOS = ("aos_max_used_fraction", "aos_d1_miss_rate")
+# What every rule decides on: callgrind's instruction count (a profile without it measured nothing); the rules
+# that share work among cores also need the core count (Rule.requires: missing, the rule is "not measured").
+_MEASURED = ("Ir",)
 
 register(Rule("cache_miss_bound", TARGETS, (*_EVENTS, "D1_miss_amplification"),
               (*_COMMON, "line_d1_miss_rate", "line_ll_miss_rate", "d1_miss_amplification", *_AOS),
               "walk memory in the order it is laid out (swap loops so the innermost index is contiguous) or block "
-              "the loops so reused data stays in cache", _check_cache))
+              "the loops so reused data stays in cache", _check_cache, requires=_MEASURED))
 register(Rule("poor_data_layout", TARGETS, _EVENTS, (*_COMMON, *_AOS),
               "store the fields the hot loop uses as separate arrays (structure of arrays), or copy them out once "
-              "before the loop", _check_layout))
+              "before the loop", _check_layout, requires=_MEASURED))
 register(Rule("loop_invariant_work", TARGETS, _EVENTS, (*_COMMON, "invariant_inlined_fraction"),
-              "compute the expression once before the loop that does not change it", _check_invariant))
+              "compute the expression once before the loop that does not change it", _check_invariant,
+              requires=_MEASURED))
 register(Rule("missing_parallelism", TARGETS, (*_EVENTS, "cpu_cores", "static.openmp_pragmas"),
               (*_COMMON, "min_cores", "dominant_nest_share", "min_parallel_time", "parallel_efficiency"),
               "share the independent iterations of the dominant loop among the cores (#pragma omp parallel for)",
-              _check_parallelism))
+              _check_parallelism, requires=(*_MEASURED, "cpu_cores")))
 register(Rule("poor_openmp_schedule", TARGETS, (*_EVENTS, "cpu_cores"), (*_COMMON, "min_cores", "dominant_nest_share"),
               "use schedule(dynamic, chunk) or schedule(guided) for loops whose iterations differ in cost",
-              _check_schedule))
+              _check_schedule, requires=(*_MEASURED, "cpu_cores")))
 register(Rule("missed_vectorization", TARGETS, _EVENTS, (*_COMMON, "vector_gain", *_AOS),
               "remove what blocks the vectoriser (restrict on non-overlapping pointers, no calls or early exits in "
-              "the loop, unit-stride accesses)", _check_vectorization))
+              "the loop, unit-stride accesses)", _check_vectorization, requires=_MEASURED))
 register(Rule("branch_mispredictions", TARGETS, _EVENTS, (*_COMMON, "line_branch_mispredict_rate"),
               "replace the data-dependent branch with arithmetic or a conditional select (branchless code)",
-              _check_branches))
+              _check_branches, requires=_MEASURED))

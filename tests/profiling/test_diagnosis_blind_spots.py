@@ -62,3 +62,13 @@ def test_a_small_grid_of_uncoalesced_threads_is_a_symptom_of_its_cause() -> None
 def test_a_small_grid_with_coalesced_access_keeps_its_weight() -> None:
     ranked = diagnose(_one_thread_per_row(excess_sectors=1e4))
     assert ranked[0].name == "low_occupancy" and not any("warp per row" in line for line in ranked[0].evidence)
+
+
+def test_a_cpu_profile_without_its_core_count_cannot_judge_parallelism() -> None:
+    """The parallelism rules read the core count as 0 and stayed silent; now they say they could not judge."""
+    profile = Profile(machine="test", tool_versions="", timing=Timing(5.0, 4.9, 5.1, 30, "monotonic_clock"),
+                      target="cpu", kernel="k", counters=[CounterValue("Ir", 1e9, "inst")])
+    missing = unmeasured(profile)
+    assert any(text.startswith("missing_parallelism: not measured (cpu_cores)") for text in missing)
+    assert any(text.startswith("poor_openmp_schedule: not measured (cpu_cores)") for text in missing)
+    assert not any(text.startswith("cache_miss_bound") for text in missing)
