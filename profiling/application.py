@@ -30,7 +30,7 @@ from perfforge.registry import Registry
 from perfforge.targets import TARGETS, target_spec
 from profiling import sandbox
 from profiling.cpu.cache_model import simulated_cache_model
-from profiling.diagnoses import diagnose, unmeasured
+from profiling.diagnoses import attach_diagnoses
 from profiling.machine import describe_machine, tool_version
 
 APPLICATION_TIMEOUT_S = 1800.0
@@ -68,8 +68,7 @@ def profile_application(command: str, workdir: Path, *, target: str, top: int, w
     work_dir.mkdir(parents=True, exist_ok=True)
     profiles = profiler(argv, workdir, top, work_dir)
     for profile in profiles:
-        # the application profilers leave this to here: diagnosed once
-        profile.diagnoses, profile.unmeasured = diagnose(profile), unmeasured(profile)
+        attach_diagnoses(profile)  # the application profilers leave this to here: diagnosed once
     return profiles
 
 

@@ -193,9 +193,11 @@ def _cuda_load_time_code(obj: Path) -> list[Refusal]:
     refused as for the CPU."""
     sections = _section_names(obj)
     refusals = _load_time_code(obj, allowed=frozenset({".init_array"}))
-    entries = _relocations(obj).get(".rela.init_array", [])
-    functions = _functions(obj, sections)
-    targets = [functions.get(_resolve(target, sections), target) for _, _, target in entries]
+    relocations = _relocations(obj)
+    spans = _function_spans(obj, sections)
+    functions = {f"{section}+{offset}": name for name, (section, offset, _) in spans.items()}  # as relocations say
+    targets = [functions.get(_resolve(target, sections), target)
+               for _, _, target in relocations.get(".rela.init_array", [])]
     strangers = [t for t in targets if t != CUDA_REGISTRATION]
     if strangers or len(targets) > 1:
         refusals.append(Refusal("load_time_code", f"has a constructor besides nvcc's registration "
@@ -203,8 +205,8 @@ def _cuda_load_time_code(obj: Path) -> list[Refusal]:
                                                   "runs before the first call (a global object with a constructor, "
                                                   "a constructor attribute); initialise inside the kernel instead"))
     if targets == [CUDA_REGISTRATION]:
-        section, start, size = next(v for k, v in _function_spans(obj, sections).items() if k == CUDA_REGISTRATION)
-        calls = {target for offset, kind, target in _relocations(obj).get(f".rela{section}", [])
+        section, start, size = spans[CUDA_REGISTRATION]
+        calls = {target for offset, kind, target in relocations.get(f".rela{section}", [])
                  if start <= offset < start + size and kind in CALL_RELOCATIONS}
         odd = sorted(t.split()[0] for t in calls if not REGISTRATION_CALLS_RE.fullmatch(t.split()[0]))
         if odd:
@@ -242,11 +244,6 @@ def _function_spans(obj: Path, sections: dict[int, str]) -> dict[str, tuple[str,
         if len(parts) >= 8 and parts[3] == "FUNC" and parts[6].isdigit():
             spans[parts[7]] = (sections.get(int(parts[6]), ""), int(parts[1], 16), int(parts[2], 0))
     return spans
-
-
-def _functions(obj: Path, sections: dict[int, str]) -> dict[str, str]:
-    """'section+offset' of every function symbol -> its name (relocations name code by section and offset)."""
-    return {f"{section}+{offset}": name for name, (section, offset, _) in _function_spans(obj, sections).items()}
 
 
 def _resolve(target: str, sections: dict[int, str]) -> str:

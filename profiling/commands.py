@@ -12,7 +12,7 @@ from perfforge.naming import PROFILE_FILE, VERDICT_FILE
 from perfforge.records import Profile
 from perfforge.task import MANIFEST, load_task
 from profiling.config import DiagnoseConfig, ProfileConfig, ValidateConfig
-from profiling.diagnoses import diagnose, unmeasured
+from profiling.diagnoses import attach_diagnoses
 
 
 def run_validate(config: ValidateConfig) -> int:
@@ -55,7 +55,7 @@ def run_profile(config: ProfileConfig) -> int:
 
 def run_diagnose(config: DiagnoseConfig) -> int:
     profile = _load_or_make_profile(config.path, config.out)
-    profile.diagnoses, profile.unmeasured = diagnose(profile), unmeasured(profile)
+    attach_diagnoses(profile)
     if config.json:
         print(json.dumps([asdict(d) for d in profile.diagnoses], indent=2))
         return 0

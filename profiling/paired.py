@@ -11,7 +11,9 @@ profiling/validate.py) is decided after both sides have made them, so there is n
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +30,18 @@ from profiling.served import POISON_BYTE, CallTime, KernelProcess, ProtocolError
 # because virtual machines report the host's whole L3 (the harness's own flush used the same bound).
 FLUSH_CAP_BYTES = 64 << 20
 FALLBACK_LLC_BYTES = 8 << 20
+
+
+@contextlib.contextmanager
+def _failures_of(side: str) -> Iterator[None]:
+    """A protocol failure of the original's process means the task cannot judge (OriginalFailed); the candidate's
+    stays a ProtocolError (validate.py maps its kind to a status)."""
+    try:
+        yield
+    except ProtocolError as error:
+        if side == "original":
+            raise OriginalFailed(error.reason) from None
+        raise
 
 
 class Mismatch(Exception):
@@ -142,53 +156,33 @@ class Pair:
             elif buffer.role is Role.OUTPUT and not process.staged:  # a staged process poisons on the device
                 data.view(np.uint8)[:] = POISON_BYTE
             buffer.arm_guards()
-        if flush and not process.windowed:  # a windowed process flushes its caches itself, after its copy
+        if flush and not process.staged:  # a staged (CUDA) process flushes the device's L2 itself
             self._flush_cache()
-        timed = self._call(side, timeout_s, None)
+        with _failures_of(side):
+            timed = process.call(timeout_s)
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)
 
-    def run_drawn(self, side: str, seed: int, *, timeout_s: float) -> SideResult:
-        """One call of a staged `side` whose inputs it draws on the device from `seed` (timed calls: nothing crosses
-        the bus); the judge may fetch() it afterwards, the candidate's against the original's fetched inputs."""
-        return SideResult(None, self._call(side, timeout_s, seed))
-
-    def fetch(self, side: str, inputs: Inputs | None, *, timeout_s: float) -> Outputs:
+    def fetch(self, side: str, inputs: Inputs, *, timeout_s: float) -> Outputs:
         """The last call's outputs of `side` (views of the judge's mapping), once its buffers passed every check;
-        `inputs` are what that call was given (None: drawn by the original itself, taken as given)."""
+        `inputs` are what that call was given."""
         process = self._process(side)
-        try:
+        with _failures_of(side):
             process.fetch(timeout_s)
-        except ProtocolError as error:
-            if side == "original":
-                raise OriginalFailed(error.reason) from None
-            raise
         problem = self._check_buffers(process, inputs, process.calls - 1)
         if problem:
             raise (OriginalFailed(problem) if side == "original" else Mismatch(problem))
         return {b.name: b.data() for b in process.buffers if b.role in (Role.OUTPUT, Role.INOUT)}
 
-    def inputs_of(self, side: str) -> Inputs:
-        """What the last fetched call of `side` held in its input buffers (views of the judge's mapping)."""
-        return {b.name: b.data() for b in self._process(side).buffers if b.role is Role.INPUT}
-
-    def _call(self, side: str, timeout_s: float, seed: int | None) -> CallTime:
-        try:
-            return self._process(side).call(timeout_s, seed)
-        except ProtocolError as error:
-            if side == "original":
-                raise OriginalFailed(error.reason) from None
-            raise
-
     def _process(self, side: str) -> KernelProcess:
         return self.original if side == "original" else self.candidate
 
-    def _check_buffers(self, process: KernelProcess, inputs: Inputs | None, call: int) -> str:
+    def _check_buffers(self, process: KernelProcess, inputs: Inputs, call: int) -> str:
         for buffer in process.buffers:
             where = buffer.overrun()
             if where:
                 return f"buffer '{buffer.name}' was written out of bounds, {where} (call {call})"
             data = buffer.data()
-            given = inputs[buffer.name] if buffer.role is Role.INPUT and inputs is not None else None
+            given = inputs[buffer.name] if buffer.role is Role.INPUT else None
             if given is not None and not same_bytes(data, given):
                 index = first_difference(data, given)
                 return (f"input '{buffer.name}' was modified by call {call} (first changed byte at {index}); a kernel "

@@ -21,7 +21,7 @@ from perfforge.registry import Registry
 from perfforge.targets import TARGETS, target_spec
 from perfforge.task import Task, TaskConfig
 from profiling.build import Build, build
-from profiling.diagnoses import diagnose, unmeasured
+from profiling.diagnoses import attach_diagnoses
 from profiling.harness_run import run_harness
 from profiling.machine import describe_machine, describe_tools, tool_version
 from profiling.score import timing_stats
@@ -139,6 +139,5 @@ def profile_task(task: Task, work_dir: Path, *, version: Path | None = None,
         profile.machine = describe_machine(context)
         profile.tool_versions = describe_tools(task.build.compiler, context) + (
             f"; {profile.tool_versions}" if profile.tool_versions else "")
-    # the profilers leave this to their caller: diagnosed here, once
-    profile.diagnoses, profile.unmeasured = diagnose(profile), unmeasured(profile)
+    attach_diagnoses(profile)  # the profilers leave this to their caller: diagnosed here, once
     return profile

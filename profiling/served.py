@@ -77,9 +77,9 @@ LIFETIME_S = 3600.0  # CPU seconds a kernel process may use in all (twice this, 
 
 @dataclass(frozen=True)
 class CallTime:
-    """One call by the judge's clock. duration_ms: the kernel's time (a windowed process: from its "start" to its
+    """One call by the judge's clock. duration_ms: the kernel's time (a staged process: from its "start" to its
     "synced"; otherwise the whole call). outer_ms: from resuming the process to its "done", all it did included
-    (the same as duration_ms when not windowed)."""
+    (the same as duration_ms when not staged)."""
 
     duration_ms: float
     outer_ms: float
@@ -140,8 +140,9 @@ class KernelProcess:
         self.limits = sandbox.Limits(timeout_s=LIFETIME_S, memory_bytes=memory_bytes)
         self.buffers: list[SharedBuffer] = []
         self.filtered = False  # the system-call filter is in
-        self.staged = False  # its buffers are copied to and from a device around each call (CUDA)
-        self.windowed = False  # it says "start" and "synced" around the body: the kernel's time is between them
+        # its buffers are copied to and from a device around each call, and it says "start" and "synced" around
+        # the body: the kernel's time is between them (CUDA)
+        self.staged = False
         self.calls = 0
         self._channel: socket.socket | None = None
         self._process: sandbox.Spawned | None = None
@@ -172,9 +173,7 @@ class KernelProcess:
         while True:
             message = self._receive(deadline, "starting")
             if message.startswith("ready "):
-                mode = message.split()[-1]
-                self.staged = mode == "staged"
-                self.windowed = mode in ("staged", "windowed")
+                self.staged = message.split()[-1] == "staged"
                 break
             if not message.startswith("buf "):
                 raise ProtocolError(f"the {self.who} sent {message[:80]!r} while declaring its buffers", "deviation")
@@ -204,15 +203,10 @@ class KernelProcess:
 
     # ---- one call
 
-    def call(self, timeout_s: float, seed: int | None = None) -> CallTime:
+    def call(self, timeout_s: float) -> CallTime:
         """Run the loop body once on what the buffers hold now, timed by the judge's clock. The process is stopped
-        again when this returns; a staged process's buffers can be read after fetch(), any other's at once.
-        seed (staged processes only): the inputs are drawn on the device from it instead (the judge's fresh seed:
-        nothing is copied up, and both sides draw the same values from the same seed)."""
-        if seed is not None and not self.staged:
-            raise ValueError("only a staged process draws its inputs from a seed")
-        word = b"call" if seed is None else f"call {seed}".encode()
-        timed = self._round_trip(word, timeout_s, f"call {self.calls}")
+        again when this returns; a staged process's buffers can be read after fetch(), any other's at once."""
+        timed = self._round_trip(b"call", timeout_s, f"call {self.calls}")
         self.calls += 1
         return timed
 
@@ -236,7 +230,7 @@ class KernelProcess:
         self._process.signal(signal.SIGCONT)
         deadline = time.monotonic() + timeout_s
         started = resumed
-        if self.windowed:
+        if self.staged:
             self._expect("start", deadline, during)
             started = time.perf_counter_ns()
             self._expect("synced", deadline, during)
@@ -244,7 +238,7 @@ class KernelProcess:
         self._expect("done", deadline, during)
         done = time.perf_counter_ns()
         self._stop()
-        if not self.windowed:
+        if not self.staged:
             finished = done
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6)
 

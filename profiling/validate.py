@@ -5,12 +5,14 @@ candidate's object (served targets), correctness over every configuration, degen
 oracle's outputs, interleaved timing on the default configuration, the plausibility gate. The first failure ends
 the verdict with its precise reason.
 
-Served targets (perfforge/targets.py: cpu) are judged by this process through kernel processes it drives
+Served targets (perfforge/targets.py: cpu, cuda) are judged by this process through kernel processes it drives
 (profiling/served.py, profiling/paired.py): per configuration one process per side serves every call; the judge
 draws fresh inputs for each call (edge values on every other correctness call), gives both sides the same ones,
-compares every call's outputs, the candidate's second run of the first inputs included, and times calls with its
-own clock, interleaved A B B A. Other targets still run the harness's own check and time modes (one process per
-seed and round, the harness drawing and timing in the candidate's process).
+compares every correctness call's outputs, the candidate's second run of the first inputs included, and every timed
+call's or, for large outputs, a share it picks after the call, and times calls with its own clock, interleaved
+A B B A (CUDA: the harness's start-synced window, and the whole call for _hidden_work). Other targets still run
+the harness's own check and time modes (one process per seed and round, the harness drawing and timing in the
+candidate's process).
 """
 
 from __future__ import annotations
@@ -363,27 +365,21 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
         baseline.append([])
         candidate.append([])
         for trial in range(spec.warmup + spec.trials):
-            # a staged (CUDA) process draws the inputs on the device from the judge's fresh seed; any other is
-            # handed them; either way both sides get the same, never seen before
-            seed = int(pair.rng.integers(0, 2**63)) if pair.candidate.staged else None
-            inputs = pair.draw(edges=False) if seed is None else None
+            inputs = pair.draw(edges=False)
             results = {}
             for side in (("candidate", "original") if flip else ("original", "candidate")):
-                timeout_s = _timeout_s(session, side)
-                results[side] = (pair.run(side, inputs, timeout_s=timeout_s, flush=True, fetch=False)
-                                 if inputs is not None else pair.run_drawn(side, seed, timeout_s=timeout_s))
+                results[side] = pair.run(side, inputs, timeout_s=_timeout_s(session, side), flush=True, fetch=False)
             flip = not flip
             if trial == spec.warmup + spec.trials - 1 or picker.random() < share:
                 want = pair.fetch("original", inputs, timeout_s=_timeout_s(session, "original"))
-                given = inputs if inputs is not None else pair.inputs_of("original")
-                got = pair.fetch("candidate", given, timeout_s=_timeout_s(session, "candidate"))
+                got = pair.fetch("candidate", inputs, timeout_s=_timeout_s(session, "candidate"))
                 _compare(task, got, want, f"timed call {trial} of round {round_index}", verdict)
             if trial >= spec.warmup:
                 baseline[-1].append(max(results["original"].duration_ms - overhead_ms, MIN_CALL_MS))
                 candidate[-1].append(max(results["candidate"].duration_ms - overhead_ms, MIN_CALL_MS))
                 for side, result in results.items():
                     outside_ms[side].append(result.time.outer_ms - result.time.duration_ms)
-    if pair.candidate.windowed:
+    if pair.candidate.staged:
         _hidden_work(outside_ms, statistics.median(x for r in baseline for x in r))
     estimate = estimate_speedup(baseline, candidate, "judge_clock")
     _score(session, verdict, estimate, pair.config, context={})
@@ -491,7 +487,8 @@ def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
                   f"or above {TIMED_CHECK_ALL_BYTES >> 20} MiB of outputs a share picked after the call)" if served
                   else f"{v.calls} calls per run, fresh inputs per call"),
         RuleCheck(6, "inputs unchanged", E, "every input and fixed buffer compared bit for bit with the judge's copy "
-                  "after each call" if served else "every non-output buffer compared bit for bit after each call"),
+                  "after every compared call (all correctness calls; the timed ones whose outputs are compared)"
+                  if served else "every non-output buffer compared bit for bit after each call"),
         RuleCheck(7, "candidate twice on identical inputs agrees", E,
                   "the first inputs run twice in the same process" if served else
                   "second run with another heap perturbation (MALLOC_PERTURB_)" if not gpu else "second run compared"),
@@ -562,8 +559,8 @@ def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: boo
             "own IPC namespace" if ipc else "IPC namespace NOT available",
             "compiler reads only its build directory and the system's" if fenced else "reads NOT fenced",
             "every process it started killed when the verdict ends"])),
-        RuleCheck(24, ADVERSARY_RULES[4][1], E, "inputs compared byte for byte with the judge's private copy; zeros, "
-                  "ties, subnormals and the range's ends in every other correctness call"),
+        RuleCheck(24, ADVERSARY_RULES[4][1], E, "inputs compared byte for byte with the judge's private copy after "
+                  "every compared call; zeros, ties, subnormals and the range's ends in every other correctness call"),
         RuleCheck(25, ADVERSARY_RULES[5][1], E, "an exit, signal, hang or message out of turn ends the verdict with "
                   "its reason"),
     ]

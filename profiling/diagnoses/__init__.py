@@ -5,6 +5,6 @@ severity. Rules live one module per target (cpu.py, cuda.py); thresholds are dat
 each with its unit and the reason for its value.
 """
 
-from profiling.diagnoses.registry import RULES, Rule, diagnose, register, thresholds_for, unmeasured
+from profiling.diagnoses.registry import RULES, Rule, attach_diagnoses, diagnose, register, thresholds_for, unmeasured
 
-__all__ = ["RULES", "Rule", "diagnose", "register", "thresholds_for", "unmeasured"]
+__all__ = ["RULES", "Rule", "attach_diagnoses", "diagnose", "register", "thresholds_for", "unmeasured"]

@@ -108,6 +108,13 @@ def unmeasured(profile: Profile) -> list[str]:
             if profile.target in rule.targets and (missing := _missing(rule, profile))]
 
 
+def attach_diagnoses(profile: Profile) -> Profile:
+    """The profile with its diagnoses and the rules that could not judge it filled in (profilers leave both to
+    their callers: a profile is diagnosed once, here)."""
+    profile.diagnoses, profile.unmeasured = diagnose(profile), unmeasured(profile)
+    return profile
+
+
 def _missing(rule: Rule, profile: Profile) -> list[str]:
     return [name for name in rule.requires if profile.counter(name) is None]
 

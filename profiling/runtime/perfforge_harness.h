@@ -24,8 +24,7 @@
  *            outputs and re-arms their guards on the device, flushes the L2 and says "start"; after the body, the
  *            launch check and a whole-device synchronisation it says "synced", then "done". On "fetch" it copies
  *            every buffer back into the judge's memory and says "fetched": the judge asks only for the calls it
- *            checks, after the call. "call SEED" (timed calls) draws the inputs on the device instead, from the
- *            judge's fresh seed, with pf_fill's values: nothing crosses the bus before the call. No code of the candidate's runs outside the body: its filter refuses new
+ *            checks, after the call. No code of the candidate's runs outside the body: its filter refuses new
  *            threads and executable mappings, and the judge's clock also runs from "call" to "done", so work
  *            moved outside "start"-"synced" shows (profiling/validate.py).
  *
@@ -66,7 +65,6 @@
 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
-#include <cuda_fp16.h>
 #if __has_include(<nvtx3/nvToolsExt.h>)
 #include <nvtx3/nvToolsExt.h>
 #define PF_HAVE_NVTX 1
@@ -674,47 +672,6 @@ static void pf_serve_stage_in(pf_run *r) {
     pf_cuda_check(cudaDeviceSynchronize(), "copying the inputs");
 }
 
-/* pf_fill's draw on the device, one thread per element: splitmix64 is counter-based (element i is the mix of
- * state0 + (i + 1) * the golden increment), the scaling done without fused multiply-add (float16 is rounded once,
- * from double: both sides of a verdict draw here, so only the distribution need match the host's). */
-static __global__ void pf_fill_device(unsigned char *out, size_t count, int dtype, double lo, double hi, uint64_t state0) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t z = state0 + (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        z ^= z >> 31;
-        double v = __dadd_rn(lo, __dmul_rn(hi - lo, (double)(z >> 11) * (1.0 / 9007199254740992.0)));
-        switch (dtype) {
-        case PF_F32: ((float *)out)[i] = (float)v; break;
-        case PF_F64: ((double *)out)[i] = v; break;
-        case PF_F16: { __half h = __double2half(v); ((__half *)out)[i] = h; break; }
-        case PF_BF16: { float f = (float)v; ((uint16_t *)out)[i] = (uint16_t)(__float_as_uint(f) >> 16); break; }
-        case PF_I32: ((int32_t *)out)[i] = (int32_t)floor(v); break;
-        case PF_I64: ((int64_t *)out)[i] = (int64_t)floor(v); break;
-        case PF_U8: out[i] = (unsigned char)floor(v); break;
-        }
-    }
-}
-
-/* "call SEED": the inputs drawn on the device from the judge's fresh seed (its timed calls: nothing crosses the
- * bus), guards re-armed, outputs poisoned. The judge reads them back only for the calls it checks. */
-static void pf_serve_generate(pf_run *r, uint64_t seed) {
-    for (int i = 0; i < r->nbufs; i++) {
-        pf_buf *b = &r->bufs[i];
-        if (b->role == PF_OUTPUT || b->role == PF_INPUT || b->role == PF_INOUT) {
-            pf_cuda_check(cudaMemset(b->draw, PF_GUARD_BYTE, pf_bytes(b) + 2 * PF_GUARD_BYTES), b->name);
-        }
-        if (b->role == PF_OUTPUT) {
-            pf_cuda_check(cudaMemset(b->dev, PF_POISON_BYTE, pf_bytes(b)), b->name);
-        } else if (b->role == PF_INPUT || b->role == PF_INOUT) {
-            uint64_t state0 = seed * 0x100000001B3ull + (uint64_t)i * 0x85EBCA77ull;
-            pf_fill_device<<<1024, 256>>>(b->dev, b->count, (int)b->dtype, b->lo, b->hi, state0);
-            pf_cuda_check(cudaGetLastError(), "drawing the inputs");
-        }
-    }
-    pf_cuda_check(cudaDeviceSynchronize(), "drawing the inputs");
-}
-
 /* "fetch": every buffer, guards included, back into the judge's memory (only the calls the judge checks). */
 static void pf_serve_fetch(pf_run *r) {
     for (int i = 0; i < r->nbufs; i++) pf_serve_copy(&r->bufs[i], 0);
@@ -845,19 +802,12 @@ static int pf_serve_begin(pf_run *r) {
 #endif
         pf_serve_send(r, "done");
     }
+    if (strcmp(text, "call") != 0) return 0;
 #ifdef __CUDACC__
-    if (strncmp(text, "call ", 5) == 0) {
-        pf_serve_generate(r, strtoull(text + 5, NULL, 10));
-    } else if (strcmp(text, "call") == 0) {
-        pf_serve_stage_in(r);
-    } else {
-        return 0;
-    }
+    pf_serve_stage_in(r);
     pf_flush_cache(r);  /* the L2 holds the copied inputs: flushed, as before a timed call of time mode */
     pf_cuda_check(cudaDeviceSynchronize(), "the L2 flush");
     pf_serve_send(r, "start");
-#else
-    if (strcmp(text, "call") != 0) return 0;
 #endif
     return 1;
 }
