@@ -217,7 +217,17 @@ def _command_of(args: argparse.Namespace) -> Subcommand:
     return SUBCOMMANDS[f"{args.subcommand} {group_command}" if group_command else args.subcommand]
 
 
+_INTERRUPTED_PID: list[int] = []  # the process whose SIGTERM takes the Ctrl-C path (main() installs the handler)
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM in the process that installed this: the Ctrl-C path. In a child forked before its own handlers were
+    set (a pool worker between fork and its initializer, terminated in that window), the default: it dies at once,
+    rather than printing a KeyboardInterrupt traceback into the parent's stderr from the middle of its start-up."""
+    if os.getpid() not in _INTERRUPTED_PID:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
     raise KeyboardInterrupt
 
 
@@ -230,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     # instead of dying at once and leaving them behind. Python runs handlers in the main thread, where the commands
     # catch KeyboardInterrupt; the caller's handler comes back on return (tests call main in their process).
     in_main_thread = threading.current_thread() is threading.main_thread()
+    if in_main_thread:
+        _INTERRUPTED_PID[:] = [os.getpid()]
     previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
     try:
         return _run(command, args)

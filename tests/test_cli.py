@@ -178,3 +178,40 @@ def test_kernels_only_keeps_kernels_and_says_so_in_the_card(demo_dataset: Path, 
     assert len(kept) == sum(p["kernel_kind"] in KERNEL_KINDS for p in every) < len(every)
     assert main(["card", str(out), "--out-dir", str(tmp_path), "--name", "kernels"]) == 0
     assert "Only kernels were kept" in (tmp_path / "kernels.md").read_text()
+
+
+def test_a_child_forked_with_the_interrupt_handler_dies_of_sigterm_quietly() -> None:
+    """A pool worker terminated between its fork and its initializer ran the CLI's SIGTERM handler inherited from
+    the parent and printed a KeyboardInterrupt traceback into the parent's stderr (seen once under load in
+    tests/mining/test_interrupt.py); in any process but the one that installed it, the handler is the default."""
+    import os
+    import signal as signals
+    import time
+
+    from perfforge import cli
+
+    previous = signals.signal(signals.SIGTERM, cli._interrupt)
+    saved = list(cli._INTERRUPTED_PID)
+    cli._INTERRUPTED_PID[:] = [os.getpid()]
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: no handler of its own yet
+            os.close(read_end)
+            os.dup2(write_end, 2)
+            try:
+                while True:
+                    time.sleep(0.01)
+            finally:
+                os._exit(3)
+        os.close(write_end)
+        time.sleep(0.2)
+        os.kill(pid, signals.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+        with os.fdopen(read_end) as stderr:
+            printed = stderr.read()
+    finally:
+        signals.signal(signals.SIGTERM, previous)
+        cli._INTERRUPTED_PID[:] = saved
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signals.SIGTERM, status
+    assert printed == ""
