@@ -12,7 +12,6 @@ profiling/validate.py) is decided after both sides have made them, so there is n
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from perfforge.targets import target_spec
 from perfforge.task import Task, TaskConfig
 from profiling.build import Build
 from profiling.correctness import copy_into, first_difference, same_bytes
+from profiling.cpu.cache_model import reported_last_level_bytes
 from profiling.inputs import draw, verdict_generator
 from profiling.served import POISON_BYTE, CallTime, KernelProcess, ProtocolError, Role
 
@@ -193,7 +193,7 @@ class Pair:
 
     def _flush_cache(self) -> None:
         if self._flush is None:
-            llc = os.sysconf("SC_LEVEL3_CACHE_SIZE") if "SC_LEVEL3_CACHE_SIZE" in os.sysconf_names else 0
+            llc = reported_last_level_bytes()  # sysfs: this Python's os.sysconf has no SC_LEVEL3_CACHE_SIZE
             size = min(FLUSH_CAP_BYTES, 2 * (llc if llc > 0 else FALLBACK_LLC_BYTES))
             self._flush = np.zeros(size, dtype=np.uint8)
         self._flush += 1  # read and written: every line passes through the cache

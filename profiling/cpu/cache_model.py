@@ -103,6 +103,13 @@ def host_cache_model(sysfs_dir: Path | None = None) -> CacheModel:
                       ll=_choose("LL", found.get("LL")))
 
 
+def reported_last_level_bytes(sysfs_dir: Path | None = None) -> int:
+    """The size this machine reports for its last-level cache (0 when it reports none), unfiltered: what a flush
+    must cover, not what the simulation models (a VM may report its host's whole L3; callers cap the flush)."""
+    level = _read_sysfs(sysfs_dir or SYSFS_CACHE_DIR).get("LL")
+    return level.size_bytes if level else 0
+
+
 def _choose(name: str, host: CacheLevel | None) -> CacheLevel:
     default = DEFAULTS[name]
     if host is None:

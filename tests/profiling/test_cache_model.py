@@ -8,7 +8,12 @@ import pytest
 
 from perfforge.errors import ConfigError
 from profiling.cpu import cache_model
-from profiling.cpu.cache_model import CACHE_MODEL_ENV, host_cache_model, simulated_cache_model
+from profiling.cpu.cache_model import (
+    CACHE_MODEL_ENV,
+    host_cache_model,
+    reported_last_level_bytes,
+    simulated_cache_model,
+)
 
 # (level, type, size, ways, line) as /sys/devices/system/cpu/cpu0/cache/index*/ shows them.
 XEON_480MIB = [(1, "Data", "48K", 12, 64), (1, "Instruction", "64K", 16, 64), (2, "Unified", "2048K", 16, 64),
@@ -69,3 +74,11 @@ def test_an_unknown_model_is_one_error_line(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(CACHE_MODEL_ENV, "big")
     with pytest.raises(ConfigError, match="PERFFORGE_CACHE_MODEL='big' is not a cache model: use 'fixed'"):
         simulated_cache_model()
+
+
+def test_the_judge_flush_reads_the_reported_last_level_unfiltered(tmp_path: Path) -> None:
+    """The flush must cover what the machine reports (480 MiB here, capped by the judge), not the simulated model;
+    with no cache directory it is 0 and the judge falls back to its default."""
+    assert reported_last_level_bytes(fake_sysfs(tmp_path / "xeon", XEON_480MIB)) == 480 << 20
+    assert reported_last_level_bytes(fake_sysfs(tmp_path / "epyc", EPYC_32MIB)) == 32 << 20
+    assert reported_last_level_bytes(tmp_path / "absent") == 0
