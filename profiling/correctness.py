@@ -52,7 +52,13 @@ def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
     size allows: several times faster than byte by byte on the hundreds of MB a GPU task moves per call)."""
     if a.nbytes != b.nbytes:
         return False
-    return bool(np.array_equal(_words(a), _words(b)))
+    wa, wb = _words(a), _words(b)
+    if wa.size <= COMPARE_CHUNK:
+        return bool(np.array_equal(wa, wb))
+    # large buffers in chunks on the judge's threads: a 256 MB input checked after every fetch took 45 ms on one
+    # H200 host core, a fifth of a large CUDA verdict (bench/bench_verdict.py, transpose_naive)
+    return all(judge_pool().map(lambda at: np.array_equal(wa[at:at + COMPARE_CHUNK], wb[at:at + COMPARE_CHUNK]),
+                                range(0, wa.size, COMPARE_CHUNK)))
 
 
 def first_difference(a: np.ndarray, b: np.ndarray) -> int:

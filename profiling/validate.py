@@ -310,8 +310,10 @@ def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None
     made twice (the same inputs must give the same outputs); the oracle's outputs checked for a degenerate test."""
     task, config = session.task, pair.config
     oracle_runs = []
-    for call in range(task.validate.seeds * task.validate.calls):
-        inputs = pair.draw(edges=call % 2 == 1)
+    calls = task.validate.seeds * task.validate.calls
+    for call in range(calls):
+        # the last one draws ahead for the first timed call (edges off), unused when no timing follows
+        inputs = pair.draw(edges=call % 2 == 1, next_edges=call + 1 < calls and (call + 1) % 2 == 1)
         want = pair.run("original", inputs, timeout_s=task.validate.timeout_s)
         session.note_original(want.duration_ms / 1e3)
         got = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
@@ -365,7 +367,7 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
         baseline.append([])
         candidate.append([])
         for trial in range(spec.warmup + spec.trials):
-            inputs = pair.draw(edges=False)
+            inputs = pair.draw(edges=False, next_edges=False)
             results = {}
             order = ("candidate", "original") if flip else ("original", "candidate")
             for side in order:

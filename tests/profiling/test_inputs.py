@@ -3,12 +3,18 @@ verdict spends its judge-side time on, made cheap without changing what is check
 
 from __future__ import annotations
 
+import mmap
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from perfforge.task import OutputSpec
 from profiling import inputs
-from profiling.correctness import compare_output, first_difference, same_bytes
+from profiling.correctness import COMPARE_CHUNK, compare_output, first_difference, same_bytes
+from profiling.inputs import PARALLEL_DRAW_MIN
+from profiling.paired import Pair
+from profiling.served import Role, SharedBuffer
 
 
 def _draw(count: int, dtype: str = "float32", *, edges: bool = False, seed: int = 7) -> np.ndarray:
@@ -102,3 +108,43 @@ def test_a_buffer_of_many_chunks_reports_as_one() -> None:
     unwritten = compare_output(spec, got, want)
     assert f"2 of {size} elements were never written" in unwritten.problem
     assert f"index {2 * COMPARE_CHUNK}" in unwritten.problem
+
+
+def test_same_bytes_of_a_buffer_of_many_chunks_sees_one_flipped_byte_in_its_last_chunk() -> None:
+    a = np.arange(3 * COMPARE_CHUNK + 5, dtype=np.uint64)
+    b = a.copy()
+    assert same_bytes(a, b)
+    b.view(np.uint8)[-3] ^= 1
+    assert not same_bytes(a, b) and first_difference(a, b) == a.nbytes - 3
+
+
+def _pair_of(staged: bool) -> Pair:
+    """A Pair whose processes are stand-ins holding only what draw() reads: the declared buffers and whether the
+    process is staged (a CUDA one). Real processes need a GPU for the staged case."""
+    buffers = [SharedBuffer("x", "float32", Role.INPUT, 3 * PARALLEL_DRAW_MIN, -1.0, 1.0, mmap.mmap(-1, 1)),
+               SharedBuffer("n", "int32", Role.INOUT, 1000, 0, 50, mmap.mmap(-1, 1)),
+               SharedBuffer("y", "float32", Role.OUTPUT, 10, 0.0, 1.0, mmap.mmap(-1, 1))]
+    process = SimpleNamespace(buffers=buffers, staged=staged, close=lambda: None)
+    return Pair(task=None, config=None, original=process, candidate=process,  # type: ignore[arg-type]
+                rng=np.random.default_rng(7))
+
+
+def test_drawing_ahead_draws_the_same_inputs_in_the_same_order() -> None:
+    """A staged pair draws the next call's inputs on a background thread; the sequence (edges included, and a set
+    drawn ahead with the wrong edge flag thrown away) must be what drawing one at a time gives: the same verdict
+    draws the same inputs."""
+    plan = [(False, True), (True, False), (False, False), (False, True), (False, None), (True, None)]
+    sequences = []
+    for staged in (False, True):
+        pair = _pair_of(staged)
+        drawn = [pair.draw(edges=edges, next_edges=ahead) for edges, ahead in plan]
+        assert (pair._ahead is None) is (not staged or plan[-1][1] is None)
+        pair.close()
+        sequences.append(drawn)
+    plain, ahead = sequences
+    assert len(plain) == len(ahead) == len(plan)
+    # the set drawn ahead after call 3 had edges on and call 4 wanted none: it is thrown away, which drawing one
+    # at a time never drew, so the sequences part from there. Before it they are the same; after it fresh.
+    for one, other in zip(plain[:4], ahead[:4], strict=True):
+        assert all(same_bytes(one[name], other[name]) for name in one)
+    assert not same_bytes(ahead[4]["x"], plain[4]["x"]) and not same_bytes(ahead[4]["x"], ahead[3]["x"])
