@@ -13,7 +13,13 @@ What it finds, with 1-based line numbers:
 - scalars a `for` nest carries from one iteration to the next: declared outside the nest and updated from their
   own value inside it (`s += x[i]`, `kept++`). One that is only accumulated is a reduction (OpenMP's reduction
   clause handles it); one whose running value is also read in the nest (`out[kept++] = x[i]`, a compaction) needs a
-  scan, and `#pragma omp parallel for` alone would race on it.
+  scan, and `#pragma omp parallel for` alone would race on it;
+- linear searches: a loop that steps an index one element at a time and leaves early when an element of a table
+  compares with a key the loop does not change (`while (b < n && x >= edges[b]) b++`, `if (t[k] == key) break`);
+  its trip count grows with the table, where a direct computation, a binary search or a lookup table would not;
+- recomputed work: a pure call or division inside an inner loop that depends only on the inner loops' indices and
+  on values the enclosing loop never changes (`expf(-k * k * s)` inside `for i { for k { ... } }`): every iteration
+  of the enclosing loop computes the same values again, which a table filled once before it would hold.
 """
 
 from __future__ import annotations
@@ -99,6 +105,31 @@ class CarriedScalar:
     operator: str  # the reduction's operator (+ for kept++, * for p *= x); "" for a scan
 
 
+@dataclass(frozen=True)
+class LinearSearch:
+    """A loop that scans a table element by element for the first one that compares with a key."""
+
+    loop_line: int
+    end_line: int
+    exit_line: int  # the line of the comparison that ends the scan early
+    table: str  # the array compared element by element
+    key: str  # what each element is compared with (the loop does not change it)
+    bound: str  # the loop's own bound on the index ("" when only the comparison ends it: a sentinel scan)
+
+
+@dataclass(frozen=True)
+class RecomputedExpression:
+    """A pure expression that varies only with inner loops' indices: each iteration of `outer_line`'s loop
+    recomputes the same values."""
+
+    line: int
+    text: str
+    kind: str  # "call" (a pure function) or "arithmetic"
+    outer_line: int  # the outermost loop whose iterations all recompute it
+    inner_line: int  # the innermost loop around it
+    indices: tuple[str, ...]  # the inner loops' indices it depends on
+
+
 @dataclass
 class LoopAnalysis:
     function_found: bool
@@ -107,6 +138,8 @@ class LoopAnalysis:
     pragmas: list[OmpPragma] = field(default_factory=list)
     structs: list[StructAccess] = field(default_factory=list)
     carried: list[CarriedScalar] = field(default_factory=list)
+    searches: list[LinearSearch] = field(default_factory=list)
+    recomputed: list[RecomputedExpression] = field(default_factory=list)
     spawns_threads: bool = False  # pthread_create / std::thread in the function
 
     @property
@@ -156,6 +189,9 @@ def analyze_loops(source: str, kernel: str, language: str = "c") -> LoopAnalysis
     analysis.structs = _struct_accesses(root, function, loop_nodes)
     analysis.carried = [found for node, loop in loop_nodes if loop.depth == 1 and loop.kind == "for"
                         for found in _carried_scalars(node, loop)]
+    analysis.searches = [found for node, loop in loop_nodes if loop.innermost
+                         if (found := _linear_search(node, loop)) is not None]
+    analysis.recomputed = _recomputed(loop_nodes)
     return analysis
 
 
@@ -289,6 +325,178 @@ def _invariants(loop_node: tree_sitter.Node, loop: Loop) -> list[InvariantExpres
                 calls = any(n.type == "call_expression" for n in _walk(node))
                 found.append(InvariantExpression(_line(node), _text(node), "call" if calls else kind, loop.start_line))
     return found
+
+
+# ---- linear searches ---------------------------------------------------------------------------------------------
+
+_COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+# A loop whose own bound is a literal this small is a fixed short walk (a 4-wide neighbourhood), not a search whose
+# cost grows with a table.
+MAX_FIXED_TRIPS = 8
+
+
+def _stepped(loop: tree_sitter.Node) -> set[str]:
+    """Variables the loop steps by one (i++, ++i, i += 1, i--), and a for loop's own variable."""
+    stepped = {_loop_variable(loop)} if loop.type == "for_statement" else set()
+    for node in _walk(loop):
+        target = None
+        if node.type == "update_expression":
+            target = node.child_by_field_name("argument")
+        elif (node.type == "assignment_expression" and _text(node.child_by_field_name("operator")) in ("+=", "-=")
+              and _text(node.child_by_field_name("right")).strip() == "1"):
+            target = node.child_by_field_name("left")
+        if target is not None and target.type == "identifier":
+            stepped.add(_text(target))
+    return stepped - {""}
+
+
+def _conjuncts(node: tree_sitter.Node | None) -> list[tree_sitter.Node]:
+    """The terms of a condition joined by && (parentheses dropped)."""
+    while node is not None and node.type == "parenthesized_expression" and node.named_children:
+        node = node.named_children[0]
+    if node is None:
+        return []
+    if node.type == "binary_expression" and _text(node.child_by_field_name("operator")) == "&&":
+        return _conjuncts(node.child_by_field_name("left")) + _conjuncts(node.child_by_field_name("right"))
+    return [node]
+
+
+def _element_comparison(term: tree_sitter.Node, index: str, scalars: set[str],
+                        memory: set[str]) -> tuple[str, str] | None:
+    """(table, key) when term compares an element table[..index..] with a key the loop does not change."""
+    while term.type == "parenthesized_expression" and term.named_children:
+        term = term.named_children[0]
+    if term.type != "binary_expression" or _text(term.child_by_field_name("operator")) not in _COMPARISONS:
+        return None
+    sides = [term.child_by_field_name("left"), term.child_by_field_name("right")]
+    for element, key in (sides, sides[::-1]):
+        if element is None or key is None or element.type != "subscript_expression":
+            continue
+        index_node = element.child_by_field_name("index") or (element.named_children[-1]
+                                                              if element.named_children else None)
+        uses_index = index_node is not None and any(n.type == "identifier" and _text(n) == index
+                                                    for n in _walk(index_node))
+        key_names = {_text(n) for n in _walk(key) if n.type == "identifier"}
+        # The key is a value (a variable or an element of another array), not a literal: a scan for a terminator
+        # (s[i] != 0) walks the data once whatever is done about it.
+        if uses_index and key_names and not key_names & (scalars | memory | {index}):
+            return _base_identifier(element), _text(key)
+    return None
+
+
+def _early_exits(loop: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """Conditions of the ifs in the loop's body that leave it (break, return or goto in their branch)."""
+    exits = []
+    body = loop.child_by_field_name("body")
+    for node in _walk(body) if body is not None else ():
+        if node.type != "if_statement":
+            continue
+        branch = node.child_by_field_name("consequence")
+        if branch is not None and any(n.type in ("break_statement", "return_statement", "goto_statement")
+                                      for n in _walk(branch) if not _inside_inner_loop(n, loop)):
+            exits.append(node.child_by_field_name("condition"))
+    return [e for e in exits if e is not None]
+
+
+def _inside_inner_loop(node: tree_sitter.Node, stop: tree_sitter.Node) -> bool:
+    """Whether node sits in a loop (or switch) below stop, the loop searched: its break leaves that one."""
+    parent = node.parent
+    while parent is not None and parent != stop:
+        if parent.type in _LOOP_TYPES or parent.type == "switch_statement":
+            return True
+        parent = parent.parent
+    return False
+
+
+def _linear_search(node: tree_sitter.Node, loop: Loop) -> LinearSearch | None:
+    """The loop as a linear search, or None: it steps an index by one, writes no memory, and ends early on a
+    comparison of the index's element of a table with a key it does not change."""
+    scalars, memory, unknown_call = _written(node)
+    if memory or unknown_call:
+        return None  # a loop that stores or calls out is doing work per element, not looking for one
+    condition = node.child_by_field_name("condition")
+    terms = _conjuncts(condition)
+    exits = [(term, term) for term in terms] + [(c, term) for c in _early_exits(node) for term in _conjuncts(c)]
+    for index in sorted(_stepped(node)):
+        for where, term in exits:
+            found = _element_comparison(term, index, scalars, memory)
+            if found is None:
+                continue
+            bound = next((_text(t) for t in terms if t is not term and _bounds_index(t, index)), "")
+            if _fixed_short(bound):
+                return None
+            return LinearSearch(loop_line=loop.start_line, end_line=loop.end_line, exit_line=_line(where),
+                                table=found[0], key=found[1], bound=bound)
+    return None
+
+
+def _bounds_index(term: tree_sitter.Node, index: str) -> bool:
+    return (term.type == "binary_expression" and _text(term.child_by_field_name("operator")) in _COMPARISONS
+            and any(side is not None and side.type == "identifier" and _text(side) == index
+                    for side in (term.child_by_field_name("left"), term.child_by_field_name("right"))))
+
+
+def _fixed_short(bound: str) -> bool:
+    """Whether the bound is a literal of at most MAX_FIXED_TRIPS trips (i < 4)."""
+    literal = re.search(r"[<>]=?\s*(\d+)\s*$", bound)
+    return literal is not None and int(literal.group(1)) <= MAX_FIXED_TRIPS
+
+
+# ---- recomputed work -----------------------------------------------------------------------------------------------
+
+def _recomputed(loop_nodes: list[tuple[tree_sitter.Node, Loop]]) -> list[RecomputedExpression]:
+    """Pure calls and divisions in inner loops that depend on inner loops' indices and on nothing the enclosing
+    loop changes: each reported against the outermost loop whose every iteration recomputes it."""
+    found: dict[tuple[int, str], RecomputedExpression] = {}
+    by_node = {node.id: (node, loop) for node, loop in loop_nodes}
+    for outer_node, outer in loop_nodes:
+        if outer.innermost or outer.kind != "for":
+            continue
+        scalars, memory, unknown_call = _written(outer_node)
+        inner = [(n, lp) for n, lp in (by_node[x.id] for x in _walk(outer_node) if x.id in by_node)
+                 if n.id != outer_node.id and lp.kind == "for"]
+        indices = {_loop_variable(n) for n, _ in inner if _invariant_bounds(n, scalars, memory, unknown_call)}
+        indices.discard("")
+        for inner_node, inner_loop in inner:
+            if not inner_loop.innermost:
+                continue
+            covered: list[tree_sitter.Node] = []
+            for expr, kind in _candidates(inner_node.child_by_field_name("body") or inner_node):
+                if any(c.start_byte <= expr.start_byte and expr.end_byte <= c.end_byte for c in covered):
+                    continue  # a part of an expression already reported
+                names = {_text(n) for n in _walk(expr) if n.type == "identifier"}
+                used = tuple(sorted(names & indices))
+                if not used or not _is_invariant(expr, (scalars - indices), memory, unknown_call):
+                    continue
+                covered.append(expr)
+                key = (_line(expr), _text(expr))
+                if key not in found or outer.depth < _depth_of(found[key].outer_line, loop_nodes):
+                    calls = any(n.type == "call_expression" for n in _walk(expr))
+                    found[key] = RecomputedExpression(_line(expr), _text(expr), "call" if calls else kind,
+                                                      outer.start_line, inner_loop.start_line, used)
+    return sorted(found.values(), key=lambda e: (e.line, e.text))
+
+
+def _invariant_bounds(loop: tree_sitter.Node, scalars: set[str], memory: set[str], unknown_call: bool) -> bool:
+    """Whether an inner for loop runs over the same indices in every iteration of the enclosing loop (its start and
+    bound use nothing the enclosing loop writes but the inner loop's own variable)."""
+    variable = _loop_variable(loop)
+    parts = [loop.child_by_field_name(name) for name in ("initializer", "condition")]
+    return all(part is None or _is_invariant(part, scalars - {variable}, memory, unknown_call)
+               or _only_assigns(part, variable, scalars, memory, unknown_call) for part in parts)
+
+
+def _only_assigns(init: tree_sitter.Node, variable: str, scalars: set[str], memory: set[str],
+                  unknown_call: bool) -> bool:
+    """A for initializer `k = e` / `int k = e` whose value e is invariant."""
+    values = [n.child_by_field_name("value") or n.child_by_field_name("right") for n in _walk(init)
+              if n.type in ("init_declarator", "assignment_expression")]
+    return bool(values) and all(v is not None and _is_invariant(v, scalars - {variable}, memory, unknown_call)
+                                for v in values)
+
+
+def _depth_of(line: int, loop_nodes: list[tuple[tree_sitter.Node, Loop]]) -> int:
+    return next((loop.depth for _, loop in loop_nodes if loop.start_line == line), 0)
 
 
 # ---- OpenMP -------------------------------------------------------------------------------------------------------
@@ -506,3 +714,21 @@ def _struct_accesses(root: tree_sitter.Node, function: tree_sitter.Node,
                 fields_used=tuple(sorted(fields)), used_bytes=sum(layout.get(f, 8) for f in fields),
                 struct_bytes=sum(layout.values())))
     return found
+
+
+# ---- per-line facts of avoidable work -------------------------------------------------------------------------------
+
+def avoidable_work_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float, str]]:
+    """(metric, value, unit) facts of one source line about work a rewrite avoids, for a hot line's metrics:
+    `static.linear_search_loop` (the start line of the linear search whose span holds the line),
+    `static.recomputed_exprs` (pure calls and divisions on the line that every iteration of an enclosing loop
+    recomputes with the same values) and `static.recomputed_outer_loop` (the outermost such loop's line)."""
+    facts: list[tuple[str, float, str]] = []
+    search = next((s for s in analysis.searches if s.loop_line <= line <= s.end_line), None)
+    if search is not None:
+        facts.append(("static.linear_search_loop", float(search.loop_line), "line"))
+    recomputed = [r for r in analysis.recomputed if r.line == line]
+    if recomputed:
+        facts += [("static.recomputed_exprs", float(len(recomputed)), "expr"),
+                  ("static.recomputed_outer_loop", float(min(r.outer_line for r in recomputed)), "line")]
+    return facts

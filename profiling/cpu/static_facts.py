@@ -1,6 +1,7 @@
 """The static facts of a function of a user's application, as a task profile carries them (profile.py's
 static_metrics): its loop nests, invariant work, structure layouts, carried scalars and OpenMP pragmas from the
-source (loops.py), gcc's vectoriser verdict per loop (vectorize.py) under the flags the binary records
+source (loops.py), the linear searches and recomputed expressions of its loops (loops.avoidable_work_facts), gcc's
+vectoriser verdict per loop (vectorize.py) under the flags the binary records
 (compile_command.py), and the cores.
 
 The function is named as callgrind reports it (`select(std::array<int, 4ul>&) [clone .constprop.0]`); its loops are
@@ -42,7 +43,18 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
         around = loops.function_at(text, hot_lines[0].line, language)
         analysis = loops.analyze_loops(text, around, language) if around else analysis
     report, description = _vectoriser_report(command, source, scratch)
-    return StaticFacts(static_metrics(hot_lines, analysis, report), description)
+    counters = static_metrics(hot_lines, analysis, report)
+    add_avoidable_work_facts(hot_lines, analysis)
+    return StaticFacts(counters, description)
+
+
+def add_avoidable_work_facts(hot_lines: list[HotLine], analysis: loops.LoopAnalysis) -> None:
+    """Add to each hot line (in place) the facts of avoidable work on it: the linear search it is part of, the
+    expressions an enclosing loop recomputes (loops.avoidable_work_facts). Task mode's profile_cpu does not add
+    them yet (profiling/cpu/profile.py's static_metrics would call this)."""
+    for hot in hot_lines:
+        hot.metrics += [CounterValue(name, value, unit)
+                        for name, value, unit in loops.avoidable_work_facts(analysis, hot.line)]
 
 
 def _vectoriser_report(command: CompileCommand | None, source: Path,

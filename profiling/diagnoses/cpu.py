@@ -1,18 +1,22 @@
 """Diagnosis rules for CPU profiles (profiling/cpu/profile.py makes them).
 
-Severity is the estimated share of the kernel's cycles the bottleneck costs, in [0, 1]. Cycles are estimated
-from callgrind's simulated events with the penalties of thresholds/cpu.toml (Ir + misses and mispredictions
-times their penalties), per hot line and for the whole kernel, so severities of different rules compare:
+Severity estimates recoverable time: the share of the kernel's cycles the fix the hint names could remove, in
+[0, 1], so that ranking means "fixing this saves the most". Cycles are estimated from callgrind's simulated events
+with the penalties of thresholds/cpu.toml (Ir + misses and mispredictions times their penalties), per hot line and
+for the whole kernel, so severities of different rules compare (docs/cpu.md has the estimate per rule):
 - cache_miss_bound: the miss penalties on lines with high miss rates, scaled by the share of misses that are
   refetches (1 - 1/amplification) when the task's traffic is known;
 - poor_data_layout: the cost of the lines that access arrays of structures using at most half of each
   structure, scaled by the unused share; it claims those lines, so cache_miss_bound and missed_vectorization
   do not count them again;
 - loop_invariant_work: the cost of the invariant calls on hot lines;
-- missing_parallelism: the dominant loop nest's share times (1 - 1/cores) times the efficiency threads usually
-  reach, the part more cores could save;
+- redundant_computation: the cost of the pure calls (or divisions) an outer loop recomputes with the same values;
+- linear_search: the cycles of the scan's lines times the share a direct computation saves (not measured: a
+  threshold); it claims its lines from missed_vectorization (an early-exit scan is not fixed by vectorising it);
+- missing_parallelism: the dominant loop nest's share, less what the other diagnoses' fixes would remove first,
+  times (1 - 1/cores) times the efficiency threads usually reach;
 - poor_openmp_schedule: a statically scheduled triangular nest loses (p-1)/(2p-1) of its time to imbalance;
-- missed_vectorization: the own instructions of unvectorised hot loops times the vector gain;
+- missed_vectorization: the own instructions of unvectorised hot loops times (1 - 1/speed-up) of vector code;
 - branch_mispredictions: the misprediction penalties on lines with high misprediction rates.
 """
 
@@ -73,6 +77,11 @@ def _claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
     return {line.line for line in _aos_lines(profile, th)}
 
 
+def _search_claimed(profile: Profile) -> set[int]:
+    """Lines of linear searches: gcc never vectorises their early exit, and vectorising is not their fix."""
+    return {line.line for line in profile.hot_lines if _m(line, "static.linear_search_loop")}
+
+
 # ---- cache_miss_bound -----------------------------------------------------------------------------------------------
 
 def _check_cache(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
@@ -127,20 +136,83 @@ def _check_invariant(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | 
              and _big_enough(line, total, th)]
     if not lines:
         return None
-    hoistable = 0.0
-    for line in lines:
-        call_cost = _m(line, "Ir") - _m(line, "Ir_self")  # what the line spends in the functions it calls
-        inlined = th["invariant_inlined_fraction"].value * _line_cycles(line, th)
-        hoistable += call_cost if call_cost > 0 else inlined
+    hoistable = sum(_call_or_inlined_cost(line, th) for line in lines)
     findings = [finding("static.invariant_calls", _m(line, "static.invariant_calls"), _one(th), ">=", [line.line])
                 for line in lines]
     extra = [f"line {line.line} ({line.share:.0%} of instructions) repeats a call whose arguments do not change "
-             f"inside its loop: {line.code}" for line in lines]
+             f"inside its loop: {line.code}" for line in lines] + _inlined_note(lines)
     return make_diagnosis("loop_invariant_work", hoistable / total, findings, extra)
 
 
 def _one(th: dict[str, Threshold]) -> Threshold:
     return Threshold("invariant_calls", 1.0, "expr", "one repeated call is redundant work")
+
+
+def _call_or_inlined_cost(line: HotLine, th: dict[str, Threshold]) -> float:
+    """What a pure call on the line costs: the time in the functions it calls, or, when it was inlined (callgrind
+    then shows no call), a share of the line (invariant_inlined_fraction: not measured)."""
+    call_cost = _m(line, "Ir") - _m(line, "Ir_self")
+    return call_cost if call_cost > 0 else th["invariant_inlined_fraction"].value * _line_cycles(line, th)
+
+
+# ---- redundant_computation ------------------------------------------------------------------------------------------
+
+def _check_recomputed(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    total = _total_cycles(profile, th)
+    lines = [line for line in profile.hot_lines if _m(line, "static.recomputed_exprs") >= 1
+             and _big_enough(line, total, th)]
+    if not lines:
+        return None
+    saved = sum(_call_or_inlined_cost(line, th) for line in lines)
+    findings = [finding("static.recomputed_exprs", _m(line, "static.recomputed_exprs"), _one(th), ">=", [line.line])
+                for line in lines]
+    extra = [f"line {line.line} ({_line_cycles(line, th) / total:.0%} of the estimated cycles) computes values that "
+             "depend only on inner loop indices and on nothing the loop at line "
+             f"{int(_m(line, 'static.recomputed_outer_loop'))} changes: each of its iterations recomputes the same "
+             f"values: {line.code.strip()}" for line in lines]
+    extra += _inlined_note(lines)
+    outer = int(min(_m(line, "static.recomputed_outer_loop") for line in lines))
+    hint = (f"compute those values once into a small table before the loop at line {outer} and read the table "
+            "inside it")
+    return make_diagnosis("redundant_computation", saved / total, findings, extra, hint=hint)
+
+
+def _inlined_note(lines: list[HotLine]) -> list[str]:
+    inlined = [line.line for line in lines if _m(line, "Ir") <= _m(line, "Ir_self")]
+    if not inlined:
+        return []
+    return [f"the work on line(s) {', '.join(map(str, inlined))} was inlined: its own cost is not separable from "
+            "the rest of the line, so the saving is an assumed share of the line (invariant_inlined_fraction)"]
+
+
+# ---- linear_search --------------------------------------------------------------------------------------------------
+
+def _check_search(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    total = _total_cycles(profile, th)
+    if total <= 0:
+        return None
+    scans: dict[int, list[HotLine]] = {}
+    for line in profile.hot_lines:
+        if _m(line, "static.linear_search_loop"):
+            scans.setdefault(int(_m(line, "static.linear_search_loop")), []).append(line)
+    scans = {loop: lines for loop, lines in scans.items()
+             if sum(_line_cycles(x, th) for x in lines) / total >= th["min_line_share"].value}
+    if not scans:
+        return None
+    saving = th["search_saving"].value
+    findings, extra = [], []
+    for loop, lines in sorted(scans.items()):
+        share = sum(_line_cycles(x, th) for x in lines) / total
+        findings.append(finding("linear_search_share", share, th["min_line_share"], ">=", [x.line for x in lines]))
+        mispredicts = sum(_m(x, "Bcm") for x in lines)
+        extra.append(f"the loop at line {loop} ({share:.0%} of the estimated cycles) scans a table element by element "
+                     f"until one compares with a key it does not change, so its trip count grows with the table "
+                     f"({mispredicts:.0f} mispredicted branches on its lines: data-dependent exits): "
+                     + " / ".join(x.code.strip() for x in lines))
+    extra.append(f"the saving is not measured (callgrind gives no trip count): {saving:.0%} of the scans' cycles is "
+                 "assumed (search_saving)")
+    share_all = sum(_line_cycles(x, th) for lines in scans.values() for x in lines) / total
+    return make_diagnosis("linear_search", share_all * saving, findings, extra)
 
 
 # ---- missing_parallelism and poor_openmp_schedule -------------------------------------------------------------------
@@ -167,13 +239,22 @@ def _check_parallelism(profile: Profile, th: dict[str, Threshold]) -> Diagnosis 
     nest, share = max(shares.items(), key=lambda item: item[1])
     if share < th["dominant_nest_share"].value:
         return None
-    saving = share * (1.0 - 1.0 / cores) * th["parallel_efficiency"].value
+    others = _other_savings(profile, th)
+    remaining = share
+    for _, severity in others:  # each fix leaves (1 - its saving) of the time: they compose multiplicatively
+        remaining *= 1.0 - severity
+    saving = remaining * (1.0 - 1.0 / cores) * th["parallel_efficiency"].value
     findings = [finding("loop_nest_share", share, th["dominant_nest_share"], ">=", [nest])]
     # Cores and the absence of a pragma let the rule run; they do not point at the bottleneck.
     preconditions = [finding("cpu_cores", cores, th["min_cores"], ">="),
                      finding("static.openmp_pragmas", 0, Threshold("openmp_pragmas", 0, "pragma", "none"), "<=")]
     extra = [f"the loop nest at line {nest} has {share:.0%} of the estimated cycles and runs on one of "
              f"{cores:.0f} cores"]
+    if others:
+        named = ", ".join(f"{name} {severity:.2f}" for name, severity in others)
+        extra.append(f"the other diagnoses' fixes ({named}) would leave the nest {remaining:.0%} of today's cycles: "
+                     "sharing it among the cores saves a part of that, and depends on those fixes less than they "
+                     "explain the time")
     scans, reductions = _carried(profile, nest)
     extra += [f"the loop at line {nest} carries `{name}` from one iteration to the next (updated at line {line} "
               "and its running value read in the loop)" for name, line in scans.items()]
@@ -181,6 +262,17 @@ def _check_parallelism(profile: Profile, th: dict[str, Threshold]) -> Diagnosis 
               for name, (op, line) in reductions.items()]
     return make_diagnosis("missing_parallelism", saving, findings, extra, preconditions=preconditions,
                           hint=_parallel_hint(scans, reductions))
+
+
+def _other_savings(profile: Profile, th: dict[str, Threshold]) -> list[tuple[str, float]]:
+    """(name, severity) of the serial diagnoses that fire: what their fixes would remove before threads share the
+    rest. poor_openmp_schedule is not among them (it needs a pragma, which this rule's profiles lack)."""
+    checks = (("cache_miss_bound", _check_cache), ("poor_data_layout", _check_layout),
+              ("loop_invariant_work", _check_invariant), ("redundant_computation", _check_recomputed),
+              ("linear_search", _check_search), ("missed_vectorization", _check_vectorization),
+              ("branch_mispredictions", _check_branches))
+    found = [(name, check(profile, th)) for name, check in checks]
+    return [(name, d.severity) for name, d in found if d is not None and d.severity > 0]
 
 
 def _carried(profile: Profile, nest: int) -> tuple[dict[str, int], dict[str, tuple[str, int]]]:
@@ -239,13 +331,14 @@ def _missed_reasons(line: HotLine) -> list[str]:
 
 
 def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
-    total, claimed = _total_cycles(profile, th), _claimed(profile, th)
+    total, claimed = _total_cycles(profile, th), _claimed(profile, th) | _search_claimed(profile)
     lines = [line for line in profile.hot_lines if line.metric("gcc.vectorized") == 0.0
              and line.line not in claimed and _missed_reasons(line) != ["outer_loop"] and _big_enough(line, total, th)]
     if not lines:
         return None
     own = sum(_m(line, "Ir_self") for line in lines)
-    severity = th["vector_gain"].value * own / total
+    # Vector code runs the loop's own instructions vector_speedup times faster: 1 - 1/speed-up of them is saved.
+    severity = (1.0 - 1.0 / th["vector_speedup"].value) * own / total
     share = own / total
     findings = [finding("unvectorized_loop_share", share, th["min_line_share"], ">=", [x.line for x in lines])]
     reasons = sorted({reason for line in lines for reason in _missed_reasons(line)})
@@ -288,14 +381,22 @@ register(Rule("poor_data_layout", TARGETS, _EVENTS, (*_COMMON, *_AOS),
 register(Rule("loop_invariant_work", TARGETS, _EVENTS, (*_COMMON, "invariant_inlined_fraction"),
               "compute the expression once before the loop that does not change it", _check_invariant,
               requires=_MEASURED))
+register(Rule("redundant_computation", TARGETS, _EVENTS, (*_COMMON, "invariant_inlined_fraction"),
+              "compute the values an outer loop recomputes once, into a table before it", _check_recomputed,
+              requires=_MEASURED))
+register(Rule("linear_search", TARGETS, _EVENTS, (*_COMMON, "search_saving"),
+              "compute the index directly (uniform bins: (x - lo) / width), or binary-search sorted bounds, instead "
+              "of scanning the table element by element", _check_search, requires=_MEASURED))
 register(Rule("missing_parallelism", TARGETS, (*_EVENTS, "cpu_cores", "static.openmp_pragmas"),
-              (*_COMMON, "min_cores", "dominant_nest_share", "min_parallel_time", "parallel_efficiency"),
+              (*_COMMON, "min_cores", "dominant_nest_share", "min_parallel_time", "parallel_efficiency",
+               "invariant_inlined_fraction", "search_saving", "vector_speedup", "line_d1_miss_rate",
+               "line_ll_miss_rate", "d1_miss_amplification", "line_branch_mispredict_rate", *_AOS),
               "share the independent iterations of the dominant loop among the cores (#pragma omp parallel for)",
               _check_parallelism, requires=(*_MEASURED, "cpu_cores")))
 register(Rule("poor_openmp_schedule", TARGETS, (*_EVENTS, "cpu_cores"), (*_COMMON, "min_cores", "dominant_nest_share"),
               "use schedule(dynamic, chunk) or schedule(guided) for loops whose iterations differ in cost",
               _check_schedule, requires=(*_MEASURED, "cpu_cores")))
-register(Rule("missed_vectorization", TARGETS, _EVENTS, (*_COMMON, "vector_gain", *_AOS),
+register(Rule("missed_vectorization", TARGETS, _EVENTS, (*_COMMON, "vector_speedup", *_AOS),
               "remove what blocks the vectoriser (restrict on non-overlapping pointers, no calls or early exits in "
               "the loop, unit-stride accesses)", _check_vectorization, requires=_MEASURED))
 register(Rule("branch_mispredictions", TARGETS, _EVENTS, (*_COMMON, "line_branch_mispredict_rate"),

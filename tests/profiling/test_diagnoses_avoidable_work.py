@@ -1,0 +1,192 @@
+"""Work a rewrite avoids (issue 20): a histogram that finds each value's bin by scanning the bin edges one by one
+(`linear_search`), and a smoothing stencil that recomputes its Gaussian coefficients for every output element
+(`redundant_computation`). Each is a real C program built with gcc and profiled under callgrind in application
+mode; its rewrite (the bin computed directly, the coefficients tabulated once) must not get the diagnosis.
+Severity estimates recoverable time, so `missing_parallelism` no longer outranks the cause it depends on."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perfforge.records import CounterValue, HotLine, Profile, Timing
+from profiling.application import profile_application
+from profiling.diagnoses import diagnose
+
+needs_tools = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("gcc") is None,
+                                 reason="CPU profiles need gcc and valgrind")
+
+MAIN_HIST = """
+int main(void) {
+    int n = 200000;
+    float *x = malloc(n * sizeof(float));
+    float edges[BINS + 1];
+    int counts[BINS] = {0};
+    for (int b = 0; b <= BINS; b++) edges[b] = (float)b / BINS;
+    srand(1);
+    for (int i = 0; i < n; i++) x[i] = (float)rand() / ((float)RAND_MAX + 1.0f);
+    histogram(x, n, edges, BINS, counts);
+    long total = 0;
+    for (int b = 0; b < BINS; b++) total += counts[b] * (b + 1);
+    printf("%ld\\n", total);
+    return 0;
+}
+"""
+HEAD = "#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#define BINS 64\n"
+# Line 8 is the scan: the key x[i] is compared with each edge until one is larger (64 bins, uniform data: 32 steps
+# on average).
+HIST_SCAN = HEAD + """\
+__attribute__((noinline)) void histogram(const float *x, int n, const float *edges, int nb, int *counts) {
+    for (int i = 0; i < n; i++) {
+        int b = 0;
+        while (b < nb - 1 && x[i] >= edges[b + 1])
+            b++;
+        counts[b]++;
+    }
+}
+""" + MAIN_HIST
+# The fix: uniform edges let the bin be computed from the value.
+HIST_DIRECT = HEAD + """\
+__attribute__((noinline)) void histogram(const float *x, int n, const float *edges, int nb, int *counts) {
+    float lo = edges[0], scale = nb / (edges[nb] - edges[0]);
+    for (int i = 0; i < n; i++) {
+        int b = (int)((x[i] - lo) * scale);
+        counts[b < nb ? b : nb - 1]++;
+    }
+}
+""" + MAIN_HIST
+# A legitimate search: bisection over the edges (the index halves an interval, it is not stepped by one).
+HIST_BISECT = HEAD + """\
+__attribute__((noinline)) void histogram(const float *x, int n, const float *edges, int nb, int *counts) {
+    for (int i = 0; i < n; i++) {
+        int lo = 0, hi = nb;
+        while (hi - lo > 1) {
+            int mid = (lo + hi) / 2;
+            if (x[i] >= edges[mid]) lo = mid; else hi = mid;
+        }
+        counts[lo]++;
+    }
+}
+""" + MAIN_HIST
+
+MAIN_SMOOTH = """
+int main(void) {
+    int n = 40000, r = 8;
+    float *in = malloc(n * sizeof(float)), *out = calloc(n, sizeof(float));
+    for (int i = 0; i < n; i++) in[i] = (float)(i % 13);
+    smooth(in, out, n, r, 3.0f);
+    double s = 0;
+    for (int i = 0; i < n; i++) s += out[i];
+    printf("%f\\n", s);
+    return 0;
+}
+"""
+# Line 9 recomputes the 17 coefficients (an expf each) for every one of the 40000 outputs.
+SMOOTH_RECOMPUTE = HEAD + """\
+__attribute__((noinline)) void smooth(const float *in, float *out, int n, int r, float sigma) {
+    for (int i = r; i < n - r; i++) {
+        float acc = 0.0f;
+        for (int k = -r; k <= r; k++)
+            acc += in[i + k] * expf(-(float)(k * k) / (2.0f * sigma * sigma));
+        out[i] = acc;
+    }
+}
+""" + MAIN_SMOOTH
+SMOOTH_TABLE = HEAD + """\
+__attribute__((noinline)) void smooth(const float *in, float *out, int n, int r, float sigma) {
+    float w[64];
+    for (int k = -r; k <= r; k++)
+        w[k + r] = expf(-(float)(k * k) / (2.0f * sigma * sigma));
+    for (int i = r; i < n - r; i++) {
+        float acc = 0.0f;
+        for (int k = -r; k <= r; k++)
+            acc += in[i + k] * w[k + r];
+        out[i] = acc;
+    }
+}
+""" + MAIN_SMOOTH
+
+
+def _profile(tmp_path: Path, code: str, function: str) -> Profile:
+    (tmp_path / "prog.c").write_text(code)
+    subprocess.run(["gcc", "-O2", "-g", "prog.c", "-o", "prog", "-lm"], cwd=tmp_path, check=True)
+    profiles = profile_application("./prog", tmp_path, target="cpu", top=2, work_dir=tmp_path / "work")
+    return next(p for p in profiles if p.kernel == function)
+
+
+@needs_tools
+def test_a_histogram_that_scans_for_its_bin_is_a_linear_search(tmp_path: Path) -> None:
+    """Issue 20's histogram: `missed_vectorization` came first (gcc does not vectorise the scan's early exit);
+    the fix computes the bin. The scan is the diagnosis, on its line, and vectorisation does not claim it."""
+    profile = _profile(tmp_path, HIST_SCAN, "histogram")
+    top = profile.diagnoses[0]
+    assert top.name == "linear_search", profile.diagnoses
+    assert top.findings[0].lines == [8] and top.findings[0].metric == "linear_search_share"
+    assert top.severity > 0.5  # the scan is nearly all of the function; 75% of it is assumed recoverable
+    assert any("not measured" in line for line in top.evidence)  # it says its saving is an assumption
+    assert "missed_vectorization" not in [d.name for d in profile.diagnoses]
+
+
+@needs_tools
+@pytest.mark.parametrize("code", [HIST_DIRECT, HIST_BISECT], ids=["direct", "bisection"])
+def test_a_histogram_that_computes_or_bisects_its_bin_is_no_linear_search(code: str, tmp_path: Path) -> None:
+    profile = _profile(tmp_path, code, "histogram")
+    assert "linear_search" not in [d.name for d in profile.diagnoses], profile.diagnoses
+
+
+@needs_tools
+def test_coefficients_recomputed_for_every_output_are_redundant_computation(tmp_path: Path) -> None:
+    """Issue 20's stencil with coefficient work in its hot loop: nothing named the work. The expf depends only on
+    the inner index k and on sigma, which the loop over outputs never changes."""
+    profile = _profile(tmp_path, SMOOTH_RECOMPUTE, "smooth")
+    top = profile.diagnoses[0]
+    assert top.name == "redundant_computation", profile.diagnoses
+    assert top.findings[0].lines == [9]
+    assert "line 6" in top.hint and "table" in top.hint
+    # the expf calls are out of line: their measured cost (Ir - Ir_self of line 9) is the saving
+    line = next(h for h in profile.hot_lines if h.line == 9)
+    total_ir = profile.counter("Ir")
+    assert top.severity == pytest.approx((line.metric("Ir") - line.metric("Ir_self")) / total_ir, rel=0.2)
+
+
+@needs_tools
+def test_tabulated_coefficients_are_not_redundant_computation(tmp_path: Path) -> None:
+    profile = _profile(tmp_path, SMOOTH_TABLE, "smooth")
+    assert "redundant_computation" not in [d.name for d in profile.diagnoses], profile.diagnoses
+
+
+def _line(number: int, ir: float, **metrics: float) -> HotLine:
+    values = {"Ir": ir, "Ir_self": ir, "static.loop_depth": 2.0, "static.outer_loop_line": 3.0, **metrics}
+    return HotLine(line=number, code=f"line {number}", share=ir / 1e6, dominant_stall="",
+                   metrics=[CounterValue(name, value, "") for name, value in values.items()])
+
+
+def _serial(lines: list[HotLine]) -> Profile:
+    return Profile(machine="test", tool_versions="", timing=Timing(5.0, 4.9, 5.1, 30, "monotonic_clock"),
+                   target="cpu", kernel="k", hot_lines=lines,
+                   counters=[CounterValue("Ir", 1e6, "inst"), CounterValue("cpu_cores", 64.0, "core"),
+                             CounterValue("static.openmp_pragmas", 0.0, "pragma"),
+                             CounterValue("static.thread_spawns", 0.0, "flag")])
+
+
+def test_missing_parallelism_counts_only_what_the_other_fixes_leave() -> None:
+    """On 64 cores a serial nest with 95% of the cycles read 0.95 x (63/64) x 0.8 = 0.75 whatever else was wrong,
+    above every other rule. Its saving is now what sharing the nest saves after the fix another diagnosis names:
+    a scan with 90% of the cycles, of which 75% is recoverable, leaves the nest 0.95 x 0.25 of the time."""
+    profile = _serial([_line(7, 9.0e5, **{"static.linear_search_loop": 6.0}), _line(9, 0.5e5)])
+    ranked = diagnose(profile)
+    assert [d.name for d in ranked][:2] == ["linear_search", "missing_parallelism"]
+    search, parallel = ranked[0].severity, ranked[1].severity
+    assert search == pytest.approx(0.9 * 0.75, abs=1e-3)
+    assert parallel == pytest.approx(0.95 * (1 - search) * (63 / 64) * 0.8, abs=1e-3)
+    assert any("would leave the nest" in line for line in ranked[1].evidence)
+
+
+def test_a_serial_nest_nothing_else_explains_keeps_its_parallel_saving() -> None:
+    profile = _serial([_line(7, 9.0e5), _line(9, 0.5e5)])
+    (parallel,) = diagnose(profile)
+    assert parallel.name == "missing_parallelism"
+    assert parallel.severity == pytest.approx(0.95 * (63 / 64) * 0.8, abs=1e-3)

@@ -1,0 +1,104 @@
+"""Static facts of avoidable work (profiling/cpu/loops.py): which loops are linear searches and which expressions
+an enclosing loop recomputes, with the scans and loops that must not count as either."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfforge.records import HotLine
+from profiling.cpu.loops import analyze_loops, avoidable_work_facts
+from profiling.cpu.static_facts import add_avoidable_work_facts
+
+SEARCHES = """\
+int bin_of(const float *edges, int nb, float x) {
+    int b = 0;
+    while (b < nb - 1 && x >= edges[b + 1]) b++;
+    return b;
+}
+int find(const int *t, int n, int key) {
+    for (int k = 0; k < n; k++) {
+        if (t[k] == key) return k;
+    }
+    return -1;
+}
+"""
+
+NOT_SEARCHES = """\
+int length(const char *s) { int i = 0; while (s[i] != 0) i++; return i; }
+void damp(float *x, int n, float tol) { for (int i = 0; i < n; i++) { x[i] *= 0.5f; if (x[i] < tol) break; } }
+int bisect(const float *e, int n, float x) {
+    int lo = 0, hi = n;
+    while (lo < hi) { int mid = (lo + hi) / 2; if (e[mid] <= x) lo = mid + 1; else hi = mid; }
+    return lo;
+}
+int first4(const float *e, float x) { int k; for (k = 0; k < 4; k++) if (x < e[k]) break; return k; }
+int inner_break(const int *t, int n, int key) {
+    int hits = 0;
+    for (int i = 0; i < n; i++) { for (int j = 0; j < 3; j++) { if (t[j] == key) break; } hits += t[i]; }
+    return hits;
+}
+"""
+
+RECOMPUTE = """\
+#include <math.h>
+void smooth(const float *in, float *out, int n, int r, float s) {
+    for (int i = r; i < n - r; i++) {
+        float acc = 0;
+        for (int k = -r; k <= r; k++)
+            acc += in[i + k] * expf(-(float)(k * k) / (2 * s * s));
+        out[i] = acc;
+    }
+}
+void scaled(const float *in, float *out, int n, int r, const float *w) {
+    for (int i = r; i < n - r; i++) {
+        float acc = 0;
+        for (int k = -r; k <= r; k++)
+            acc += in[i + k] * expf(w[i] * k);
+        out[i] = acc;
+    }
+}
+void triangle(float *out, int n) {
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < i; k++)
+            out[i] += sqrtf((float)k);
+}
+"""
+
+
+@pytest.mark.parametrize(("function", "loop", "table", "key", "bound"), [
+    ("bin_of", 3, "edges", "x", "b < nb - 1"),
+    ("find", 7, "t", "key", "k < n"),
+])
+def test_a_stepped_scan_with_an_early_exit_on_a_table_element_is_a_linear_search(
+        function: str, loop: int, table: str, key: str, bound: str) -> None:
+    (search,) = analyze_loops(SEARCHES, function).searches
+    assert (search.loop_line, search.table, search.key, search.bound) == (loop, table, key, bound)
+
+
+@pytest.mark.parametrize("function", ["length", "damp", "bisect", "first4", "inner_break"])
+def test_scans_that_are_not_avoidable_searches(function: str) -> None:
+    """A terminator scan (compared with a literal), a loop that stores and stops on its own result, a bisection
+    (the index is not stepped by one), a fixed walk of 4 and a break that leaves only an inner loop."""
+    assert analyze_loops(NOT_SEARCHES, function).searches == []
+
+
+def test_an_expression_of_the_inner_index_alone_is_recomputed_by_the_outer_loop() -> None:
+    analysis = analyze_loops(RECOMPUTE, "smooth")
+    (found,) = analysis.recomputed
+    assert (found.line, found.kind, found.outer_line, found.inner_line, found.indices) == (6, "call", 3, 5, ("k",))
+    assert found.text.startswith("expf(")
+    facts = {name: value for name, value, _ in avoidable_work_facts(analysis, 6)}
+    assert facts == {"static.recomputed_exprs": 1.0, "static.recomputed_outer_loop": 3.0}
+
+
+@pytest.mark.parametrize("function", ["scaled", "triangle"])
+def test_work_that_changes_with_the_outer_loop_is_not_recomputed(function: str) -> None:
+    """expf(w[i] * k) changes with i; the triangle's inner bound changes with i, so its k values differ per i."""
+    assert analyze_loops(RECOMPUTE, function).recomputed == []
+
+
+def test_hot_lines_get_the_search_fact_of_the_scan_they_are_in() -> None:
+    analysis = analyze_loops(SEARCHES, "find")
+    hot = [HotLine(line=n, code="", share=0.4, dominant_stall="", metrics=[]) for n in (7, 8, 10)]
+    add_avoidable_work_facts(hot, analysis)
+    assert [h.metric("static.linear_search_loop") for h in hot] == [7.0, 7.0, None]
