@@ -570,15 +570,59 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--worktree", action="store_true",
                         help="use the checkouts' files as they are instead of each entry's commit")
     parser.add_argument("--resume", action="store_true", help="keep the finished entries of an existing --out")
+    parser.add_argument("--cv", choices=("project",),
+                        help="profile nothing: cross-validate the CPU thresholds leave-one-project-out over the "
+                        "finished --out results and the profiles their --work-dir keeps (cv.py); writes "
+                        "<out>.cv.json")
+    parser.add_argument("--catalogue-seeds", type=int, default=0, metavar="N",
+                        help="with --cv: also score the synth catalogue's CPU patterns, seeds 0..N-1 (profiled once "
+                        "under <work-dir>/catalogue, no timing) under each fold's thresholds")
     parser.add_argument("--labels", type=Path, default=LABELS_FILE, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.top is not None and args.top < 1:
         parser.error("--top must be at least 1")
+    if args.catalogue_seeds and not args.cv:
+        parser.error("--catalogue-seeds goes with --cv project")
+    if args.cv and args.target not in ([], ["cpu"]):
+        parser.error("--cv tunes the CPU thresholds: --target cpu (or none)")
     return args
+
+
+def run_cv(args: argparse.Namespace) -> int:
+    """--cv project: the leave-one-project-out figures of the CPU entries of a finished run (cv.py)."""
+    from bench.external_kernels import cv  # a namespace package under the repository root (on sys.path above)
+    from profiling.diagnoses import diagnose, thresholds_for
+
+    out, work_dir = args.out.resolve(), args.work_dir.resolve()
+    if not out.is_file():
+        raise SystemExit(f"--cv reads a finished run: {out} does not exist (run without --cv first, same --out)")
+    results = read_json(out)
+    results["results"] = [r for r in results["results"] if r.get("target") == "cpu"]
+    items, missing = cv.loaded_entries(results, work_dir, lambda entry_id: work_dir / safe_name(entry_id))
+    projects = {r["id"]: r["project"] for r in results["results"]}
+    catalogue = cv.catalogue_profiles(range(args.catalogue_seeds), work_dir / "catalogue")
+    report = cv.leave_one_project_out(items, {i: projects[i] for i in missing}, thresholds_for("cpu"), diagnose,
+                                      catalogue)
+    report.update(results=str(out), work_dir=str(work_dir), not_loaded=missing, catalogue_seeds=args.catalogue_seeds)
+    cv_out = out.with_suffix(".cv.json")
+    write_json(cv_out, report)
+    for fold in report["folds"]:
+        print(f"held out {fold['held_out']}: {fold['kernels']} kernels, top-1 {fold['top1']}, top-3 {fold['top3']} "
+              f"(file thresholds: {fold['top1_file_thresholds']}, {fold['top3_file_thresholds']}); chosen on "
+              f"{fold['train_kernels']} others: {fold['chosen']}")
+    total = report["summary"]
+    print(f"held-out total: {total['kernels']} kernels, top-1 {total['top1']}, top-3 {total['top3']}")
+    if catalogue:
+        print(f"catalogue: {total['catalogue_kernels']} instances, file thresholds top-1 "
+              f"{total['catalogue_top1_file_thresholds']}, top-3 {total['catalogue_top3_file_thresholds']}")
+    print(f"cross-validation: {cv_out}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.cv:
+        return run_cv(args)
     catalogue = load_catalogue(args.labels)
     from profiling.diagnoses import RULES
 
