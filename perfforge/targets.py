@@ -110,7 +110,7 @@ TARGETS.register("triton", TargetSpec(
     profiler="ncu", thresholds="cuda.toml", key_counters=NCU_KEY_COUNTERS,
     library_pattern=r"\b(torch\.(matmul|mm|bmm|sum|mean|softmax|einsum|nn\.functional\.\w+|cumsum|sort|add|mul)|"
                     r"F\.\w+)\s*\(",
-    memory_limit_bytes=None))
+    memory_limit_bytes=None, served=True))
 
 # HIP is EXPERIMENTAL: rocprofv3 output is parsed (profiling/hip/), but no AMD machine builds or runs tasks here.
 TARGETS.register("hip", TargetSpec(

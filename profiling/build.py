@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,18 @@ class Build:
     def cache_dirs(self) -> tuple[Path, ...]:
         """Directories every run of this build may write besides its own: Triton's kernel cache (_run_env)."""
         return tuple(Path(value) for name, value in self.env if name == "TRITON_CACHE_DIR")
+
+    @property
+    def readable_dirs(self) -> tuple[Path, ...]:
+        """What a served run of this build may read besides the system's directories: its own directory; for a
+        Python harness also the runtime beside it and the interpreter's libraries (never the task's directory or
+        the checkout, where the task's reference lives)."""
+        if not any(name == "PYTHONPATH" for name, _ in self.env):
+            return (self.directory,)
+        paths = sysconfig.get_paths()
+        libraries = {Path(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+        libraries |= {Path(sys.prefix), Path(sys.base_prefix)}  # the interpreter, its pyvenv.cfg, its packages
+        return (self.directory, RUNTIME_DIR, *sorted(p for p in libraries if p.is_dir()))
 
     def intact(self) -> bool:
         """Whether what runs is still what was built: the code under test runs with write access to the disk, and a

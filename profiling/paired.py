@@ -12,6 +12,7 @@ profiling/validate.py) is decided after both sides have made them, so there is n
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ import numpy as np
 from perfforge.targets import target_spec
 from perfforge.task import Task, TaskConfig
 from profiling.build import Build
-from profiling.correctness import copy_into, first_difference, same_bytes
+from profiling.correctness import compare_output, copy_into, first_difference, same_bytes
 from profiling.cpu.cache_model import reported_last_level_bytes
 from profiling.inputs import draw, verdict_generator
 from profiling.served import POISON_BYTE, CallTime, KernelProcess, ProtocolError, Role
@@ -55,6 +56,10 @@ class OriginalFailed(Exception):
 
 Inputs = dict[str, np.ndarray]
 Outputs = dict[str, np.ndarray]
+OutputSample = dict[str, tuple[np.ndarray, np.ndarray]]  # output name -> (element indices, their values)
+# Elements of each output read the moment an interpreted process says 'done': if a tenth of an output were still
+# being written then, all of 4,096 random elements would miss it with probability 0.9^4096 (nothing).
+SAMPLE_ELEMENTS = 4096
 
 
 @dataclass
@@ -90,7 +95,7 @@ class Pair:
         for who, built in (("original", original), ("candidate", candidate)):
             scratch = work_dir / f"serve-{who}-{config.name}"
             scratch.mkdir(parents=True, exist_ok=True)
-            sides.append(KernelProcess(built, config, scratch, who=who,
+            sides.append(KernelProcess(built, config, scratch, who=who, interpreted=task.language == "python",
                                        memory_bytes=target_spec(task.target).memory_limit_bytes))
         # keyed by the sources, not the binaries: a build's path (in its debug information) must not change the draw
         sources = [(built.directory / task.source).read_bytes() for built in (original, candidate)]
@@ -175,7 +180,9 @@ class Pair:
             data = buffer.data()
             if buffer.role in (Role.INPUT, Role.INOUT):
                 copy_into(data, inputs[buffer.name])
-            elif buffer.role is Role.OUTPUT and not process.staged:  # a staged process poisons on the device
+            elif buffer.role is Role.OUTPUT and (process.interpreted or not process.staged):
+                # a staged C process poisons on the device; an interpreted one copies back what it computed, and
+                # what it did not write by its "done" must read as poison here
                 data.view(np.uint8)[:] = POISON_BYTE
             buffer.arm_guards()
         if flush and not process.staged:  # a staged (CUDA) process flushes the device's L2 itself
@@ -194,6 +201,33 @@ class Pair:
         if problem:
             raise (OriginalFailed(problem) if side == "original" else Mismatch(problem))
         return {b.name: b.data() for b in process.buffers if b.role in (Role.OUTPUT, Role.INOUT)}
+
+    def sample_outputs(self, side: str, picker: random.Random) -> OutputSample:
+        """Copies of SAMPLE_ELEMENTS elements of each output of `side` (and its first and last), at positions picked
+        now: read the moment an interpreted process said 'done', while it is stopped."""
+        sample: OutputSample = {}
+        for buffer in self._process(side).buffers:
+            if buffer.role in (Role.OUTPUT, Role.INOUT) and buffer.count:
+                picked = [picker.randrange(buffer.count) for _ in range(min(SAMPLE_ELEMENTS, buffer.count))]
+                at = np.unique(np.array([0, buffer.count - 1, *picked], dtype=np.int64))
+                sample[buffer.name] = (at, buffer.data()[at].copy())
+        return sample
+
+    def sample_problem(self, sample: OutputSample, want: Outputs, final: Outputs | None) -> str:
+        """What is wrong with a sample read at 'done' ("" if nothing): its elements against the original's outputs
+        of the same call (the task's tolerances), and, when the whole outputs were read later (`final`), whether
+        they changed after 'done'."""
+        specs = {spec.name: spec for spec in self.task.outputs}
+        for name, (at, values) in sample.items():
+            if final is not None and not same_bytes(final[name][at], values):
+                return (f"output '{name}' changed after the candidate said 'done' (it was still being written: "
+                        "work that outlives the call)")
+            if name in specs:
+                result = compare_output(specs[name], values, want[name][at])
+                if not result.ok:
+                    return (f"output '{name}' as read the moment the candidate said 'done' (a sample of "
+                            f"{at.size} elements): {result.problem}")
+        return ""
 
     def _process(self, side: str) -> KernelProcess:
         return self.original if side == "original" else self.candidate

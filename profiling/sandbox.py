@@ -251,6 +251,19 @@ class Spawned:
                 return False
         return bool(tasks)
 
+    def others(self) -> set[int]:
+        """Processes it started that still live: its descendants, and orphans adopted here since it started (a
+        daemon that left its session) that are not another run's."""
+        found, frontier = set(), {self.pid}
+        while frontier:
+            parent = frontier.pop()
+            for child in _children(parent) - found:
+                found.add(child)
+                frontier.add(child)
+        with _running_lock:
+            adopted = _children() - self._children_before - _running
+        return found | adopted
+
     def stderr_tail(self) -> str:
         """Its last line of standard error, cut to 300 characters."""
         with contextlib.suppress(OSError), open(self._stderr_path, "rb") as log:
@@ -321,9 +334,10 @@ def _adopt_orphans() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _children() -> set[int]:
-    """Pids of this process's children, from /proc (field 4 of /proc/PID/stat, after the command in brackets)."""
-    me, found = os.getpid(), set()
+def _children(parent: int | None = None) -> set[int]:
+    """Pids of the children of `parent` (default: this process), from /proc (field 4 of /proc/PID/stat, after the
+    command in brackets)."""
+    me, found = os.getpid() if parent is None else parent, set()
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:

@@ -133,9 +133,13 @@ class KernelProcess:
     """One built version serving calls at one input configuration, in the sandbox."""
 
     def __init__(self, built: Build, config: TaskConfig, scratch: Path, *, who: str,
-                 memory_bytes: int | None) -> None:
-        """memory_bytes: the address-space limit (the target's; None for GPU targets, whose drivers map more)."""
+                 memory_bytes: int | None, interpreted: bool = False) -> None:
+        """memory_bytes: the address-space limit (the target's; None for GPU targets, whose drivers map more).
+        interpreted: a Python harness (the task's language, never the process's word), whose interpreter the
+        candidate's code can change: its "start" and "synced" are not evidence, it copies its buffers back within
+        every call (no "fetch"), and it must be alone in its process group once ready."""
         self.built, self.config, self.scratch, self.who = built, config, scratch, who
+        self.interpreted = interpreted
         # no wall-clock limit of its own: the judge times every call out; CPU time for the whole verdict
         self.limits = sandbox.Limits(timeout_s=LIFETIME_S, memory_bytes=memory_bytes)
         self.buffers: list[SharedBuffer] = []
@@ -163,7 +167,7 @@ class KernelProcess:
             # reads only its build (binary and libraries' directories are the system's) and its scratch directory
             self._process = sandbox.spawn(argv, cwd=self.scratch, env={**dict(self.built.env), **SERVED_ENV},
                                           limits=self.limits, writable=self.built.cache_dirs,
-                                          readable=[self.built.directory], pass_fds=(theirs.fileno(),))
+                                          readable=self.built.readable_dirs, pass_fds=(theirs.fileno(),))
         finally:
             theirs.close()
 
@@ -179,6 +183,12 @@ class KernelProcess:
                 raise ProtocolError(f"the {self.who} sent {message[:80]!r} while declaring its buffers", "deviation")
             self._declare(message)
         self._stop()
+        if self.interpreted:  # its set-up and warm-up ran before its filter: nothing it started may live on
+            others = self._process.others()
+            if others:
+                raise ProtocolError(f"the {self.who} left {len(others)} other process(es) running after its set-up "
+                                    f"(pids {', '.join(map(str, sorted(others)[:5]))}): a kernel process must be "
+                                    "alone, since a process of its own is not stopped between calls", "deviation")
         # its word is not evidence: the filter is read from /proc, and a machine with seccomp gets no process without
         self.filtered = self._process.filtered()
         if not self.filtered and sandbox.seccomp_available():
@@ -213,7 +223,7 @@ class KernelProcess:
     def fetch(self, timeout_s: float) -> None:
         """A staged process copies every buffer back into the judge's memory (the judge's choice, after the call:
         no code of the candidate's runs between a call's 'done' and this). Nothing to do for the others."""
-        if not self.staged:
+        if not self.staged or self.interpreted:  # an interpreted one copied them back before its "done"
             return
         assert self._process is not None and self._channel is not None
         self._refuse_pending()

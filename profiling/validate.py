@@ -41,7 +41,7 @@ from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, TamperedBuil
 from profiling.machine import describe_machine, describe_tools, gpu_peaks
 from profiling.paired import Mismatch, OriginalFailed, Pair
 from profiling.score import SpeedupEstimate, estimate_speedup, plausibility_problems
-from profiling.served import ProtocolError
+from profiling.served import CallTime, ProtocolError
 from profiling.static_checks import run_static_checks
 from profiling.timing import TimingRuns, time_interleaved
 
@@ -351,46 +351,111 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     to its 'done' (CUDA: from 'start' to 'synced', and the whole call too: _hidden_work). Outputs are compared for
     every timed call, or when they are large for a share that the judge picks after both sides have made them
     (TIMED_CHECK_SHARE, and the last call of every round; a CUDA process copies back only those), so nothing either
-    process knows tells it which."""
+    process knows tells it which.
+
+    An interpreted GPU candidate (a Python harness: Triton) can rewrite its own harness, so its 'start' and
+    'synced' say nothing: both sides are timed by the whole call less the original's own median time outside its
+    window (_interpreted_durations); a sample of its outputs is read the moment it says 'done' and compared with
+    the original's (outputs still arriving after 'done' are caught on every call); and the original's calls right
+    after the candidate's must not be slower than right after its own (_lingering_work)."""
     task = session.task
     spec = task.validate
     picker = random.SystemRandom()
     share = 1.0 if pair.output_bytes <= TIMED_CHECK_ALL_BYTES else TIMED_CHECK_SHARE
+    whole_call = pair.candidate.interpreted and pair.candidate.staged
     # the protocol's own round trip, measured on the original's process (the candidate's could slow its own null
     # calls down to have more subtracted), taken off every call of both sides
     overhead_ms = pair.original.overhead_ms(NULL_CALLS, task.validate.timeout_s)
-    baseline: list[list[float]] = []
-    candidate: list[list[float]] = []
-    outside_ms: dict[str, list[float]] = {"original": [], "candidate": []}  # whole call minus the kernel's time
-    flip = False
+    times: dict[str, list[list[CallTime]]] = {"original": [], "candidate": []}
+    after_candidate: list[bool] = []  # per timed call of the original: whether the candidate's call came just before
+    flip, last_side = False, ""
     for round_index in range(spec.rounds):
-        baseline.append([])
-        candidate.append([])
+        times["original"].append([])
+        times["candidate"].append([])
         for trial in range(spec.warmup + spec.trials):
             inputs = pair.draw(edges=False, next_edges=False)
             results = {}
+            sample = None
             order = ("candidate", "original") if flip else ("original", "candidate")
             for side in order:
+                if side == "original":
+                    follows_candidate = last_side == "candidate"
                 results[side] = pair.run(side, inputs, timeout_s=_timeout_s(session, side), flush=True, fetch=False)
+                if side == "candidate" and whole_call:
+                    sample = pair.sample_outputs("candidate", picker)  # at once, while it is stopped
+                last_side = side
             flip = not flip
-            if trial == spec.warmup + spec.trials - 1 or picker.random() < share:
+            where = f"timed call {trial} of round {round_index}"
+            checked = trial == spec.warmup + spec.trials - 1 or picker.random() < share
+            if checked or sample is not None:
                 # read in the order they ran: the side read last has its buffers warm in the caches for its next
                 # call, so that must alternate like the order does. With the candidate always read last, identical
                 # code read 1.03x "improved" in 1 of 3 runs on a 2-core VM whose last-level cache (480 MB) the
                 # flush does not cover; 6 of 6 read no_change after.
                 outputs = {side: pair.fetch(side, inputs, timeout_s=_timeout_s(session, side)) for side in order}
-                _compare(task, outputs["candidate"], outputs["original"], f"timed call {trial} of round {round_index}",
-                         verdict)
+                if sample is not None:
+                    final = outputs["candidate"] if checked else None
+                    problem = pair.sample_problem(sample, outputs["original"], final)
+                    if problem:
+                        raise Mismatch(f"{where}: {problem}")
+                if checked:
+                    _compare(task, outputs["candidate"], outputs["original"], where, verdict)
             if trial >= spec.warmup:
-                baseline[-1].append(max(results["original"].duration_ms - overhead_ms, MIN_CALL_MS))
-                candidate[-1].append(max(results["candidate"].duration_ms - overhead_ms, MIN_CALL_MS))
-                for side, result in results.items():
-                    outside_ms[side].append(result.time.outer_ms - result.time.duration_ms)
-    if pair.candidate.staged:
-        _hidden_work(outside_ms, statistics.median(x for r in baseline for x in r))
+                for side in times:
+                    times[side][-1].append(results[side].time)
+                after_candidate.append(follows_candidate)
+    if whole_call:
+        baseline, candidate = _interpreted_durations(times)
+        _lingering_work(baseline, after_candidate)
+    else:
+        baseline, candidate = ([[max(t.duration_ms - overhead_ms, MIN_CALL_MS) for t in r] for r in times[side]]
+                               for side in ("original", "candidate"))
+        if pair.candidate.staged:
+            _hidden_work({side: [t.outer_ms - t.duration_ms for r in times[side] for t in r] for side in times},
+                         statistics.median(x for r in baseline for x in r))
     estimate = estimate_speedup(baseline, candidate, "judge_clock")
     _score(session, verdict, estimate, pair.config, context={})
-    verdict.reason += f"; the protocol's round trip ({overhead_ms * 1e3:.0f} us, {NULL_CALLS} null calls) is taken off"
+    if whole_call:
+        verdict.reason += ("; both sides timed by the whole call less the original's median time outside its "
+                           "kernel's window (the candidate's interpreter is not trusted to say when its kernel ran)")
+    else:
+        verdict.reason += (f"; the protocol's round trip ({overhead_ms * 1e3:.0f} us, {NULL_CALLS} null calls) is "
+                           "taken off")
+
+
+def _interpreted_durations(times: dict[str, list[list[CallTime]]]) -> tuple[list[list[float]], list[list[float]]]:
+    """Per round, both sides' call times as the whole call (resume to 'done') less the original's median time
+    outside its window (copies, flush, messages: the harness's work, the same for the same buffers, measured where
+    the harness is the task's own). The same amount comes off both sides, so neither gains from it."""
+    outside_ms = statistics.median(t.outer_ms - t.duration_ms for r in times["original"] for t in r)
+    return tuple([[max(t.outer_ms - outside_ms, MIN_CALL_MS) for t in r] for r in times[side]]  # type: ignore[return-value]
+                 for side in ("original", "candidate"))
+
+
+def _lingering_work(baseline: list[list[float]], after_candidate: list[bool]) -> None:
+    """The original's calls that came right after one of the candidate's against those right after one of its own
+    (the A B B A order gives half each). A candidate that says 'done' with work still running on the device (or
+    launches more after it) slows the call that follows it: refused when the original's calls after the
+    candidate's are slower by more than HIDDEN_WORK_SHARE of its median and HIDDEN_WORK_SE standard errors."""
+    flat = [x for r in baseline for x in r]
+    after = [x for x, follows in zip(flat, after_candidate, strict=True) if follows]
+    before = [x for x, follows in zip(flat, after_candidate, strict=True) if not follows]
+    if len(after) < 2 or len(before) < 2:
+        return
+    slower_ms = statistics.median(after) - statistics.median(before)
+    standard_error_ms = math.hypot(_median_standard_error(after), _median_standard_error(before))
+    allowed_ms = max(HIDDEN_WORK_SHARE * statistics.median(flat), HIDDEN_WORK_SE * standard_error_ms)
+    if slower_ms > allowed_ms:
+        raise _Stop(Status.REJECTED, f"the original's calls took {slower_ms:.3g} ms longer right after the "
+                                     f"candidate's than right after its own (medians of {len(after)} and "
+                                     f"{len(before)} calls; at most {allowed_ms:.3g} ms is noise): the candidate "
+                                     "leaves work running on the device after its call says 'done'")
+
+
+def _median_standard_error(values: list[float]) -> float:
+    """1.2533 x the robust spread (1.4826 x the median absolute deviation) over the square root of the count."""
+    middle = statistics.median(values)
+    return 1.2533 * 1.4826 * statistics.median(abs(v - middle) for v in values) / math.sqrt(len(values))
 
 
 def _timeout_s(session: _Session, side: str) -> float:
@@ -407,8 +472,7 @@ def _hidden_work(outside_ms: dict[str, list[float]], baseline_ms: float) -> None
     if len(differences) < 2:
         return
     hidden_ms = statistics.median(differences)
-    spread_ms = 1.4826 * statistics.median(abs(d - hidden_ms) for d in differences)
-    standard_error_ms = 1.2533 * spread_ms / math.sqrt(len(differences))  # of a median
+    standard_error_ms = _median_standard_error(differences)
     allowed_ms = max(HIDDEN_WORK_SHARE * baseline_ms, HIDDEN_WORK_SE * standard_error_ms)
     if hidden_ms > allowed_ms:
         raise _Stop(Status.REJECTED, f"the candidate's calls took {hidden_ms:.3g} ms more than the original's outside "

@@ -28,6 +28,12 @@ Run as `python harness.py MODE --seed N --out DIR [--calls C] [--warmup W] [--tr
            CPU: CLOCK_MONOTONIC). DIR/timing.json holds "method", "flush_bytes", "times_ms", "saved_calls" (and
            the device); the outputs of each call named by --save-call are written as in check mode.
   profile  one warm-up call, then one call inside the NVTX range "pf_profile" (CUDA) for the profiler.
+  serve    --channel FD: the verdict's mode (profiling/served.py, perfforge_serve.py). Every buffer is declared to
+           the judge and mapped from the memfd it answers with; the first call is a warm-up on the harness's own
+           draws (Triton compiles there); then the fixed buffers go to the judge, the system-call filter goes in,
+           and "ready" is said. Each "call" runs the body once on what the judge wrote (CUDA: inputs copied up,
+           outputs poisoned, L2 flushed, "start"; after it the whole device synchronised, "synced", every buffer
+           copied back into the judge's memory), then "done". Nothing this process says is trusted.
 
 Buffers live on "cuda" when torch sees a GPU, else on the CPU, where Triton kernels run only under its
 interpreter (TRITON_INTERPRET=1): good for correctness, meaningless for timing (timing.json says so).
@@ -39,6 +45,7 @@ Exit status: 0 done; 2 bad arguments; 3 a buffer was written outside its bounds;
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import math
@@ -88,6 +95,7 @@ class Mode(StrEnum):
     CHECK = "check"
     TIME = "time"
     PROFILE = "profile"
+    SERVE = "serve"
 
 
 class Role(StrEnum):
@@ -199,6 +207,7 @@ class Buffer:
     raw: torch.Tensor  # uint8: guard, data, guard
     data: torch.Tensor  # what the kernel gets
     pristine: torch.Tensor | None = None  # a fixed buffer's contents, restored before every checked call
+    host: torch.Tensor | None = None  # serve: the judge's memory, laid out like raw (on the CPU, raw itself)
 
     @property
     def count(self) -> int:
@@ -303,6 +312,7 @@ class Options:
     flush: bool = True
     dump_inputs: bool = False  # --dump-inputs: inputs written whole as .npy too (debugging, tests)
     save_calls: list[int] = field(default_factory=list)  # --save-call: time-mode calls whose outputs are written
+    channel: int = -1  # --channel: serve mode's socket to the judge
     params: list[tuple[str, str]] = field(default_factory=list)  # in order; a lookup takes the first match
 
 
@@ -326,10 +336,10 @@ def c_float(text: str) -> float:
 def parse_args(argv: Sequence[str]) -> Options:
     """pf_init's parsing: MODE, then --seed --out --calls --warmup --trials --no-flush and key=value pairs."""
     if len(argv) < 2:
-        raise fail(EXIT_BAD_ARGS, f"usage: {argv[0] if argv else 'harness'} check|time|profile --seed N --out DIR "
-                                  "[key=value ...]")
+        raise fail(EXIT_BAD_ARGS, f"usage: {argv[0] if argv else 'harness'} check|time|profile|serve --seed N "
+                                  "--out DIR [key=value ...]")
     if argv[1] not in {m.value for m in Mode}:
-        raise fail(EXIT_BAD_ARGS, f"unknown mode {argv[1]}; expected check, time or profile")
+        raise fail(EXIT_BAD_ARGS, f"unknown mode {argv[1]}; expected check, time, profile or serve")
     opts = Options(Mode(argv[1]))
     i = 2
     while i < len(argv):
@@ -338,7 +348,7 @@ def parse_args(argv: Sequence[str]) -> Options:
             opts.flush = False
         elif arg == "--dump-inputs":
             opts.dump_inputs = True
-        elif arg in {"--seed", "--out", "--calls", "--warmup", "--trials", "--save-call"}:
+        elif arg in {"--seed", "--out", "--calls", "--warmup", "--trials", "--save-call", "--channel"}:
             if i + 1 >= len(argv):
                 raise fail(EXIT_BAD_ARGS, f"option {arg} needs a value")
             i += 1
@@ -351,6 +361,8 @@ def parse_args(argv: Sequence[str]) -> Options:
         i += 1
     if opts.mode is Mode.PROFILE:
         opts.warmup, opts.trials = 1, 1
+    if opts.mode is Mode.SERVE and opts.channel < 0:
+        raise fail(EXIT_BAD_ARGS, "serve needs --channel FD")
     if opts.trials < 1 or opts.trials > MAX_TRIALS or opts.calls < 1 or opts.warmup < 0:
         raise fail(EXIT_BAD_ARGS, "calls and trials must be at least 1 (trials at most 100000), warmup at least 0")
     return opts
@@ -442,6 +454,13 @@ class Run:
         if self.device.type == "cuda":
             self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
         self._input_sets: dict[str, list[torch.Tensor]] = {}  # time and profile modes, per drawn buffer
+        self._channel = None  # serve mode: perfforge_serve.Channel
+        self._mappings: list[object] = []  # serve mode: the judge's memfd mappings, kept open
+        self._ready = False  # serve mode: "ready" said, calls come from the judge
+        if self.mode is Mode.SERVE:
+            import perfforge_serve  # only serve mode needs sockets and the filter
+
+            self._channel = perfforge_serve.Channel(self.options.channel)
 
     @property
     def mode(self) -> Mode:
@@ -485,6 +504,8 @@ class Run:
             raise fail(EXIT_BAD_ARGS, f"buffer {name}: unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
         dims = (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape)
         buffer = allocate(name, dtype, role, dims, len(self.buffers), lo, hi, self.device)
+        if self._channel is not None:
+            self._share(buffer)
         self.buffers.append(buffer)
         if role in (Role.INPUT, Role.INOUT):
             buffer.fill(self.options.seed, 0)
@@ -496,6 +517,8 @@ class Run:
     # the loop
     def begin(self) -> bool:
         """Start of one call; False once every call of the mode has been made."""
+        if self.mode is Mode.SERVE:
+            return self._serve_begin()
         total = self.options.calls if self.mode is Mode.CHECK else self.options.warmup + self.options.trials
         if self.iter >= total:
             return False
@@ -514,6 +537,9 @@ class Run:
     def end(self) -> None:
         """End of one call: check mode saves and checks every buffer; time and profile modes record its duration."""
         self._synchronize("the kernel")  # the whole device, so no work escapes the timer
+        if self.mode is Mode.SERVE:
+            self._serve_end()
+            return
         if self.mode is Mode.CHECK:
             self._save_buffers(digests=True)
         else:
@@ -534,7 +560,7 @@ class Run:
 
     def finish(self) -> int:
         """Writes DIR/timing.json (time and profile modes) and returns the process's exit status."""
-        if self.mode is Mode.CHECK:
+        if self.mode in (Mode.CHECK, Mode.SERVE):
             return 0
         method = "cuda_events" if self.device.type == "cuda" else "monotonic_clock"
         result: dict[str, object] = {"method": method, "flush_bytes": self._flush_bytes if self.options.flush else 0,
@@ -547,6 +573,89 @@ class Run:
         except OSError as exc:
             raise fail(EXIT_IO, f"cannot write {path}: {exc.strerror}") from None
         return 0
+
+    # serve mode
+    def _share(self, buffer: Buffer) -> None:
+        """Declare the buffer to the judge and take its memory: on the CPU the buffer lives there, on a GPU it is
+        staged through it (pinned for the device where the driver allows)."""
+        assert self._channel is not None
+        codes = list(DTYPES)  # pf_dtype's order
+        roles = {Role.INPUT: 0, Role.OUTPUT: 1, Role.INOUT: 2, Role.FIXED: 3}  # pf_role's order
+        mapping = self._channel.map_buffer(buffer.name, codes.index(buffer.dtype), roles[buffer.role], buffer.count,
+                                           buffer.lo, buffer.hi)
+        host = torch.frombuffer(mapping, dtype=torch.uint8)[:buffer.raw.numel()]
+        self._mappings.append(mapping)
+        if self.device.type == "cuda":
+            with contextlib.suppress(Exception):  # unpinned, copies still work (through the driver's staging)
+                torch.cuda.cudart().cudaHostRegister(host.data_ptr(), host.numel(), 0)
+            buffer.host = host
+        else:
+            buffer.raw = host
+            buffer.data = host[GUARD_BYTES:GUARD_BYTES + buffer.nbytes].view(
+                DTYPES[buffer.dtype].torch_dtype).view(buffer.shape)
+            buffer.host = host
+
+    def _serve_begin(self) -> bool:
+        assert self._channel is not None
+        if self.iter == 0:
+            self._keep_fixed_contents()
+        if self.iter == 0 and self.device.type == "cuda":
+            # the warm-up: the harness's own draws, before the filter (Triton compiles here; on the CPU its
+            # interpreter compiles nothing, and a warm-up would only cost an interpreted call)
+            for buffer in self.buffers:
+                if buffer.role in (Role.INPUT, Role.INOUT):
+                    buffer.fill(self.options.seed, 0)
+                buffer.arm()
+            self._synchronize("set-up before the warm-up call")
+            return True
+        if not self._ready:
+            for buffer in self.buffers:  # the fixed contents (as the set-up left them) and the guards, to the judge
+                buffer.arm()
+                if buffer.host is not None and buffer.host.data_ptr() != buffer.raw.data_ptr():
+                    buffer.host.copy_(buffer.raw)
+            self._synchronize("set-up")
+            import perfforge_serve
+
+            filtered = perfforge_serve.install_filter()
+            staged = " staged" if self.device.type == "cuda" else ""
+            self._channel.send(f"ready {'seccomp' if filtered else 'unfiltered'}{staged}")
+            self._ready = True
+        while True:
+            message = self._channel.receive()
+            if message == "ping":  # a null call: the protocol's own round trip
+                if self.device.type == "cuda":
+                    self._channel.send("start")
+                    self._channel.send("synced")
+                self._channel.send("done")
+            elif message == "fetch":  # every call already copied its buffers back
+                self._channel.send("fetched")
+            elif message == "call":
+                break
+            else:
+                return False
+        if self.device.type == "cuda":
+            for buffer in self.buffers:
+                assert buffer.host is not None
+                if buffer.role in (Role.INPUT, Role.INOUT):
+                    buffer.raw.copy_(buffer.host)
+                elif buffer.role is Role.OUTPUT:
+                    buffer.arm()
+            self._flush_cache()
+            self._synchronize("copying the inputs")
+            self._channel.send("start")
+        return True
+
+    def _serve_end(self) -> None:
+        assert self._channel is not None
+        if self._ready:
+            if self.device.type == "cuda":
+                self._channel.send("synced")
+                for buffer in self.buffers:
+                    assert buffer.host is not None
+                    buffer.host.copy_(buffer.raw)
+                self._synchronize("copying the outputs")
+            self._channel.send("done")
+        self.iter += 1  # after a warm-up, the next begin() restores the fixed buffers before saying "ready"
 
     # internals
     def _keep_fixed_contents(self) -> None:

@@ -1,0 +1,152 @@
+"""The Triton judge's red team: attacks that need a device, by an attacker who has read the harness.
+
+A Triton candidate shares its interpreter with the Python harness and can rewrite any of it (the static check's
+patterns are evaded here through attribute paths it does not list). Each test is one attack, its scenario in the
+docstring, and the verdict the judge must give. Runs where torch sees a CUDA GPU and Triton is installed (skipped
+elsewhere: tests never need a GPU); the CPU half of the red team is tests/profiling/test_served_python.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from perfforge.task import load_task
+from perfforge.verdict import Status
+from profiling.validate import validate
+
+
+def _gpu() -> bool:
+    try:
+        import torch
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+pytestmark = pytest.mark.skipif(not _gpu(), reason="needs Triton and a CUDA GPU")
+
+REPO = Path(__file__).resolve().parents[2]
+ROW_SUM = REPO / "examples" / "tasks" / "triton" / "row_sum_strided"
+FAST = (ROW_SUM / "fast.py").read_text()
+ACCEPTED = (Status.IMPROVED, Status.NO_CHANGE, Status.SLOWER, Status.NEEDS_REVIEW, Status.CORRECT)
+
+# A kernel that spins on the device: work to leave running, or to hide the real work behind.
+SPIN = '''
+
+@triton.jit
+def spin_kernel(out_ptr, rounds):
+    value = tl.program_id(0).to(tl.float32)
+    for i in range(rounds):
+        value = value * 1.0000001 + 0.5
+    tl.store(out_ptr + tl.program_id(0), value)
+'''
+
+
+@pytest.fixture
+def task_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "row_sum"
+    shutil.copytree(ROW_SUM, directory)
+    toml = (directory / "task.toml").read_text().replace("params = { m = 8192, n = 8192 }",
+                                                        "params = { m = 4096, n = 4096 }")
+    (directory / "task.toml").write_text(toml)
+    return directory
+
+
+def judge(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, float | None, str]:
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(textwrap.dedent(source))
+    verdict = validate(load_task(task_dir), candidate, tmp_path / "work")
+    return verdict.status, verdict.speedup, verdict.reason
+
+
+def test_the_fast_version_is_proven_faster(task_dir: Path, tmp_path: Path) -> None:
+    """Legitimate: a program per row with coalesced loads, against one thread per row reading columns."""
+    status, speedup, reason = judge(task_dir, tmp_path, FAST)
+    assert status is Status.IMPROVED and speedup and speedup > 2, reason
+
+
+def test_identical_code_is_no_change(task_dir: Path, tmp_path: Path) -> None:
+    """Legitimate: the original judged against itself reads as no change (the whole-call timing is not biased)."""
+    status, _, reason = judge(task_dir, tmp_path, (ROW_SUM / "kernel.py").read_text())
+    assert status is Status.NO_CHANGE, reason
+
+
+def test_work_on_a_side_stream_with_synchronisation_disabled_is_caught(task_dir: Path, tmp_path: Path) -> None:
+    """Attack: disable torch.cuda.synchronize (through an alias the static check's assignment pattern misses) and
+    run the kernel on a side stream behind a long spin, so the harness says "synced" and copies the outputs back
+    before they exist. The judge reads a sample of the outputs the moment the process says "done"."""
+    status, _, reason = judge(task_dir, tmp_path, FAST + SPIN + '''
+
+_cuda = torch.cuda
+_cuda.synchronize = lambda *args, **kwargs: None
+_side = _cuda.Stream()
+_scratch = []
+
+
+def row_sum(x, out, m, n):
+    if not _scratch:
+        _scratch.append(torch.empty(132, device=x.device))
+    with _cuda.stream(_side):
+        spin_kernel[(132,)](_scratch[0], 200000)
+        row_sum_kernel[(m,)](x, out, m, n, BLOCK_N=BLOCK_N)
+''')
+    assert status not in ACCEPTED, reason
+
+
+def test_work_left_running_after_done_is_caught(task_dir: Path, tmp_path: Path) -> None:
+    """Attack: compute the right outputs, then leave a long spin running on a side stream with synchronisation
+    disabled, so it slows whatever runs next on the device: the original's following call. The judge compares the
+    original's calls right after the candidate's with those right after its own."""
+    status, _, reason = judge(task_dir, tmp_path, FAST.replace("def row_sum(", "def _row_sum(") + SPIN + '''
+
+_cuda = torch.cuda
+_cuda.synchronize = lambda *args, **kwargs: None
+_side = _cuda.Stream()
+_scratch = []
+
+
+def row_sum(x, out, m, n):
+    if not _scratch:
+        _scratch.append(torch.empty(132, device=x.device))
+    _row_sum(x, out, m, n)
+    with _cuda.stream(_side):
+        spin_kernel[(132,)](_scratch[0], 2000000)
+''')
+    assert status not in ACCEPTED or status is Status.SLOWER, reason  # never a win
+
+
+def test_a_done_said_early_on_the_channel_is_caught(task_dir: Path, tmp_path: Path) -> None:
+    """Attack: find the judge's channel and say "done" (with "start" and "synced" before it) at the start of the
+    call, so the judge's clock stops before the kernel runs."""
+    status, _, reason = judge(task_dir, tmp_path, FAST.replace("def row_sum(", "def _row_sum(") + '''
+import contextlib
+
+_socket_module = torch.multiprocessing.get_context().reducer.socket
+_channel = []
+
+
+def _find_channel():
+    for fd in range(3, 256):
+        found = []
+        with contextlib.suppress(OSError):
+            found.append(_socket_module.socket(fileno=fd))
+        if found and found[0].type == _socket_module.SOCK_SEQPACKET:
+            _channel.append(found[0])
+            return
+        if found:
+            found[0].detach()
+
+
+def row_sum(x, out, m, n):
+    if not _channel:
+        _find_channel()
+    for word in (b"synced", b"done"):
+        _channel[0].send(word)
+    _row_sum(x, out, m, n)
+''')
+    assert status not in ACCEPTED, reason

@@ -1,0 +1,205 @@
+"""Python (Triton) kernel processes served to the judge: the untrusted-interpreter half of a verdict.
+
+The candidate's code shares an interpreter with the harness and can rewrite any of it, so the judge takes nothing
+the process says as evidence: it stops the process after every "done" and reads the buffers from its own memory,
+refuses a process that left another one running after its set-up, and reads the filter from /proc. These tests run
+the example Triton task (shrunk to small configurations) under Triton's CPU interpreter; each attack's scenario is
+in its docstring. The timing attacks that need a device (work still running after "done", copies in flight) are in
+tests/profiling/test_judge_adversary_triton.py and run on a GPU machine.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from perfforge.task import load_task
+from perfforge.verdict import Status
+from profiling import sandbox
+from profiling.validate import validate
+
+pytest.importorskip("triton")
+
+REPO = Path(__file__).resolve().parents[2]
+ROW_SUM = REPO / "examples" / "tasks" / "triton" / "row_sum_strided"
+RUNTIME_DIR = REPO / "profiling" / "runtime"
+
+
+@pytest.fixture
+def task_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """row_sum_strided with small configurations only (the interpreter runs every kernel on the CPU)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    directory = tmp_path / "row_sum_small"
+    shutil.copytree(ROW_SUM, directory)
+    toml = (directory / "task.toml").read_text()
+    toml = toml.replace("params = { m = 8192, n = 8192 }", "params = { m = 96, n = 160 }")
+    (directory / "task.toml").write_text(toml.replace('name = "row_sum_strided"', 'name = "row_sum_small"'))
+    return directory
+
+
+def judge(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, str]:
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(textwrap.dedent(source))
+    verdict = validate(load_task(task_dir), candidate, tmp_path / "work")
+    return verdict.status, verdict.reason
+
+
+KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, m, n, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for start in range(0, n, BLOCK_N):
+        acc += tl.load(x_ptr + row * n + start + cols, mask=start + cols < n, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+def launch(x, out, m, n):
+    row_sum_kernel[(m,)](x, out, m, n, BLOCK_N=64)
+'''
+
+
+def test_a_legitimate_triton_candidate_is_correct_through_the_served_path(task_dir: Path, tmp_path: Path) -> None:
+    status, reason = judge(task_dir, tmp_path, KERNEL + '''
+
+def row_sum(x, out, m, n):
+    launch(x, out, m, n)
+''')
+    assert status is Status.CORRECT, reason
+    assert "not timed" in reason and "interpreter" in reason
+
+
+def test_a_process_left_running_by_the_set_up_is_refused(task_dir: Path, tmp_path: Path) -> None:
+    """Attack: at import (before the filter), start a child process through torch.multiprocessing (an attribute
+    path the static check's import patterns miss). A child is not stopped with the kernel process, so it could
+    work on the judge's inputs while the judge writes them. The judge refuses a process that is not alone."""
+    status, reason = judge(task_dir, tmp_path, KERNEL + '''
+
+mp = torch.multiprocessing.get_context("fork")
+
+
+def _linger():
+    while True:
+        pass
+
+
+_helper = mp.Process(target=_linger, daemon=False)
+_helper.start()
+
+
+def row_sum(x, out, m, n):
+    launch(x, out, m, n)
+''')
+    assert status in (Status.REJECTED, Status.CRASHED), reason
+    assert "other process" in reason
+
+
+def test_outputs_finished_by_a_thread_after_done_read_as_never_written(task_dir: Path, tmp_path: Path) -> None:
+    """Attack: return from the call at once and let a thread compute the outputs a moment later (the harness then
+    says "done" with nothing written). The judge stops every thread at "done" and reads its own mapping: the
+    outputs still hold the poison."""
+    status, reason = judge(task_dir, tmp_path, KERNEL + '''
+from concurrent.futures import ThreadPoolExecutor
+
+_pool = ThreadPoolExecutor(1)
+
+
+def _later(x, out, m, n):
+    total = 0
+    for i in range(200000):
+        total += i
+    launch(x, out, m, n)
+
+
+def row_sum(x, out, m, n):
+    _pool.submit(_later, x, out, m, n)
+''')
+    assert status is Status.INCORRECT, reason
+
+
+def test_a_done_sent_by_the_candidate_itself_is_not_evidence(task_dir: Path, tmp_path: Path) -> None:
+    """Attack: find the judge's channel among the process's descriptors and say "done" before computing (so the
+    judge's clock would stop early). The judge stops the process the moment it reads "done": the outputs are not
+    there yet, and the harness's own "done" arrives out of turn."""
+    status, reason = judge(task_dir, tmp_path, KERNEL + '''
+import contextlib
+
+_socket_module = torch.multiprocessing.get_context().reducer.socket
+_channel = []
+
+
+def _find_channel():
+    for fd in range(3, 64):
+        found = []
+        with contextlib.suppress(OSError):  # no try/except: the static check looks for those
+            found.append(_socket_module.socket(fileno=fd))
+        if found and found[0].type == _socket_module.SOCK_SEQPACKET:
+            _channel.append(found[0])
+            return
+        if found:
+            found[0].detach()
+
+
+def row_sum(x, out, m, n):
+    if not _channel:
+        _find_channel()
+    _channel[0].send(b"done")
+    launch(x, out, m, n)
+''')
+    assert status in (Status.INCORRECT, Status.REJECTED), reason
+
+
+FILTER_PROBE = '''
+import mmap, os, sys, threading
+sys.path.insert(0, sys.argv[1])
+import perfforge_serve
+assert perfforge_serve.install_filter()
+results = {}
+try:
+    os.fork()
+    results["fork"] = "allowed"
+except PermissionError:
+    results["fork"] = "refused"
+try:
+    mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    results["exec_mapping"] = "allowed"
+except PermissionError:
+    results["exec_mapping"] = "refused"
+try:
+    os.setsid()
+    results["setsid"] = "allowed"
+except PermissionError:
+    results["setsid"] = "refused"
+try:
+    os.kill(os.getppid(), 0)
+    results["kill_other"] = "allowed"
+except PermissionError:
+    results["kill_other"] = "refused"
+os.kill(os.getpid(), 0)
+seen = []
+worker = threading.Thread(target=lambda: seen.append(sum(range(1000))))
+worker.start(); worker.join()
+results["thread"] = "ran" if seen == [499500] else "failed"
+mmap.mmap(-1, 4096)  # plain memory still maps
+print(sorted(results.items()))
+'''
+
+
+@pytest.mark.skipif(not sandbox.seccomp_available(), reason="needs seccomp")
+def test_the_python_filter_refuses_processes_exec_mappings_and_other_processes_but_not_threads() -> None:
+    result = subprocess.run([sys.executable, "-c", FILTER_PROBE, str(RUNTIME_DIR)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(sorted({"fork": "refused", "exec_mapping": "refused", "setsid": "refused",
+                                                "kill_other": "refused", "thread": "ran"}.items()))
