@@ -367,7 +367,8 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     # calls down to have more subtracted), taken off every call of both sides
     overhead_ms = pair.original.overhead_ms(NULL_CALLS, task.validate.timeout_s)
     times: dict[str, list[list[CallTime]]] = {"original": [], "candidate": []}
-    after_candidate: list[bool] = []  # per timed call of the original: whether the candidate's call came just before
+    follows_other: dict[str, list[bool]] = {"original": [], "candidate": []}  # per timed call: the other side's
+    # call came just before it (else its own did)
     flip, last_side = False, ""
     for round_index in range(spec.rounds):
         times["original"].append([])
@@ -377,9 +378,9 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
             results = {}
             sample = None
             order = ("candidate", "original") if flip else ("original", "candidate")
+            follows = {}
             for side in order:
-                if side == "original":
-                    follows_candidate = last_side == "candidate"
+                follows[side] = last_side not in ("", side)
                 results[side] = pair.run(side, inputs, timeout_s=_timeout_s(session, side), flush=True, fetch=False)
                 if side == "candidate" and whole_call:
                     sample = pair.sample_outputs("candidate", picker)  # at once, while it is stopped
@@ -403,10 +404,10 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
             if trial >= spec.warmup:
                 for side in times:
                     times[side][-1].append(results[side].time)
-                after_candidate.append(follows_candidate)
+                    follows_other[side].append(follows[side])
     if whole_call:
         baseline, candidate = _interpreted_durations(times)
-        _lingering_work(baseline, after_candidate)
+        _lingering_work({"original": baseline, "candidate": candidate}, follows_other)
     else:
         baseline, candidate = ([[max(t.duration_ms - overhead_ms, MIN_CALL_MS) for t in r] for r in times[side]]
                                for side in ("original", "candidate"))
@@ -432,23 +433,29 @@ def _interpreted_durations(times: dict[str, list[list[CallTime]]]) -> tuple[list
                  for side in ("original", "candidate"))
 
 
-def _lingering_work(baseline: list[list[float]], after_candidate: list[bool]) -> None:
-    """The original's calls that came right after one of the candidate's against those right after one of its own
-    (the A B B A order gives half each). A candidate that says 'done' with work still running on the device (or
-    launches more after it) slows the call that follows it: refused when the original's calls after the
-    candidate's are slower by more than HIDDEN_WORK_SHARE of its median and HIDDEN_WORK_SE standard errors."""
-    flat = [x for r in baseline for x in r]
-    after = [x for x, follows in zip(flat, after_candidate, strict=True) if follows]
-    before = [x for x, follows in zip(flat, after_candidate, strict=True) if not follows]
-    if len(after) < 2 or len(before) < 2:
-        return
-    slower_ms = statistics.median(after) - statistics.median(before)
-    standard_error_ms = math.hypot(_median_standard_error(after), _median_standard_error(before))
-    allowed_ms = max(HIDDEN_WORK_SHARE * statistics.median(flat), HIDDEN_WORK_SE * standard_error_ms)
-    if slower_ms > allowed_ms:
-        raise _Stop(Status.REJECTED, f"the original's calls took {slower_ms:.3g} ms longer right after the "
-                                     f"candidate's than right after its own (medians of {len(after)} and "
-                                     f"{len(before)} calls; at most {allowed_ms:.3g} ms is noise): the candidate "
+def _lingering_work(durations: dict[str, list[list[float]]], follows_other: dict[str, list[bool]]) -> None:
+    """A candidate that says 'done' with work still running on the device (or launches more after it) slows the
+    call that follows it. The A B B A order makes each side's calls follow the other side's half the time and its
+    own the other half, each always at the same place in a pair of calls (the other's just before: second; its
+    own: first), so where a call sits affects both sides alike. Refused when the original's slowdown after the
+    candidate's calls exceeds the candidate's after the original's (a difference of differences of medians) by
+    more than HIDDEN_WORK_SHARE of the original's median and HIDDEN_WORK_SE standard errors. Identical code read
+    0.14 ms (14%) "slower after the other side" on the original alone on the H200, from the position only."""
+    slowdown_ms, variance = 0.0, 0.0
+    for side, sign in (("original", 1.0), ("candidate", -1.0)):
+        flat = [x for r in durations[side] for x in r]
+        after = [x for x, follows in zip(flat, follows_other[side], strict=True) if follows]
+        before = [x for x, follows in zip(flat, follows_other[side], strict=True) if not follows]
+        if len(after) < 2 or len(before) < 2:
+            return
+        slowdown_ms += sign * (statistics.median(after) - statistics.median(before))
+        variance += _median_standard_error(after) ** 2 + _median_standard_error(before) ** 2
+    baseline_ms = statistics.median(x for r in durations["original"] for x in r)
+    allowed_ms = max(HIDDEN_WORK_SHARE * baseline_ms, HIDDEN_WORK_SE * math.sqrt(variance))
+    if slowdown_ms > allowed_ms:
+        raise _Stop(Status.REJECTED, f"the original's calls were {slowdown_ms:.3g} ms slower right after the "
+                                     "candidate's than right after its own, beyond what the same place in the order "
+                                     f"does to the candidate's (at most {allowed_ms:.3g} ms is noise): the candidate "
                                      "leaves work running on the device after its call says 'done'")
 
 

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from perfforge.verdict import Status
-from profiling.validate import HIDDEN_WORK_SHARE, _hidden_work, _Stop
+from profiling.validate import HIDDEN_WORK_SHARE, _hidden_work, _lingering_work, _Stop
 
 
 def _outside(shift_ms: float, *, calls: int = 120, noise_ms: float = 0.3, seed: int = 1) -> dict[str, list[float]]:
@@ -42,3 +42,35 @@ def test_what_noise_allows_is_bounded_by_a_share_of_the_kernel() -> None:
     _hidden_work(_outside(0.9 * HIDDEN_WORK_SHARE * 2.0, noise_ms=0.001), baseline_ms=2.0)
     with pytest.raises(_Stop):
         _hidden_work(_outside(1.5 * HIDDEN_WORK_SHARE * 2.0, noise_ms=0.001), baseline_ms=2.0)
+
+
+def _abba(kernel_ms: dict[str, float], *, second_ms: float, lingering_ms: float, seed: int = 1,
+          calls: int = 60) -> tuple[dict[str, list[list[float]]], dict[str, list[bool]]]:
+    """Durations in the judge's A B B A order: a call second in its pair (always right after the other side's)
+    costs `second_ms` more, as the H200 showed for identical Triton code; a call right after the candidate's is
+    slowed by `lingering_ms` (work it left running on the device)."""
+    rng = random.Random(seed)
+    durations: dict[str, list[list[float]]] = {"original": [[]], "candidate": [[]]}
+    follows: dict[str, list[bool]] = {"original": [], "candidate": []}
+    last = ""
+    for trial in range(calls):
+        for position, side in enumerate(("candidate", "original") if trial % 2 else ("original", "candidate")):
+            slow = second_ms * position + (lingering_ms if last == "candidate" else 0.0)
+            durations[side][0].append(kernel_ms[side] + slow + rng.gauss(0, 0.02))
+            follows[side].append(last not in ("", side))
+            last = side
+    return durations, follows
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_place_in_the_order_is_not_lingering_work(seed: int) -> None:
+    """Legitimate: identical code whose second call of a pair is 0.14 ms slower (copies, on the H200) passes."""
+    _lingering_work(*_abba({"original": 1.0, "candidate": 1.0}, second_ms=0.14, lingering_ms=0.0, seed=seed))
+    _lingering_work(*_abba({"original": 1.0, "candidate": 0.3}, second_ms=0.14, lingering_ms=0.0, seed=seed))
+
+
+def test_work_left_running_after_done_is_refused() -> None:
+    """Attack: the candidate says 'done' and leaves 0.5 ms of work on the device, slowing the next call."""
+    with pytest.raises(_Stop) as stopped:
+        _lingering_work(*_abba({"original": 1.0, "candidate": 0.3}, second_ms=0.14, lingering_ms=0.5))
+    assert stopped.value.status is Status.REJECTED and "leaves work running" in stopped.value.reason
