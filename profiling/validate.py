@@ -64,6 +64,9 @@ MIN_CALL_MS = 1e-4  # a call never counts as shorter than 0.1 us, whatever the r
 # (the input copies of a 256 MB buffer vary by a fraction of a millisecond between calls).
 HIDDEN_WORK_SHARE = 0.1
 HIDDEN_WORK_SE = 4.0
+# Calls the original makes alone once an interpreted candidate's process is killed (_original_alone): 15 give the
+# median to a few percent of a millisecond kernel's time on the H200.
+ALONE_CALLS = 15
 
 
 class _Phases:
@@ -408,6 +411,7 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     if whole_call:
         baseline, candidate = _interpreted_durations(times)
         _lingering_work({"original": baseline, "candidate": candidate}, follows_other)
+        _original_alone(session, pair, times, follows_other["original"])
     else:
         baseline, candidate = ([[max(t.duration_ms - overhead_ms, MIN_CALL_MS) for t in r] for r in times[side]]
                                for side in ("original", "candidate"))
@@ -457,6 +461,33 @@ def _lingering_work(durations: dict[str, list[list[float]]], follows_other: dict
                                      "candidate's than right after its own, beyond what the same place in the order "
                                      f"does to the candidate's (at most {allowed_ms:.3g} ms is noise): the candidate "
                                      "leaves work running on the device after its call says 'done'")
+
+
+def _original_alone(session: _Session, pair: Pair, times: dict[str, list[list[CallTime]]],
+                    follows_candidate: list[bool]) -> None:
+    """Work a candidate leaves running for good (a spin longer than a whole pair of calls) slows every call of the
+    original alike, so _lingering_work cannot see it. Once timing is over, the candidate's process is killed (its
+    device work dies with its context) and the original makes ALONE_CALLS more calls: refused when it was slower
+    with the candidate alive, in its calls after its own (the same place in the order as these), by more than
+    HIDDEN_WORK_SHARE of its time alone and HIDDEN_WORK_SE standard errors."""
+    pair.candidate.close()
+    outside_ms = statistics.median(t.outer_ms - t.duration_ms for r in times["original"] for t in r)
+    alone = []
+    for _ in range(ALONE_CALLS):
+        inputs = pair.draw(edges=False)
+        result = pair.run("original", inputs, timeout_s=_timeout_s(session, "original"), fetch=False)
+        alone.append(result.time.outer_ms - outside_ms)
+    flat = [t.outer_ms - outside_ms for r in times["original"] for t in r]
+    shared = [x for x, follows in zip(flat, follows_candidate, strict=True) if not follows]
+    if len(shared) < 2:
+        return
+    slowdown_ms = statistics.median(shared) - statistics.median(alone)
+    noise_ms = math.hypot(_median_standard_error(shared), _median_standard_error(alone))
+    allowed_ms = max(HIDDEN_WORK_SHARE * statistics.median(alone), HIDDEN_WORK_SE * noise_ms)
+    if slowdown_ms > allowed_ms:
+        raise _Stop(Status.REJECTED, f"the original's calls were {slowdown_ms:.3g} ms slower while the candidate's "
+                                     f"process lived than in {ALONE_CALLS} calls after it was killed (at most "
+                                     f"{allowed_ms:.3g} ms is noise): the candidate leaves work running on the device")
 
 
 def _median_standard_error(values: list[float]) -> float:

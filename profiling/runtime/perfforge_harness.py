@@ -32,8 +32,8 @@ Run as `python harness.py MODE --seed N --out DIR [--calls C] [--warmup W] [--tr
            the judge and mapped from the memfd it answers with; the first call is a warm-up on the harness's own
            draws (Triton compiles there); then the fixed buffers go to the judge, the system-call filter goes in,
            and "ready" is said. Each "call" runs the body once on what the judge wrote (CUDA: inputs copied up,
-           outputs poisoned, L2 flushed, "start"; after it the whole device synchronised, "synced", every buffer
-           copied back into the judge's memory), then "done". Nothing this process says is trusted.
+           outputs poisoned, "start"; after it the whole device synchronised, "synced", the outputs copied back
+           into the judge's memory), then "done". Nothing this process says is trusted.
 
 Buffers live on "cuda" when torch sees a GPU, else on the CPU, where Triton kernels run only under its
 interpreter (TRITON_INTERPRET=1): good for correctness, meaningless for timing (timing.json says so).
@@ -640,7 +640,9 @@ class Run:
                     buffer.raw.copy_(buffer.host)
                 elif buffer.role is Role.OUTPUT:
                     buffer.arm()
-            self._flush_cache()
+            # no L2 flush, and only the outputs go back: the judge times this process by the whole call, so its
+            # harness does nothing a candidate could skip to look faster (its copies of 64 MB of inputs evict as
+            # much of the L2 as the flush would)
             self._synchronize("copying the inputs")
             self._channel.send("start")
         return True
@@ -652,7 +654,8 @@ class Run:
                 self._channel.send("synced")
                 for buffer in self.buffers:
                     assert buffer.host is not None
-                    buffer.host.copy_(buffer.raw)
+                    if buffer.role in (Role.OUTPUT, Role.INOUT):
+                        buffer.host.copy_(buffer.raw)
                 self._synchronize("copying the outputs")
             self._channel.send("done")
         self.iter += 1  # after a warm-up, the next begin() restores the fixed buffers before saying "ready"
