@@ -117,7 +117,9 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
              served: bool | None = None) -> Verdict:
     """Judge `candidate` (a file standing in for the task's editable source) against the task's original.
     served: force the served path (True) or the harness-driven one (False); None, the target's own
-    (perfforge/targets.py). Only bench/bench_verdict.py forces it, to time the two paths side by side."""
+    (perfforge/targets.py). bench/bench_verdict.py forces it to time the two paths side by side, and the Triton red
+    team (tests/profiling/test_served_python.py, test_judge_adversary_triton.py) to judge through the served path,
+    which Triton does not yet take by default."""
     served = target_spec(task.target).served if served is None else served
     started = time.monotonic()
     work_dir = work_dir.resolve()  # builds and runs happen in directories of their own

@@ -58,9 +58,10 @@ def task_dir(tmp_path: Path) -> Path:
 
 
 def judge(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, float | None, str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     candidate = tmp_path / "candidate.py"
     candidate.write_text(textwrap.dedent(source))
-    verdict = validate(load_task(task_dir), candidate, tmp_path / "work")
+    verdict = validate(load_task(task_dir), candidate, tmp_path / "work", served=True)
     return verdict.status, verdict.speedup, verdict.reason
 
 
@@ -98,11 +99,17 @@ def row_sum(x, out, m, n):
     assert status not in ACCEPTED, reason
 
 
-def test_work_left_running_after_done_is_caught(task_dir: Path, tmp_path: Path) -> None:
-    """Attack: compute the right outputs, then leave a long spin running on a side stream with synchronisation
-    disabled, so it slows whatever runs next on the device: the original's following call. The judge compares the
-    original's calls right after the candidate's with those right after its own."""
-    status, _, reason = judge(task_dir, tmp_path, FAST.replace("def row_sum(", "def _row_sum(") + SPIN + '''
+@pytest.mark.parametrize("rounds", [2_000_000, 50_000_000])
+def test_work_left_running_after_done_buys_no_speed(task_dir: Path, tmp_path: Path, rounds: int) -> None:
+    """Attack: compute the right outputs, then leave a spin running on a side stream with synchronisation disabled,
+    so it slows whatever runs next on the device: the original's following call. A short spin (a few ms) shows as
+    the original slower right after the candidate's calls than after its own (_lingering_work); one that outlasts
+    every pair of calls as the original faster once the candidate's process is killed (_original_alone). Either
+    way the verdict must not be a bigger win than the same kernel's without the spin."""
+    honest, honest_speedup, honest_reason = judge(task_dir, tmp_path / "honest", FAST)
+    assert honest is Status.IMPROVED and honest_speedup, honest_reason
+    status, speedup, reason = judge(task_dir, tmp_path / "attack", FAST.replace("def row_sum(", "def _row_sum(") + SPIN
+                                    + f'''
 
 _cuda = torch.cuda
 _cuda.synchronize = lambda *args, **kwargs: None
@@ -115,9 +122,9 @@ def row_sum(x, out, m, n):
         _scratch.append(torch.empty(132, device=x.device))
     _row_sum(x, out, m, n)
     with _cuda.stream(_side):
-        spin_kernel[(132,)](_scratch[0], 2000000)
+        spin_kernel[(132,)](_scratch[0], {rounds})
 ''')
-    assert status not in ACCEPTED or status is Status.SLOWER, reason  # never a win
+    assert status not in ACCEPTED or (speedup or 0) <= 1.15 * honest_speedup, (reason, honest_reason)
 
 
 def test_a_done_said_early_on_the_channel_is_caught(task_dir: Path, tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Python (Triton) kernel processes served to the judge: the untrusted-interpreter half of a verdict.
+"""Python (Triton) kernel processes served to the judge: the untrusted-interpreter half of a verdict (forced with
+validate(served=True): Triton verdicts do not take the served path by default yet, perfforge/targets.py says why).
 
 The candidate's code shares an interpreter with the harness and can rewrite any of it, so the judge takes nothing
 the process says as evidence: it stops the process after every "done" and reads the buffers from its own memory,
@@ -45,7 +46,7 @@ def task_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def judge(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, str]:
     candidate = tmp_path / "candidate.py"
     candidate.write_text(textwrap.dedent(source))
-    verdict = validate(load_task(task_dir), candidate, tmp_path / "work")
+    verdict = validate(load_task(task_dir), candidate, tmp_path / "work", served=True)
     return verdict.status, verdict.reason
 
 
