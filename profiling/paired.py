@@ -15,7 +15,7 @@ import contextlib
 import random
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +25,7 @@ from perfforge.task import Task, TaskConfig
 from profiling.build import Build
 from profiling.correctness import compare_output, copy_into, first_difference, same_bytes
 from profiling.cpu.cache_model import reported_last_level_bytes
+from profiling.device_flush import DeviceFlusher
 from profiling.inputs import draw, verdict_generator
 from profiling.served import POISON_BYTE, CallTime, KernelProcess, ProtocolError, Role
 
@@ -56,6 +57,7 @@ class OriginalFailed(Exception):
 
 Inputs = dict[str, np.ndarray]
 Outputs = dict[str, np.ndarray]
+NVIDIA_CONTROL = "/dev/nvidiactl"  # present where an NVIDIA driver is: a flusher is worth starting
 OutputSample = dict[str, tuple[np.ndarray, np.ndarray]]  # output name -> (element indices, their values)
 # Elements of each output read the moment an interpreted process says 'done': if a tenth of an output were still
 # being written then, all of 4,096 random elements would miss it with probability 0.9^4096 (nothing).
@@ -88,6 +90,7 @@ class Pair:
     _flush: np.ndarray | None = None
     _drawer: ThreadPoolExecutor | None = None  # draws the next call's inputs ahead (staged pairs: draw())
     _ahead: tuple[bool, Future[Inputs]] | None = None  # (edges, the draw under way)
+    flusher: DeviceFlusher | None = None  # interpreted GPU pairs: the judge's own L2 flush (device_flush.py)
 
     @classmethod
     def start(cls, task: Task, config: TaskConfig, original: Build, candidate: Build, work_dir: Path) -> Pair:
@@ -102,6 +105,8 @@ class Pair:
         rng = verdict_generator(task.name.encode(), config.name.encode(), *sources)
         pair = cls(task, config, *sides, rng=rng)
         try:
+            if task.language == "python" and target_spec(task.target).gpu and Path(NVIDIA_CONTROL).exists():
+                pair.flusher = DeviceFlusher().start()  # its context starts beside the kernel processes'
             try:  # both set-ups run at once (a CUDA context each: most of a start)
                 pair.original.spawn()
                 pair.candidate.spawn()
@@ -110,12 +115,18 @@ class Pair:
                 raise OriginalFailed(error.reason) from None
             pair.candidate.handshake()
             pair._agree()
+            if pair.flusher is not None and not (pair.candidate.staged and pair.flusher.wait_ready()):
+                pair.flusher.close()
+                pair.flusher = None
         except BaseException:
             pair.close()
             raise
         return pair
 
     def close(self) -> None:
+        if self.flusher is not None:
+            self.flusher.close()
+            self.flusher = None
         if self._drawer is not None:
             self._drawer.shutdown(wait=True, cancel_futures=True)
             self._drawer, self._ahead = None, None
@@ -185,11 +196,26 @@ class Pair:
                 # what it did not write by its "done" must read as poison here
                 data.view(np.uint8)[:] = POISON_BYTE
             buffer.arm_guards()
+        if process.interpreted and process.staged:  # its harness is not trusted with the copies or the flush
+            return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush)
         if flush and not process.staged:  # a staged (CUDA) process flushes the device's L2 itself
             self._flush_cache()
         with _failures_of(side):
             timed = process.call(timeout_s)
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)
+
+    def _run_interpreted(self, side: str, process: KernelProcess, inputs: Inputs, *, timeout_s: float,
+                         flush: bool) -> SideResult:
+        """Stage, flush (the judge's own process), call, fetch: three round trips of the kernel process, each timed
+        by the judge's clock; the call is only the kernel. Its outputs are fetched at once, every call, so work
+        that outlived the call shows in the fetch's time or in outputs not yet there."""
+        with _failures_of(side):
+            staging_ms = process.stage(timeout_s)
+            if flush and self.flusher is not None:
+                self.flusher.flush()
+            timed = process.call(timeout_s)
+            staging_ms += process.fetch(timeout_s)
+        return SideResult(self.fetch(side, inputs, timeout_s=timeout_s), replace(timed, staging_ms=staging_ms))
 
     def fetch(self, side: str, inputs: Inputs, *, timeout_s: float) -> Outputs:
         """The last call's outputs of `side` (views of the judge's mapping), once its buffers passed every check;

@@ -83,6 +83,9 @@ class CallTime:
 
     duration_ms: float
     outer_ms: float
+    # an interpreted staged process: the judge-timed round trips around the call that copy its buffers (inputs up
+    # on "stage", outputs back on "fetch"), where work moved out of the call would show
+    staging_ms: float = 0.0
 
 
 class ProtocolError(Exception):
@@ -140,6 +143,7 @@ class KernelProcess:
         every call (no "fetch"), and it must be alone in its process group once ready."""
         self.built, self.config, self.scratch, self.who = built, config, scratch, who
         self.interpreted = interpreted
+        self._fetched = -1  # the call count at the last fetch: one fetch per call
         # no wall-clock limit of its own: the judge times every call out; CPU time for the whole verdict
         self.limits = sandbox.Limits(timeout_s=LIFETIME_S, memory_bytes=memory_bytes)
         self.buffers: list[SharedBuffer] = []
@@ -220,17 +224,31 @@ class KernelProcess:
         self.calls += 1
         return timed
 
-    def fetch(self, timeout_s: float) -> None:
-        """A staged process copies every buffer back into the judge's memory (the judge's choice, after the call:
-        no code of the candidate's runs between a call's 'done' and this). Nothing to do for the others."""
-        if not self.staged or self.interpreted:  # an interpreted one copied them back before its "done"
-            return
+    def fetch(self, timeout_s: float) -> float:
+        """A staged process copies its buffers back into the judge's memory (the judge's choice, after the call: no
+        code of the candidate's runs between a call's 'done' and this; an interpreted one copies its outputs, and
+        is fetched after every call). Returns the round trip's milliseconds by the judge's clock (0 when nothing was
+        asked: not staged, or this call's buffers already fetched)."""
+        if not self.staged or self._fetched == self.calls:
+            return 0.0
+        self._fetched = self.calls
+        return self._simple_trip(b"fetch", "fetched", timeout_s, f"fetching call {self.calls - 1}")
+
+    def stage(self, timeout_s: float) -> float:
+        """An interpreted staged process copies the judge's inputs up and poisons its outputs on the device, as a
+        round trip of its own before the call: the call is then only the kernel. Returns its milliseconds."""
+        return self._simple_trip(b"stage", "staged", timeout_s, f"staging call {self.calls}")
+
+    def _simple_trip(self, word: bytes, answer: str, timeout_s: float, during: str) -> float:
         assert self._process is not None and self._channel is not None
         self._refuse_pending()
-        self._channel.send(b"fetch")
+        self._channel.send(word)
+        resumed = time.perf_counter_ns()
         self._process.signal(signal.SIGCONT)
-        self._expect("fetched", time.monotonic() + timeout_s, f"fetching call {self.calls - 1}")
+        self._expect(answer, time.monotonic() + timeout_s, during)
+        elapsed_ms = (time.perf_counter_ns() - resumed) / 1e6
         self._stop()
+        return elapsed_ms
 
     def _round_trip(self, word: bytes, timeout_s: float, during: str) -> CallTime:
         assert self._process is not None and self._channel is not None
@@ -252,10 +270,11 @@ class KernelProcess:
             finished = done
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6)
 
-    def overhead_ms(self, pings: int, timeout_s: float) -> float:
-        """The median of `pings` null calls: the protocol's own round trip, which every call's duration includes."""
-        return statistics.median(self._round_trip(b"ping", timeout_s, "a null call").duration_ms
-                                 for _ in range(pings))
+    def overhead_ms(self, pings: int, timeout_s: float, *, whole_call: bool = False) -> float:
+        """The median of `pings` null calls: the protocol's own round trip, which every call's duration includes
+        (whole_call: as the whole call from resuming to "done" measures it)."""
+        trips = (self._round_trip(b"ping", timeout_s, "a null call") for _ in range(pings))
+        return statistics.median(t.outer_ms if whole_call else t.duration_ms for t in trips)
 
     def _expect(self, word: str, deadline: float, during: str) -> None:
         message = self._receive(deadline, during)

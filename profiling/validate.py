@@ -359,10 +359,12 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     process knows tells it which.
 
     An interpreted GPU candidate (a Python harness: Triton) can rewrite its own harness, so its 'start' and
-    'synced' say nothing: both sides are timed by the whole call less the original's own median time outside its
-    window (_interpreted_durations); a sample of its outputs is read the moment it says 'done' and compared with
-    the original's (outputs still arriving after 'done' are caught on every call); and the original's calls right
-    after the candidate's must not be slower than right after its own (_lingering_work)."""
+    'synced' say nothing. Each call of both sides is three round trips (Pair.run): 'stage' copies the inputs up,
+    the judge's own process flushes the L2, 'call' is only the kernel and is timed whole, 'fetch' copies the
+    outputs back. Work moved into the staging trips shows in their judge-timed length (_hidden_work); a sample of
+    the outputs is read the moment they are fetched and compared with the original's on every call; work left
+    running after a call shows in the call after it (_lingering_work) or, left for good, in the original's calls
+    once the candidate's process is killed (_original_alone)."""
     task = session.task
     spec = task.validate
     picker = random.SystemRandom()
@@ -370,7 +372,7 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     whole_call = pair.candidate.interpreted and pair.candidate.staged
     # the protocol's own round trip, measured on the original's process (the candidate's could slow its own null
     # calls down to have more subtracted), taken off every call of both sides
-    overhead_ms = pair.original.overhead_ms(NULL_CALLS, task.validate.timeout_s)
+    overhead_ms = pair.original.overhead_ms(NULL_CALLS, task.validate.timeout_s, whole_call=whole_call)
     times: dict[str, list[list[CallTime]]] = {"original": [], "candidate": []}
     follows_other: dict[str, list[bool]] = {"original": [], "candidate": []}  # per timed call: the other side's
     # call came just before it (else its own did)
@@ -410,33 +412,23 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
                 for side in times:
                     times[side][-1].append(results[side].time)
                     follows_other[side].append(follows[side])
-    if whole_call:
-        baseline, candidate = _interpreted_durations(times)
+    baseline, candidate = ([[max((t.outer_ms if whole_call else t.duration_ms) - overhead_ms, MIN_CALL_MS)
+                              for t in r] for r in times[side]] for side in ("original", "candidate"))
+    baseline_ms = statistics.median(x for r in baseline for x in r)
+    if whole_call:  # work moved into the staging round trips, left running after a call, or left for good
+        _hidden_work({side: [t.staging_ms for r in times[side] for t in r] for side in times}, baseline_ms,
+                     where="in the round trips that copy its buffers (before and after the call)")
         _lingering_work({"original": baseline, "candidate": candidate}, follows_other)
-        _original_alone(session, pair, times, follows_other["original"])
-    else:
-        baseline, candidate = ([[max(t.duration_ms - overhead_ms, MIN_CALL_MS) for t in r] for r in times[side]]
-                               for side in ("original", "candidate"))
-        if pair.candidate.staged:
-            _hidden_work({side: [t.outer_ms - t.duration_ms for r in times[side] for t in r] for side in times},
-                         statistics.median(x for r in baseline for x in r))
+        _original_alone(session, pair, overhead_ms, follows_other["original"], [x for r in baseline for x in r])
+    elif pair.candidate.staged:
+        _hidden_work({side: [t.outer_ms - t.duration_ms for r in times[side] for t in r] for side in times},
+                     baseline_ms)
     estimate = estimate_speedup(baseline, candidate, "judge_clock")
     _score(session, verdict, estimate, pair.config, context={})
-    if whole_call:
-        verdict.reason += ("; both sides timed by the whole call less the original's median time outside its "
-                           "kernel's window (the candidate's interpreter is not trusted to say when its kernel ran)")
-    else:
-        verdict.reason += (f"; the protocol's round trip ({overhead_ms * 1e3:.0f} us, {NULL_CALLS} null calls) is "
-                           "taken off")
-
-
-def _interpreted_durations(times: dict[str, list[list[CallTime]]]) -> tuple[list[list[float]], list[list[float]]]:
-    """Per round, both sides' call times as the whole call (resume to 'done') less the original's median time
-    outside its window (copies, flush, messages: the harness's work, the same for the same buffers, measured where
-    the harness is the task's own). The same amount comes off both sides, so neither gains from it."""
-    outside_ms = statistics.median(t.outer_ms - t.duration_ms for r in times["original"] for t in r)
-    return tuple([[max(t.outer_ms - outside_ms, MIN_CALL_MS) for t in r] for r in times[side]]  # type: ignore[return-value]
-                 for side in ("original", "candidate"))
+    what = "whole call (copies staged in round trips of their own, the L2 flushed by the judge)" if whole_call \
+        else "call"
+    verdict.reason += (f"; each {what} timed by the judge's clock, the protocol's round trip "
+                       f"({overhead_ms * 1e3:.0f} us, {NULL_CALLS} null calls) taken off")
 
 
 def _lingering_work(durations: dict[str, list[list[float]]], follows_other: dict[str, list[bool]]) -> None:
@@ -465,22 +457,20 @@ def _lingering_work(durations: dict[str, list[list[float]]], follows_other: dict
                                      "leaves work running on the device after its call says 'done'")
 
 
-def _original_alone(session: _Session, pair: Pair, times: dict[str, list[list[CallTime]]],
-                    follows_candidate: list[bool]) -> None:
+def _original_alone(session: _Session, pair: Pair, overhead_ms: float, follows_candidate: list[bool],
+                    baseline: list[float]) -> None:
     """Work a candidate leaves running for good (a spin longer than a whole pair of calls) slows every call of the
     original alike, so _lingering_work cannot see it. Once timing is over, the candidate's process is killed (its
     device work dies with its context) and the original makes ALONE_CALLS more calls: refused when it was slower
     with the candidate alive, in its calls after its own (the same place in the order as these), by more than
     HIDDEN_WORK_SHARE of its time alone and HIDDEN_WORK_SE standard errors."""
     pair.candidate.close()
-    outside_ms = statistics.median(t.outer_ms - t.duration_ms for r in times["original"] for t in r)
     alone = []
     for _ in range(ALONE_CALLS):
         inputs = pair.draw(edges=False)
-        result = pair.run("original", inputs, timeout_s=_timeout_s(session, "original"), fetch=False)
-        alone.append(result.time.outer_ms - outside_ms)
-    flat = [t.outer_ms - outside_ms for r in times["original"] for t in r]
-    shared = [x for x, follows in zip(flat, follows_candidate, strict=True) if not follows]
+        result = pair.run("original", inputs, timeout_s=_timeout_s(session, "original"), flush=True, fetch=False)
+        alone.append(max(result.time.outer_ms - overhead_ms, MIN_CALL_MS))
+    shared = [x for x, follows in zip(baseline, follows_candidate, strict=True) if not follows]
     if len(shared) < 2:
         return
     slowdown_ms = statistics.median(shared) - statistics.median(alone)
@@ -502,7 +492,8 @@ def _timeout_s(session: _Session, side: str) -> float:
     return session.task.validate.timeout_s if side == "original" else session.candidate_timeout_s()
 
 
-def _hidden_work(outside_ms: dict[str, list[float]], baseline_ms: float) -> None:
+def _hidden_work(outside_ms: dict[str, list[float]], baseline_ms: float, *,
+                 where: str = "outside the kernel's timed window") -> None:
     """A staged (CUDA) call is timed from the process's "start" to its "synced": what it does around them (copying
     the inputs up, the L2 flush, the messages) is the harness's, the same on both sides for the same buffers. Code
     that moved work outside that window (said "synced" early, worked in a signal handler before "start") makes
@@ -515,10 +506,9 @@ def _hidden_work(outside_ms: dict[str, list[float]], baseline_ms: float) -> None
     standard_error_ms = _median_standard_error(differences)
     allowed_ms = max(HIDDEN_WORK_SHARE * baseline_ms, HIDDEN_WORK_SE * standard_error_ms)
     if hidden_ms > allowed_ms:
-        raise _Stop(Status.REJECTED, f"the candidate's calls took {hidden_ms:.3g} ms more than the original's outside "
-                                     f"the kernel's timed window (median of {len(differences)} paired calls; at most "
-                                     f"{allowed_ms:.3g} ms is noise): work moved out of the timed region, before "
-                                     "the harness's 'start' or after its 'synced'")
+        raise _Stop(Status.REJECTED, f"the candidate's calls took {hidden_ms:.3g} ms more than the original's {where} "
+                                     f"(median of {len(differences)} paired calls; at most {allowed_ms:.3g} ms is "
+                                     "noise): work moved out of the timed region")
 
 
 def _timed(session: _Session, config: TaskConfig) -> tuple[TimingRuns, SpeedupEstimate | None]:

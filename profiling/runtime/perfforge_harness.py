@@ -31,9 +31,10 @@ Run as `python harness.py MODE --seed N --out DIR [--calls C] [--warmup W] [--tr
   serve    --channel FD: the verdict's mode (profiling/served.py, perfforge_serve.py). Every buffer is declared to
            the judge and mapped from the memfd it answers with; the first call is a warm-up on the harness's own
            draws (Triton compiles there); then the fixed buffers go to the judge, the system-call filter goes in,
-           and "ready" is said. Each "call" runs the body once on what the judge wrote (CUDA: inputs copied up,
-           outputs poisoned, "start"; after it the whole device synchronised, "synced", the outputs copied back
-           into the judge's memory), then "done". Nothing this process says is trusted.
+           and "ready" is said. Each "call" runs the body once on what the judge wrote, then "done" (CUDA: "stage"
+           before it copies the inputs up and poisons the outputs, "staged"; the call says "start", runs the body,
+           synchronises the whole device, says "synced"; "fetch" after it copies the outputs back, "fetched").
+           Nothing this process says is trusted.
 
 Buffers live on "cuda" when torch sees a GPU, else on the CPU, where Triton kernels run only under its
 interpreter (TRITON_INTERPRET=1): good for correctness, meaningless for timing (timing.json says so).
@@ -627,23 +628,28 @@ class Run:
                     self._channel.send("start")
                     self._channel.send("synced")
                 self._channel.send("done")
-            elif message == "fetch":  # every call already copied its buffers back
+            elif message == "stage" and self.device.type == "cuda":  # a round trip of its own, before the call
+                for buffer in self.buffers:
+                    assert buffer.host is not None
+                    if buffer.role in (Role.INPUT, Role.INOUT):
+                        buffer.raw.copy_(buffer.host)
+                    elif buffer.role is Role.OUTPUT:
+                        buffer.arm()
+                self._synchronize("copying the inputs")
+                self._channel.send("staged")
+            elif message == "fetch" and self.device.type == "cuda":  # the outputs back, after the call
+                for buffer in self.buffers:
+                    assert buffer.host is not None
+                    if buffer.role in (Role.OUTPUT, Role.INOUT):
+                        buffer.host.copy_(buffer.raw)
+                self._synchronize("copying the outputs")
                 self._channel.send("fetched")
             elif message == "call":
                 break
             else:
                 return False
         if self.device.type == "cuda":
-            for buffer in self.buffers:
-                assert buffer.host is not None
-                if buffer.role in (Role.INPUT, Role.INOUT):
-                    buffer.raw.copy_(buffer.host)
-                elif buffer.role is Role.OUTPUT:
-                    buffer.arm()
-            # no L2 flush, and only the outputs go back: the judge times this process by the whole call, so its
-            # harness does nothing a candidate could skip to look faster (its copies of 64 MB of inputs evict as
-            # much of the L2 as the flush would)
-            self._synchronize("copying the inputs")
+            # the call is only the kernel: the judge flushed the L2 from a process of its own after "staged"
             self._channel.send("start")
         return True
 
@@ -652,11 +658,6 @@ class Run:
         if self._ready:
             if self.device.type == "cuda":
                 self._channel.send("synced")
-                for buffer in self.buffers:
-                    assert buffer.host is not None
-                    if buffer.role in (Role.OUTPUT, Role.INOUT):
-                        buffer.host.copy_(buffer.raw)
-                self._synchronize("copying the outputs")
             self._channel.send("done")
         self.iter += 1  # after a warm-up, the next begin() restores the fixed buffers before saying "ready"
 
