@@ -110,10 +110,10 @@ TARGETS.register("triton", TargetSpec(
     profiler="ncu", thresholds="cuda.toml", key_counters=NCU_KEY_COUNTERS,
     library_pattern=r"\b(torch\.(matmul|mm|bmm|sum|mean|softmax|einsum|nn\.functional\.\w+|cumsum|sort|add|mul)|"
                     r"F\.\w+)\s*\(",
-    # served=False: the served path (profiling/runtime/perfforge_serve.py) holds against the red team's
-    # correctness and channel attacks, but its whole-call timing is too noisy for fast kernels behind large copies
-    # (an honest 4096x4096 row sum read 16.9x "needs review", CI 9-4919x, on the H200); validate(served=True) runs it
-    memory_limit_bytes=None))
+    # served (profiling/runtime/perfforge_serve.py): the candidate's interpreter is not trusted; each call is
+    # staged, flushed by the judge and timed whole, so a Python launch's host cost counts (row_sum_strided on the
+    # H200: 2.71x served against 7.74x by the old path's in-process events; docs/validation.md)
+    memory_limit_bytes=None, served=True))
 
 # HIP is EXPERIMENTAL: rocprofv3 output is parsed (profiling/hip/), but no AMD machine builds or runs tasks here.
 TARGETS.register("hip", TargetSpec(

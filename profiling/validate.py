@@ -117,9 +117,7 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
              served: bool | None = None) -> Verdict:
     """Judge `candidate` (a file standing in for the task's editable source) against the task's original.
     served: force the served path (True) or the harness-driven one (False); None, the target's own
-    (perfforge/targets.py). bench/bench_verdict.py forces it to time the two paths side by side, and the Triton red
-    team (tests/profiling/test_served_python.py, test_judge_adversary_triton.py) to judge through the served path,
-    which Triton does not yet take by default."""
+    (perfforge/targets.py). Only bench/bench_verdict.py forces it, to time the two paths side by side."""
     served = target_spec(task.target).served if served is None else served
     started = time.monotonic()
     work_dir = work_dir.resolve()  # builds and runs happen in directories of their own
@@ -623,9 +621,46 @@ def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
                   "verdicts judge outputs and time; counter deltas are reported by `perfforge profile`"),
     ]
     if served:
-        return rules + _adversary_rules(filtered, ipc, fenced, target_spec(task.target).binary_policy, gpu)
+        interpreted = task.language == "python"
+        if interpreted and gpu:
+            rules[5] = RuleCheck(6, "inputs unchanged", P, "on the CPU every input compared bit for bit; on a GPU the "
+                                 "inputs are staged to the device and not read back (an interpreted process could "
+                                 "restore them): a kernel that writes them is caught only through wrong outputs")
+        if interpreted:
+            rules[7] = RuleCheck(8, "precision downgrades flagged, output dtype matches", P,
+                                 "static check of the source + dtype of every output (no object to read)")
+        return rules + _adversary_rules(filtered, ipc, fenced, target_spec(task.target).binary_policy, gpu,
+                                        interpreted=interpreted)
     return rules + [RuleCheck(n, title, N, f"not yet for {task.target}: the harness draws, times and checks inside "
                               "the candidate's process (docs/validation.md)") for n, title in ADVERSARY_RULES]
+
+
+def _interpreted_adversary_rules(filtered: bool | None, fence: RuleStatus, gpu: bool) -> list[RuleCheck]:
+    """Rules 20-25 for a Python (Triton) candidate, whose interpreter can rewrite its own harness."""
+    E, P, N = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED
+    return [
+        RuleCheck(20, ADVERSARY_RULES[0][1], E, "this process draws, times (its own clock, the kernel process stopped "
+                  "between round trips) and reads outputs from its own mapping; nothing the interpreter says is "
+                  "evidence" + ("; inputs staged and outputs fetched in judge-timed round trips of their own, the L2 "
+                                "flushed from a process of the judge's, the call timed whole; work moved into the "
+                                "staging, left running after a call or for good, refused by comparing both sides and "
+                                "the original alone" if gpu else "")),
+        RuleCheck(21, ADVERSARY_RULES[1][1], E, "inputs from the judge's generator under a secret key; every "
+                  "correctness call checked, a sample of every timed call's outputs and all of a share picked after "
+                  "the call"),
+        RuleCheck(22, ADVERSARY_RULES[2][1], N, "an interpreter has no object to read: source checks only; a process "
+                  "that is not alone after its set-up is refused"),
+        RuleCheck(23, ADVERSARY_RULES[3][1], fence, ", ".join([
+            "system-call filter (seccomp, after a warm-up call): no new process, exec, executable mapping, "
+            "io_uring or signal to another process" if filtered else "system-call filter NOT installed",
+            "reads fenced to its build, the runtime and the interpreter's libraries",
+            "every process it started killed when the verdict ends"])),
+        RuleCheck(24, ADVERSARY_RULES[4][1], P if gpu else E, "edge values in every other correctness call; inputs "
+                  + ("staged to the device, not read back" if gpu else "compared byte for byte after every compared "
+                     "call")),
+        RuleCheck(25, ADVERSARY_RULES[5][1], E, "an exit, signal, hang or message out of turn ends the verdict with "
+                  "its reason"),
+    ]
 
 
 ADVERSARY_RULES = ((20, "the judge outside the candidate's process"), (21, "fresh inputs, nothing to learn of checks"),
@@ -634,9 +669,11 @@ ADVERSARY_RULES = ((20, "the judge outside the candidate's process"), (21, "fres
 
 
 def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: bool,
-                     gpu: bool = False) -> list[RuleCheck]:
+                     gpu: bool = False, *, interpreted: bool = False) -> list[RuleCheck]:
     E, P, N = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED
     fence = E if filtered and ipc and fenced else P
+    if interpreted:
+        return _interpreted_adversary_rules(filtered, fence, gpu)
     return [
         RuleCheck(20, ADVERSARY_RULES[0][1], E, "this process draws, times (its own clock, the kernel process stopped "
                   "between calls) and reads outputs from its own mapping of the shared memory" + (

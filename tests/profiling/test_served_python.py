@@ -1,5 +1,4 @@
-"""Python (Triton) kernel processes served to the judge: the untrusted-interpreter half of a verdict (forced with
-validate(served=True): Triton verdicts do not take the served path by default yet, perfforge/targets.py says why).
+"""Python (Triton) kernel processes served to the judge: the untrusted-interpreter half of a verdict.
 
 The candidate's code shares an interpreter with the harness and can rewrite any of it, so the judge takes nothing
 the process says as evidence: it stops the process after every "done" and reads the buffers from its own memory,
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from perfforge.task import load_task
-from perfforge.verdict import Status
+from perfforge.verdict import RuleStatus, Status
 from profiling import sandbox
 from profiling.validate import validate
 
@@ -72,13 +71,15 @@ def launch(x, out, m, n):
 
 
 def test_a_legitimate_triton_candidate_is_correct_through_the_served_path(task_dir: Path, tmp_path: Path) -> None:
-    status, reason = judge(task_dir, tmp_path, KERNEL + '''
-
-def row_sum(x, out, m, n):
-    launch(x, out, m, n)
-''')
-    assert status is Status.CORRECT, reason
-    assert "not timed" in reason and "interpreter" in reason
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(KERNEL + "\n\ndef row_sum(x, out, m, n):\n    launch(x, out, m, n)\n")
+    verdict = validate(load_task(task_dir), candidate, tmp_path / "work")  # Triton's default: served
+    assert verdict.status is Status.CORRECT, verdict.reason
+    assert "not timed" in verdict.reason and "interpreter" in verdict.reason
+    rules = {rule.rule: rule for rule in verdict.rules}
+    assert rules[20].status is RuleStatus.ENFORCED and "nothing the interpreter says is evidence" in rules[20].detail
+    assert rules[22].status is RuleStatus.NOT_ENFORCED  # no object to read
+    assert "after a warm-up call" in rules[23].detail or not sandbox.seccomp_available()
 
 
 def test_a_process_left_running_by_the_set_up_is_refused(task_dir: Path, tmp_path: Path) -> None:
