@@ -94,6 +94,15 @@ class Pair:
 
     @classmethod
     def start(cls, task: Task, config: TaskConfig, original: Build, candidate: Build, work_dir: Path) -> Pair:
+        """Both sides spawned and ready (spawn() then ready())."""
+        pair = cls.spawn(task, config, original, candidate, work_dir)
+        pair.ready()
+        return pair
+
+    @classmethod
+    def spawn(cls, task: Task, config: TaskConfig, original: Build, candidate: Build, work_dir: Path) -> Pair:
+        """Both sides' processes started, their set-ups running (ready() waits for them): a verdict spawns every
+        configuration's pair at once, so their set-ups (a CUDA context each, torch's import for Python) overlap."""
         sides = []
         for who, built in (("original", original), ("candidate", candidate)):
             scratch = work_dir / f"serve-{who}-{config.name}"
@@ -107,21 +116,28 @@ class Pair:
         try:
             if task.language == "python" and target_spec(task.target).gpu and Path(NVIDIA_CONTROL).exists():
                 pair.flusher = DeviceFlusher().start()  # its context starts beside the kernel processes'
-            try:  # both set-ups run at once (a CUDA context each: most of a start)
-                pair.original.spawn()
-                pair.candidate.spawn()
-                pair.original.handshake()
-            except ProtocolError as error:
-                raise OriginalFailed(error.reason) from None
-            pair.candidate.handshake()
-            pair._agree()
-            if pair.flusher is not None and not (pair.candidate.staged and pair.flusher.wait_ready()):
-                pair.flusher.close()
-                pair.flusher = None
+            pair.original.spawn()
+            pair.candidate.spawn()
         except BaseException:
             pair.close()
             raise
         return pair
+
+    def ready(self) -> None:
+        """Wait for both set-ups (the original's first: its failure is the task's), compare what they declared."""
+        try:
+            try:
+                self.original.handshake()
+            except ProtocolError as error:
+                raise OriginalFailed(error.reason) from None
+            self.candidate.handshake()
+            self._agree()
+            if self.flusher is not None and not (self.candidate.staged and self.flusher.wait_ready()):
+                self.flusher.close()
+                self.flusher = None
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         if self.flusher is not None:

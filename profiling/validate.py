@@ -283,29 +283,43 @@ def _binary_policy(session: _Session) -> None:
 
 def _served(session: _Session, verdict: Verdict, timing: bool, phase: _Phases) -> None:
     """Correctness on every configuration, then timing on the default one with the same processes (it comes
-    last). Every failure of the candidate's process, or of its outputs, ends the verdict with its reason."""
+    last). Every configuration's processes are spawned at once, so their set-ups overlap; each pair is closed
+    when its configuration is done. Every failure of the candidate's process, or of its outputs, ends the verdict
+    with its reason."""
     task = session.task
     default = task.config()
     configs = [c for c in task.configs if c.name != default.name] + [default]
-    for config in configs:
-        try:
-            with phase("start"):  # both processes started and their set-up done
-                pair = Pair.start(task, config, session.original, session.candidate, session.work_dir)
-            with pair:
+    with contextlib.ExitStack() as pairs:
+        spawned = []
+        for config in configs:
+            with _protocol_failures(config), phase("start"):
+                spawned.append(pairs.enter_context(Pair.spawn(task, config, session.original, session.candidate,
+                                                              session.work_dir)))
+        for config, pair in zip(configs, spawned, strict=True):
+            with _protocol_failures(config), pair:
+                with phase("start"):  # both processes' set-ups done
+                    pair.ready()
                 session.filtered = pair.filtered if session.filtered is None else session.filtered and pair.filtered
                 with phase("correctness"):
                     _served_correctness(session, pair, verdict)
                 if timing and config.name == default.name:
                     with phase("timing"):
                         _served_timing(session, pair, verdict)
-        except OriginalFailed as failed:
-            raise _Stop(Status.TASK_INVALID, f"the task's original source fails (config {config.name!r}): "
-                                             f"{failed}") from None
-        except Mismatch as mismatch:
-            raise _Stop(Status.INCORRECT, f"config {config.name!r}: {mismatch}") from None
-        except ProtocolError as error:
-            status = {"timeout": Status.TIMEOUT, "deviation": Status.REJECTED}.get(error.kind, Status.CRASHED)
-            raise _Stop(status, f"config {config.name!r}: {error.reason}") from None
+
+
+@contextlib.contextmanager
+def _protocol_failures(config: TaskConfig) -> Iterator[None]:
+    """What went wrong in a configuration's served calls, as the verdict's status and reason."""
+    try:
+        yield
+    except OriginalFailed as failed:
+        raise _Stop(Status.TASK_INVALID, f"the task's original source fails (config {config.name!r}): "
+                                         f"{failed}") from None
+    except Mismatch as mismatch:
+        raise _Stop(Status.INCORRECT, f"config {config.name!r}: {mismatch}") from None
+    except ProtocolError as error:
+        status = {"timeout": Status.TIMEOUT, "deviation": Status.REJECTED}.get(error.kind, Status.CRASHED)
+        raise _Stop(status, f"config {config.name!r}: {error.reason}") from None
 
 
 def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None:
