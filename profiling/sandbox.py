@@ -326,6 +326,18 @@ def _end_run(proc: subprocess.Popen, children_before: set[int]) -> None:
 
 # ---------------------------------------------------------------- nothing outlives its run
 
+def track(pid: int) -> None:
+    """A process this judge started itself outside the sandbox (its L2 flusher): never taken for an orphan a
+    sandboxed process left behind. untrack() it once it is waited for."""
+    with _running_lock:
+        _running.add(pid)
+
+
+def untrack(pid: int) -> None:
+    with _running_lock:
+        _running.discard(pid)
+
+
 @functools.cache
 def _adopt_orphans() -> None:
     """Make this process the subreaper of what it starts. A process that a run leaves behind in a session of its

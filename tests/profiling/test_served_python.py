@@ -205,3 +205,20 @@ def test_the_python_filter_refuses_processes_exec_mappings_and_other_processes_b
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(sorted({"fork": "refused", "exec_mapping": "refused", "setsid": "refused",
                                                 "kill_other": "refused", "thread": "ran"}.items()))
+
+
+def test_a_process_the_judge_started_itself_is_not_taken_for_the_candidates(tmp_path: Path) -> None:
+    """The judge's own helpers (its L2 flusher on a GPU machine) may start after a kernel process: untracked, one
+    reads as an orphan that process left (the H200 run that spawned every configuration at once refused the
+    original so); tracked, it does not."""
+    spawned = sandbox.spawn(["sleep", "30"], cwd=tmp_path)
+    helper = subprocess.Popen(["sleep", "30"])
+    try:
+        assert spawned.others() == {helper.pid}
+        sandbox.track(helper.pid)
+        assert spawned.others() == set()
+    finally:
+        helper.kill()
+        helper.wait()
+        sandbox.untrack(helper.pid)
+        spawned.close()
