@@ -64,6 +64,12 @@ MIN_CALL_MS = 1e-4  # a call never counts as shorter than 0.1 us, whatever the r
 # (the input copies of a 256 MB buffer vary by a fraction of a millisecond between calls).
 HIDDEN_WORK_SHARE = 0.1
 HIDDEN_WORK_SE = 4.0
+# Calls the original makes in a row before and after an interpreted candidate's process is killed
+# (_original_alone), and the slowdown with the candidate alive that is refused: half of the original's time alone
+# (an idle honest process cost it 20% on the H200, a persistent spin 440%). A spin tuned under this bound still
+# inflates a speedup by up to 1.5x: docs/validation.md.
+ALONE_CALLS = 15
+ALONE_SLOWDOWN_SHARE = 0.5
 
 
 class _Phases:
@@ -372,7 +378,8 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     the judge's own process flushes the L2, 'call' is only the kernel and is timed whole, 'fetch' copies the
     outputs back. Work moved into the staging trips shows in their judge-timed length (_hidden_work); a sample of
     the outputs is read the moment they are fetched and compared with the original's on every call; work left
-    running after a call shows in the call after it (_lingering_work)."""
+    running after a call shows in the call after it (_lingering_work) or, left for good, in the original's calls
+    before and after the candidate's process is killed (_original_alone)."""
     task = session.task
     spec = task.validate
     picker = random.SystemRandom()
@@ -423,10 +430,11 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     baseline, candidate = ([[max((t.outer_ms if whole_call else t.duration_ms) - overhead_ms, MIN_CALL_MS)
                               for t in r] for r in times[side]] for side in ("original", "candidate"))
     baseline_ms = statistics.median(x for r in baseline for x in r)
-    if whole_call:  # work moved into the staging round trips, or left running after a call
+    if whole_call:  # work moved into the staging round trips, left running after a call, or left for good
         _hidden_work({side: [t.staging_ms for r in times[side] for t in r] for side in times}, baseline_ms,
                      where="in the round trips that copy its buffers (before and after the call)")
         _lingering_work({"original": baseline, "candidate": candidate}, follows_other)
+        _original_alone(session, pair, overhead_ms)
     elif pair.candidate.staged:
         _hidden_work({side: [t.outer_ms - t.duration_ms for r in times[side] for t in r] for side in times},
                      baseline_ms)
@@ -462,6 +470,37 @@ def _lingering_work(durations: dict[str, list[list[float]]], follows_other: dict
                                      "candidate's than right after its own, beyond what the same place in the order "
                                      f"does to the candidate's (at most {allowed_ms:.3g} ms is noise): the candidate "
                                      "leaves work running on the device after its call says 'done'")
+
+
+def _original_alone(session: _Session, pair: Pair, overhead_ms: float) -> None:
+    """Work a candidate leaves running for good (a spin longer than a whole pair of calls) slows every call of the
+    original alike, so _lingering_work cannot see it. Once timing is over the original makes ALONE_CALLS calls in
+    a row with the candidate's process alive (stopped, not called), then the candidate's process is killed (its
+    device work dies with its context) and it makes ALONE_CALLS more: refused when the first were slower by more
+    than ALONE_SLOWDOWN_SHARE of the second's median and HIDDEN_WORK_SE standard errors. On the H200 an honest,
+    idle candidate process alone left its original 0.11 ms (about 20%) slower than after the kill (cause not
+    found); a spin left running for good made it 2.2 ms (about 440%) slower and read 9x where the honest kernel
+    reads 2.5x."""
+    def calls() -> list[float]:
+        durations = []
+        for _ in range(ALONE_CALLS):
+            inputs = pair.draw(edges=False)
+            result = pair.run("original", inputs, timeout_s=_timeout_s(session, "original"), flush=True,
+                              fetch=False)
+            durations.append(max(result.time.outer_ms - overhead_ms, MIN_CALL_MS))
+        return durations
+
+    shared = calls()
+    pair.candidate.close()
+    alone = calls()
+    slowdown_ms = statistics.median(shared) - statistics.median(alone)
+    noise_ms = math.hypot(_median_standard_error(shared), _median_standard_error(alone))
+    allowed_ms = max(ALONE_SLOWDOWN_SHARE * statistics.median(alone), HIDDEN_WORK_SE * noise_ms)
+    if slowdown_ms > allowed_ms:
+        raise _Stop(Status.REJECTED, f"the original's calls were {slowdown_ms:.3g} ms slower while the candidate's "
+                                     f"process lived ({ALONE_CALLS} calls in a row) than in as many after it was "
+                                     f"killed (at most {allowed_ms:.3g} ms is noise): the candidate leaves work "
+                                     "running on the device")
 
 
 def _median_standard_error(values: list[float]) -> float:
@@ -627,7 +666,7 @@ def _interpreted_adversary_rules(filtered: bool | None, fence: RuleStatus, gpu: 
                   "between round trips) and reads outputs from its own mapping; nothing the interpreter says is "
                   "evidence" + ("; inputs staged and outputs fetched in judge-timed round trips of their own, the L2 "
                                 "flushed from a process of the judge's, the call timed whole; work moved into the "
-                                "staging or left running after a call refused by comparing both sides" if gpu
+                                "staging or left running refused by comparing both sides and the original alone" if gpu
                                 else "")),
         RuleCheck(21, ADVERSARY_RULES[1][1], E, "inputs from the judge's generator under a secret key; every "
                   "correctness call checked, a sample of every timed call's outputs and all of a share picked after "
