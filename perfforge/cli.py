@@ -117,6 +117,16 @@ def _run_synth_recipe(config: Any) -> int:
     return run_synth_recipe(config)
 
 
+def _import_kernelbench_config() -> type:
+    from synth.config import ImportKernelbenchConfig
+    return ImportKernelbenchConfig
+
+
+def _run_import_kernelbench(config: Any) -> int:
+    from synth.commands import run_import_kernelbench
+    return run_import_kernelbench(config)
+
+
 def _optimize_config() -> type:
     from inference.config import OptimizeConfig
     return OptimizeConfig
@@ -185,9 +195,12 @@ SUBCOMMANDS = {
                    "whose fast version is correct and faster", _synth_commits_config, _run_synth_commits),
         Subcommand("synth recipe", "profile the named kernels of a real repository at a commit's parent and at the "
                    "commit, from a recipe", _synth_recipe_config, _run_synth_recipe),
+        Subcommand("import kernelbench", "turn the problems of your KernelBench checkout into torch-target tasks "
+                   "(one per problem; nothing downloaded)", _import_kernelbench_config, _run_import_kernelbench),
     )
 }
-GROUP_HELP = {"synth": "synthesise runnable, profiled tasks: the pattern catalogue, tasks from mined commits"}
+GROUP_HELP = {"synth": "synthesise runnable, profiled tasks: the pattern catalogue, tasks from mined commits",
+              "import": "turn a benchmark's problems into tasks: KernelBench"}
 
 
 def build_parser() -> argparse.ArgumentParser:

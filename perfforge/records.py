@@ -64,6 +64,7 @@ class Target(StrEnum):
 
     CUDA = "cuda"
     TRITON = "triton"
+    TORCH = "torch"  # a PyTorch module whose answer defines its own kernels (KernelBench's format)
     CPU = "cpu"
     HIP = "hip"
     OPENCL = "opencl"

@@ -115,6 +115,21 @@ TARGETS.register("triton", TargetSpec(
     # H200: 2.71x served against 7.74x by the old path's in-process events; docs/validation.md)
     memory_limit_bytes=None, served=True))
 
+# A PyTorch module as the original (a KernelBench problem: synth/kernelbench.py), a Python ModelNew as the
+# candidate, with custom kernels inline (torch.utils.cpp_extension.load_inline) or in Triton. Served like Triton:
+# the candidate's interpreter is not trusted. Profiled by ncu like the other GPU targets.
+TARGETS.register("torch", TargetSpec(
+    name="torch", languages=("python",), suffixes={".py": "python"},
+    compiler="python3", flags=(), gpu=True,
+    profiler="ncu", thresholds="cuda.toml", key_counters=NCU_KEY_COUNTERS,
+    # the operators that do a whole problem's work, and the problem module itself; elementwise torch operators, and
+    # nn modules built in __init__ (for the reference's initial weights), are allowed. A module called in forward
+    # (self.linear(x)) is not seen here: that needs a profiler trace of the candidate's kernels (a GPU).
+    library_pattern=r"\b(torch\.(matmul|mm|bmm|addmm|baddbmm|einsum|conv\w*|nn\.functional\.(conv\w*|linear|"
+                    r"scaled_dot_product_attention))|F\.(conv\w*|linear|scaled_dot_product_attention))\s*\(|"
+                    r"^\s*(import|from)\s+problem\b",
+    memory_limit_bytes=None, served=True))
+
 # HIP is EXPERIMENTAL: rocprofv3 output is parsed (profiling/hip/), but no AMD machine builds or runs tasks here.
 TARGETS.register("hip", TargetSpec(
     name="hip", languages=("hip",), suffixes={".hip": "hip"},

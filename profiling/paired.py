@@ -170,6 +170,12 @@ class Pair:
         if ours != theirs:
             raise ProtocolError(f"the candidate's process declared buffers {theirs}, the original's {ours}",
                                 "deviation")
+        listed = {spec.name for spec in self.task.outputs}
+        unlisted = [b.name for b in self.original.buffers if b.role in (Role.OUTPUT, Role.INOUT)
+                    and b.name not in listed]
+        if unlisted:  # fail closed: an output nobody compares would let any value through
+            raise OriginalFailed(f"the harness declares output(s) {', '.join(unlisted)} that task.toml's [[outputs]] "
+                                 "does not list, so they would never be compared: list them")
         self.fixed = {b.name: b.data().copy() for b in self.original.buffers if b.role is Role.FIXED}
         for buffer in self.candidate.buffers:
             if buffer.role is Role.FIXED and not same_bytes(buffer.data(), self.fixed[buffer.name]):

@@ -1,11 +1,18 @@
-"""What the `perfforge synth` commands do with their configs, and print."""
+"""What the `perfforge synth` commands and `perfforge import kernelbench` do with their configs, and print."""
 
 from __future__ import annotations
 
 import sys
 
+from perfforge.errors import ConfigError
 from synth.check import InstanceCheck
-from synth.config import SynthCommitsConfig, SynthListConfig, SynthPatternsConfig, SynthRecipeConfig
+from synth.config import (
+    ImportKernelbenchConfig,
+    SynthCommitsConfig,
+    SynthListConfig,
+    SynthPatternsConfig,
+    SynthRecipeConfig,
+)
 
 
 def run_synth_list(config: SynthListConfig) -> int:
@@ -73,4 +80,18 @@ def run_synth_recipe(config: SynthRecipeConfig) -> int:
     print(f"{len(result.records)} records")
     for name, path in result.paths.items():
         print(f"{name:>10}: {path}")
+    return 0
+
+
+def run_import_kernelbench(config: ImportKernelbenchConfig) -> int:
+    from synth.kernelbench import find_problems, import_problems
+
+    assert config.checkout is not None  # validate() said so
+    problems = find_problems(config.checkout, config.level, config.problems)
+    if not problems:
+        raise ConfigError(f"{config.checkout}: no problem files (N_Name.py) in level(s) "
+                          f"{', '.join(map(str, config.level))}" + (" with those numbers" if config.problems else ""))
+    result = import_problems(problems, config.out, log=lambda line: print(line, file=sys.stderr))
+    print(f"imported {len(result.written)} of {len(problems)} problems into {config.out}"
+          + (f"; {len(result.skipped)} skipped (reasons above)" if result.skipped else ""))
     return 0

@@ -126,3 +126,23 @@ class SynthRecipeConfig:
             raise ConfigError("give the recipe TOML file (docs/synth_commits.md lists its fields)")
         if self.top is not None and self.top < 1:
             raise ConfigError(f"--top must be at least 1, got {self.top}")
+
+
+@dataclass
+class ImportKernelbenchConfig:
+    checkout: Path | None = field(default=None, metadata={
+        "positional": True, "help": "the root of a KernelBench checkout of yours (its KernelBench/level1..3/); "
+                                    "nothing is downloaded"})
+    out: Path = field(default=Path("perfforge-out/kernelbench-tasks"), metadata={
+        "help": "directory the tasks are written under, one per problem"})
+    level: list[int] = field(default_factory=lambda: [1], metadata={
+        "help": "levels to import (1, 2, 3; level 4's whole Hugging Face models are not imported)"})
+    problems: list[int] = field(default_factory=list, metadata={
+        "help": "only these problem numbers (default: every problem of the levels)"})
+
+    def validate(self) -> None:
+        if self.checkout is None:
+            raise ConfigError("give the root of your KernelBench checkout (the directory holding KernelBench/)")
+        bad = [level for level in self.level if level not in (1, 2, 3)]
+        if bad:
+            raise ConfigError(f"--level {bad[0]}: expected 1, 2 or 3 (level 4 downloads Hugging Face models)")

@@ -1,0 +1,246 @@
+"""`perfforge import kernelbench` and the torch target, on problems written here in KernelBench's format (a Model,
+get_inputs, get_init_inputs; nothing downloaded). Candidates run on the CPU, their Triton kernels under Triton's
+interpreter, through the served judge: correctness only (validate(timing=False))."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from perfforge.cli import main
+from perfforge.task import load_task
+from perfforge.verdict import Status
+from profiling.validate import validate
+
+pytest.importorskip("triton")
+
+RELU = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Simple model that performs a ReLU activation."""
+
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+batch_size = 16
+dim = 96
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []
+'''
+
+LINEAR_RELU = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+
+def get_init_inputs():
+    return [32, 24]
+'''
+
+TWO_OUTPUTS = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2, x + 1
+
+
+def get_inputs():
+    return [torch.randn(4, 4)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+NO_INPUTS = '''
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x
+'''
+
+TRITON_RELU = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, tl.maximum(x, 0.0), mask=mask)
+
+
+def relu(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    relu_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK=256)
+    return out
+'''
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "KernelBench-checkout"
+    for level, name, text in ((1, "19_ReLU.py", RELU), (1, "7_Broken.py", NO_INPUTS),
+                              (2, "3_Linear_ReLU.py", LINEAR_RELU), (2, "8_TwoOutputs.py", TWO_OUTPUTS)):
+        directory = root / "KernelBench" / f"level{level}"
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(text)
+    return root
+
+
+@pytest.fixture
+def tasks(checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    out = tmp_path / "tasks"
+    assert main(["import", "kernelbench", str(checkout), "--out", str(out), "--level", "1", "2"]) == 0
+    return out
+
+
+def judge(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, str]:
+    candidate = tmp_path / "model_new_candidate.py"
+    candidate.write_text(textwrap.dedent(source))
+    verdict = validate(load_task(task_dir), candidate, tmp_path / "work", timing=False)
+    return verdict.status, verdict.reason
+
+
+def test_every_problem_with_the_three_names_becomes_a_task(checkout: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    tasks = tmp_path / "imported"
+    assert main(["import", "kernelbench", str(checkout), "--out", str(tasks), "--level", "1", "2"]) == 0
+    names = sorted(p.name for p in tasks.iterdir())
+    assert names == ["kb_l1_019_re_lu", "kb_l2_003_linear_re_lu", "kb_l2_008_two_outputs"]
+    task = load_task(tasks / "kb_l1_019_re_lu")
+    assert (task.target, task.language, task.source, task.kernel) == ("torch", "python", "model_new.py", "forward")
+    assert "class ModelNew" in (task.root / "model_new.py").read_text()
+    assert "skipped 7_Broken.py: no def get_inputs, def get_init_inputs" in capsys.readouterr().err
+
+
+def test_a_triton_answer_is_correct(tasks: Path, tmp_path: Path) -> None:
+    status, reason = judge(tasks / "kb_l1_019_re_lu", tmp_path, TRITON_RELU + '''
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return relu(x)
+''')
+    assert status is Status.CORRECT, reason
+
+
+def test_the_weights_are_the_references_when_built_in_the_same_order(tasks: Path, tmp_path: Path) -> None:
+    """KernelBench seeds torch before building either model: an answer that makes the same nn.Linear in __init__
+    gets the reference's weights, and its own ReLU kernel on top is correct."""
+    status, reason = judge(tasks / "kb_l2_003_linear_re_lu", tmp_path, TRITON_RELU + '''
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return relu(self.linear(x))
+''')
+    assert status is Status.CORRECT, reason
+
+
+def test_a_wrong_answer_is_incorrect(tasks: Path, tmp_path: Path) -> None:
+    status, reason = judge(tasks / "kb_l1_019_re_lu", tmp_path, TRITON_RELU + '''
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return relu(x) + 1e-3
+''')
+    assert status is Status.INCORRECT, reason
+
+
+def test_pytorch_operators_alone_are_not_an_answer(tasks: Path, tmp_path: Path) -> None:
+    """Attack: ModelNew is the reference itself (torch.relu); KernelBench asks for custom kernels."""
+    status, reason = judge(tasks / "kb_l1_019_re_lu", tmp_path, '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+''')
+    assert status is Status.REJECTED and "defines no custom kernel" in reason, reason
+
+
+def test_handing_the_work_to_the_reference_or_a_library_is_rejected(tasks: Path, tmp_path: Path) -> None:
+    """Attack: launch a token Triton kernel and let the problem's own Model (or F.linear) do the work."""
+    for body in ("from problem import Model\n", "import torch.nn.functional as F\nF.linear(torch.ones(1, 1), "
+                                                "torch.ones(1, 1))\n"):
+        status, reason = judge(tasks / "kb_l1_019_re_lu", tmp_path, TRITON_RELU + body + '''
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return relu(x)
+''')
+        assert status is Status.REJECTED and "calls library routine" in reason, reason
+
+
+def test_an_output_the_task_does_not_list_fails_closed(tasks: Path, tmp_path: Path) -> None:
+    """The importer lists one output; a problem whose forward returns two makes the harness declare both, and the
+    judge refuses the task rather than leave the second output uncompared."""
+    status, reason = judge(tasks / "kb_l2_008_two_outputs", tmp_path, TRITON_RELU + '''
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return relu(x) * 0 + x * 2, x + 1
+''')
+    assert status is Status.TASK_INVALID and "out1" in reason and "does not list" in reason, reason
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["/nonexistent/kb"], "not a directory"),
+    (["{root}", "--level", "4"], "--level 4"),
+    (["{root}", "--level", "3"], "no KernelBench/level3/ directory"),
+    (["{root}", "--problems", "999"], "no problem files"),
+])
+def test_bad_input_is_one_error_line(checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture,
+                                     args: list[str], message: str) -> None:
+    argv = ["import", "kernelbench", *[a.format(root=checkout) for a in args], "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
