@@ -22,7 +22,8 @@ class EvalConfig:
     suites: list[str] = field(default_factory=lambda: ["catalogue"], metadata={
         "help": "what to evaluate on: catalogue (instances of the pattern catalogue: --target, --patterns, "
                 "--instances, --seed-base), tasks:DIR (a directory of task directories), mined:DIR (tasks made "
-                "from mined commits; their reference is the human-optimised version)"})
+                "from mined commits; their reference is the human-optimised version), kernelbench:DIR (the "
+                "problems of your KernelBench checkout, as torch tasks)"})
     target: str = field(default="cpu", metadata={"help": "catalogue suite: patterns of this target (cpu, cuda, "
                                                          "triton, all)"})
     patterns: list[str] = field(default_factory=list, metadata={

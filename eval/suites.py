@@ -7,6 +7,9 @@
     tasks:DIR   every task directory in DIR (a user's own tasks)
     mined:DIR   every task directory in DIR made from mined commits (perfforge synth commits); their reference
                 version is the human-optimised code of the commit
+    kernelbench:DIR
+                the problems of levels 1-3 of a KernelBench checkout (DIR, the user's own), imported as torch
+                tasks under OUT/suites/kernelbench (synth/kernelbench.py); the original is the PyTorch reference
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ def collect(specs: list[str], out: Path, *, target: str, patterns: list[str], in
                                      instances=instances, seed_base=seed_base, trained=trained)
         elif name in ("tasks", "mined") and argument:
             tasks += [SuiteTask(name, task) for task in find_tasks(Path(argument))]
+        elif name == "kernelbench" and argument:
+            tasks += kernelbench_tasks(Path(argument), out / "suites" / "kernelbench")
         else:
-            raise ConfigError(f"--suites {spec!r}: write catalogue, tasks:DIR or mined:DIR")
+            raise ConfigError(f"--suites {spec!r}: write catalogue, tasks:DIR, mined:DIR or kernelbench:DIR")
     seen: set[str] = set()
     for item in tasks:
         if item.key in seen:
@@ -65,6 +70,22 @@ def catalogue_tasks(directory: Path, *, target: str, patterns: list[str], instan
     return [SuiteTask("catalogue", load_task(path), split_of(pattern.id, trained))
             for pattern, path in written(directory, target=target, ids=patterns,
                                          seeds=range(seed_base, seed_base + instances))]
+
+
+def kernelbench_tasks(checkout: Path, directory: Path) -> list[SuiteTask]:
+    """Every problem of the levels the checkout has (1-3), imported once (a task already under `directory` is
+    kept: rerunning an evaluation resumes it on the same tasks)."""
+    from synth.kernelbench import LEVELS, find_problems, import_problems
+
+    present = [level for level in LEVELS
+               if (checkout / "KernelBench" / f"level{level}").is_dir() or (checkout / f"level{level}").is_dir()]
+    if not present:
+        raise ConfigError(f"--suites kernelbench:{checkout}: no KernelBench/level1..3/ there; pass the root of your "
+                          "KernelBench checkout")
+    problems = find_problems(checkout, present)
+    import_problems([p for p in problems if not (directory / p.task_name).is_dir()], directory)
+    return [SuiteTask("kernelbench", load_task(directory / p.task_name)) for p in problems
+            if (directory / p.task_name).is_dir()]
 
 
 def split_of(pattern_id: str, trained: dict[str, str]) -> str:

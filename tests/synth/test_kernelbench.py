@@ -244,3 +244,18 @@ def test_bad_input_is_one_error_line(checkout: Path, tmp_path: Path, capsys: pyt
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_the_kernelbench_suite_imports_once_and_resumes(checkout: Path, tmp_path: Path) -> None:
+    from eval.suites import collect
+
+    def suite() -> list[str]:
+        return [item.key for item in collect([f"kernelbench:{checkout}"], tmp_path / "eval", target="cpu",
+                                             patterns=[], instances=1, seed_base=1, trained={})]
+
+    first = suite()
+    assert first == ["kernelbench/kb_l1_019_re_lu", "kernelbench/kb_l2_003_linear_re_lu",
+                     "kernelbench/kb_l2_008_two_outputs"]
+    marker = tmp_path / "eval" / "suites" / "kernelbench" / "kb_l1_019_re_lu" / "model_new.py"
+    marker.write_text(marker.read_text() + "\n# kept\n")
+    assert suite() == first and marker.read_text().endswith("# kept\n")  # not imported again
