@@ -259,3 +259,28 @@ def test_the_kernelbench_suite_imports_once_and_resumes(checkout: Path, tmp_path
     marker = tmp_path / "eval" / "suites" / "kernelbench" / "kb_l1_019_re_lu" / "model_new.py"
     marker.write_text(marker.read_text() + "\n# kept\n")
     assert suite() == first and marker.read_text().endswith("# kept\n")  # not imported again
+
+
+def test_eval_rows_export_in_kernelbench_layout(tmp_path: Path) -> None:
+    """eval_results.json per run and level, keyed by problem id in problem order, runtime -1.0 unless correct."""
+    import json
+
+    from eval.kernelbench_export import write_eval_results
+    from perfforge.records import EvalRecord
+
+    def row(task: str, correct: bool, best_ms: float | None, suite: str = "kernelbench") -> EvalRecord:
+        return EvalRecord(suite=suite, task=task, configuration="base", variant="", seed=0, target="torch",
+                          language="python", kernel="forward", pattern="", split="", bottleneck="", kind="model",
+                          model="m", sources="", candidates=1, rounds=1, temperature=0.0,
+                          status="improved" if correct else "incorrect", correct=correct, speedup=2.0 if correct
+                          else None, best_ms=best_ms, compiled=1)
+
+    paths = write_eval_results(tmp_path, [row("kb_l1_010_b", True, 0.5), row("kb_l1_002_a", False, None),
+                                          row("kb_l2_001_c", True, 1.25), row("own_task", True, 1.0, "tasks")])
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in paths) == [
+        "kernelbench/base/level1/eval_results.json", "kernelbench/base/level2/eval_results.json"]
+    level1 = json.loads((tmp_path / "kernelbench/base/level1/eval_results.json").read_text())
+    assert list(level1) == ["2", "10"]  # problem order, not string order
+    assert level1["2"]["correctness"] is False and level1["2"]["runtime"] == -1.0
+    assert level1["10"] == {"sample_id": 0, "compiled": True, "correctness": True, "runtime": 0.5,
+                            "runtime_stats": {"median": 0.5}, "metadata": level1["10"]["metadata"]}
