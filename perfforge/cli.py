@@ -127,6 +127,16 @@ def _run_import_kernelbench(config: Any) -> int:
     return run_import_kernelbench(config)
 
 
+def _baseline_kernelbench_config() -> type:
+    from synth.config import BaselineKernelbenchConfig
+    return BaselineKernelbenchConfig
+
+
+def _run_baseline_kernelbench(config: Any) -> int:
+    from synth.commands import run_baseline_kernelbench
+    return run_baseline_kernelbench(config)
+
+
 def _optimize_config() -> type:
     from inference.config import OptimizeConfig
     return OptimizeConfig
@@ -197,10 +207,14 @@ SUBCOMMANDS = {
                    "commit, from a recipe", _synth_recipe_config, _run_synth_recipe),
         Subcommand("import kernelbench", "turn the problems of your KernelBench checkout into torch-target tasks "
                    "(one per problem; nothing downloaded)", _import_kernelbench_config, _run_import_kernelbench),
+        Subcommand("baseline kernelbench", "time the PyTorch reference of imported KernelBench tasks, eager or "
+                   "compiled, in KernelBench's baseline JSON layout", _baseline_kernelbench_config,
+                   _run_baseline_kernelbench),
     )
 }
 GROUP_HELP = {"synth": "synthesise runnable, profiled tasks: the pattern catalogue, tasks from mined commits",
-              "import": "turn a benchmark's problems into tasks: KernelBench"}
+              "import": "turn a benchmark's problems into tasks: KernelBench",
+              "baseline": "time a benchmark's references on this machine: KernelBench"}
 
 
 def build_parser() -> argparse.ArgumentParser:

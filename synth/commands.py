@@ -7,6 +7,7 @@ import sys
 from perfforge.errors import ConfigError
 from synth.check import InstanceCheck
 from synth.config import (
+    BaselineKernelbenchConfig,
     ImportKernelbenchConfig,
     SynthCommitsConfig,
     SynthListConfig,
@@ -94,4 +95,21 @@ def run_import_kernelbench(config: ImportKernelbenchConfig) -> int:
     result = import_problems(problems, config.out, log=lambda line: print(line, file=sys.stderr))
     print(f"imported {len(result.written)} of {len(problems)} problems into {config.out}"
           + (f"; {len(result.skipped)} skipped (reasons above)" if result.skipped else ""))
+    return 0
+
+
+def run_baseline_kernelbench(config: BaselineKernelbenchConfig) -> int:
+    from perfforge.task import find_tasks
+    from synth.kernelbench_baseline import measure, write_baseline
+
+    assert config.tasks is not None  # validate() said so
+    task_dirs = [task.root for task in find_tasks(config.tasks) if task.target == "torch"]
+    if not task_dirs:
+        raise ConfigError(f"{config.tasks}: no torch tasks; import them with `perfforge import kernelbench`")
+    result = measure(task_dirs, mode=config.mode, trials=config.trials, warmup=config.warmup,
+                     log=lambda line: print(line, file=sys.stderr))
+    write_baseline(config.out, result)
+    measured = sum(len(level) for level in result.timings.values())
+    print(f"{config.mode} baseline of {measured} of {len(task_dirs)} problems: {config.out}"
+          + (f"; {len(result.failed)} failed (reasons above)" if result.failed else ""))
     return 0

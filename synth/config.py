@@ -146,3 +146,22 @@ class ImportKernelbenchConfig:
         bad = [level for level in self.level if level not in (1, 2, 3)]
         if bad:
             raise ConfigError(f"--level {bad[0]}: expected 1, 2 or 3 (level 4 downloads Hugging Face models)")
+
+
+@dataclass
+class BaselineKernelbenchConfig:
+    tasks: Path | None = field(default=None, metadata={
+        "positional": True, "help": "a directory of tasks `perfforge import kernelbench` wrote"})
+    out: Path = field(default=Path("perfforge-out/kernelbench-baseline.json"), metadata={
+        "help": "the baseline JSON, in KernelBench's layout ({level: {problem file: timing}})"})
+    mode: str = field(default="eager", metadata={"help": "eager, or compile (torch.compile of the reference)"})
+    trials: int = field(default=100, metadata={"help": "timed forwards per problem (KernelBench times 100)"})
+    warmup: int = field(default=3, metadata={"help": "untimed forwards before them"})
+
+    def validate(self) -> None:
+        if self.tasks is None:
+            raise ConfigError("give the directory of tasks `perfforge import kernelbench` wrote")
+        if self.mode not in ("eager", "compile"):
+            raise ConfigError(f"--mode {self.mode!r}: expected eager or compile")
+        if self.trials < 1 or self.warmup < 0:
+            raise ConfigError("--trials must be at least 1 and --warmup at least 0")

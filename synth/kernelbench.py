@@ -8,6 +8,7 @@ kernels. Nothing is downloaded: the user points at a checkout of theirs. Each pr
       task.toml        target "torch", language "python", source model_new.py, harness harness.py
       problem.py       the problem file, verbatim: get_inputs and get_init_inputs come from here
       model_new.py     the editable source; the original is the problem's Model renamed ModelNew
+      kernelbench.json the problem's level, id and file name (baselines and exports key by them)
       harness.py       builds ModelNew with KernelBench's seed before it (the same weights on both sides), declares
                        one input buffer per tensor get_inputs() returns and one output per tensor forward returns,
                        and calls forward once per call of the judge's protocol (perfforge_harness.Run)
@@ -20,6 +21,7 @@ weights) is not imported.
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from collections.abc import Callable, Sequence
@@ -35,6 +37,7 @@ REQUIRED_NAMES = ("class Model", "def get_inputs", "def get_init_inputs")
 # KernelBench's tolerances per output dtype (its eval uses atol = rtol): fp32 1e-4, the half types 1e-2.
 TOLERANCE = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
 INIT_SEED = 42  # KernelBench's set_seed before building Model and ModelNew
+META_FILE = "kernelbench.json"  # beside task.toml: the problem's level, id and file name (baselines, exports)
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,9 @@ def import_problems(problems: Sequence[Problem], out_dir: Path, *,
             (staging / "model_new.py").write_text(original_model_new(source), encoding="utf-8")
             (staging / "harness.py").write_text(HARNESS, encoding="utf-8")
             (staging / "task.toml").write_text(task_toml(problem), encoding="utf-8")
+            (staging / META_FILE).write_text(json.dumps({"level": problem.level, "problem_id": problem.number,
+                                                         "problem_file": problem.path.name}) + "\n",
+                                             encoding="utf-8")
         result.written.append(target)
         log(f"wrote {target}")
     return result

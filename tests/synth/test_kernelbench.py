@@ -284,3 +284,20 @@ def test_eval_rows_export_in_kernelbench_layout(tmp_path: Path) -> None:
     assert level1["2"]["correctness"] is False and level1["2"]["runtime"] == -1.0
     assert level1["10"] == {"sample_id": 0, "compiled": True, "correctness": True, "runtime": 0.5,
                             "runtime_stats": {"median": 0.5}, "metadata": level1["10"]["metadata"]}
+
+
+def test_the_eager_baseline_is_written_in_kernelbench_layout(checkout: Path, tmp_path: Path) -> None:
+    """Timed here on the CPU (the GPU machine times with CUDA events); problems in problem order, a failing one
+    reported and left out."""
+    import json
+
+    tasks = tmp_path / "tasks"
+    assert main(["import", "kernelbench", str(checkout), "--out", str(tasks), "--level", "1", "2"]) == 0
+    (tasks / "kb_l2_008_two_outputs" / "problem.py").write_text("raise SystemExit('broken problem')\n")
+    out = tmp_path / "baseline.json"
+    assert main(["baseline", "kernelbench", str(tasks), "--out", str(out), "--trials", "3", "--warmup", "1"]) == 0
+    timings = json.loads(out.read_text())
+    assert list(timings) == ["level1", "level2"]
+    assert list(timings["level1"]) == ["19_ReLU.py"] and list(timings["level2"]) == ["3_Linear_ReLU.py"]
+    relu = timings["level1"]["19_ReLU.py"]
+    assert relu["num_trials"] == 3 and relu["device"] == "cpu" and 0 < relu["min"] <= relu["mean"] <= relu["max"]
