@@ -125,7 +125,7 @@ def test_bundles_take_the_work_elsewhere_and_come_back(main_eval: MainEval, tmp_
 @pytest.mark.parametrize(("argv", "message"), [
     (["--models", "x=/no/such/adapter"], "holds no adapter_config.json"),
     (["--models", "x=http://127.0.0.1:1/v1"], "name the endpoint's model"),
-    (["--suites", "catalogs"], "write catalogue, tasks:DIR or mined:DIR"),
+    (["--suites", "catalogs"], "write catalogue, tasks:DIR, mined:DIR or kernelbench:DIR"),
     (["--sources", "roofline,colour"], "unknown summary source"),
 ])
 def test_bad_input_is_one_error_line(tmp_path: Path, argv: list[str], message: str) -> None:
