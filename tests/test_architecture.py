@@ -30,6 +30,7 @@ ALLOWED = {
     ("eval", "inference.serve"),  # model configurations start their servers
     ("eval", "inference.backends"),
     ("eval", "synth.patterns"),  # catalogue tasks, through catalogue_tasks
+    ("eval", "synth.kernelbench"),  # the kernelbench suite's tasks, through find_problems and import_problems
     ("synth", "mining.functions"),  # function extraction
     ("synth", "mining.gitlog"),  # git plumbing
     ("synth", "mining.licence"),
