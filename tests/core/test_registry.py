@@ -95,10 +95,10 @@ def test_an_unknown_target_in_a_task_toml_is_the_same_one_line_task_error(tmp_pa
     manifest.write_text(manifest.read_text().replace('target = "cpu"', 'target = "gpu"'))
     with pytest.raises(TaskError) as caught:
         load_task(root)
-    assert str(caught.value) == f"{manifest}: field 'target' must be one of cpu, cuda, triton, hip (got 'gpu')"
+    assert str(caught.value) == f"{manifest}: field 'target' must be one of cpu, cuda, triton, torch, hip (got 'gpu')"
     assert main(["validate", str(root)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "field 'target' must be one of cpu, cuda, triton, hip (got 'gpu')" in err
+    assert err.count("\n") == 1 and "field 'target' must be one of cpu, cuda, triton, torch, hip (got 'gpu')" in err
     assert TARGETS.close_matches("cdua") == ["cuda"]
 
 

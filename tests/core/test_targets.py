@@ -20,7 +20,7 @@ SPECS = TARGETS.values()
 
 
 def test_the_runnable_targets_are_record_targets_in_task_order() -> None:
-    assert TARGETS.names() == ("cpu", "cuda", "triton", "hip")  # the order TaskError's message lists them in
+    assert TARGETS.names() == ("cpu", "cuda", "triton", "torch", "hip")  # the order TaskError's message lists them in
     assert set(TARGETS.names()) <= {t.value for t in records.Target}
     assert all(name == spec.name for name, spec in TARGETS.items())
     with pytest.raises(ValueError, match="not a perfforge.records.Target value"):
@@ -49,7 +49,7 @@ def test_its_suffixes_map_back_to_its_languages(spec: TargetSpec) -> None:
 def test_targets_agree_with_each_other() -> None:
     """GPU targets run without an address-space limit (CUDA maps far more than it uses); CPU ones with one."""
     assert all((spec.memory_limit_bytes is None) == spec.gpu for spec in SPECS)
-    assert targets.profiled_with("ncu") == ("cuda", "triton")  # triton is profiled like cuda
+    assert targets.profiled_with("ncu") == ("cuda", "triton", "torch")  # triton and torch are profiled like cuda
     assert target_spec("triton").thresholds == target_spec("cuda").thresholds
     assert target_spec("triton").key_counters == target_spec("cuda").key_counters
 

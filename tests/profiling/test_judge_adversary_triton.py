@@ -17,6 +17,7 @@ import pytest
 from perfforge.task import load_task
 from perfforge.verdict import Status
 from profiling.validate import validate
+from tests.profiling.attack_sources import CHANNEL_FINDER, NEUTERED_SYNC
 
 
 def _gpu() -> bool:
@@ -81,19 +82,11 @@ def test_work_on_a_side_stream_with_synchronisation_disabled_is_caught(task_dir:
     """Attack: disable torch.cuda.synchronize (through an alias the static check's assignment pattern misses) and
     run the kernel on a side stream behind a long spin, so the harness says "synced" and copies the outputs back
     before they exist. The judge reads a sample of the outputs the moment the process says "done"."""
-    status, _, reason = judge(task_dir, tmp_path, FAST + SPIN + '''
-
-_cuda = torch.cuda
-_cuda.synchronize = lambda *args, **kwargs: None
-_side = _cuda.Stream()
-_scratch = []
-
+    status, _, reason = judge(task_dir, tmp_path, FAST + SPIN + NEUTERED_SYNC + '''
 
 def row_sum(x, out, m, n):
-    if not _scratch:
-        _scratch.append(torch.empty(132, device=x.device))
     with _cuda.stream(_side):
-        spin_kernel[(132,)](_scratch[0], 200000)
+        spin_kernel[(132,)](_spin_buffer(x), 200000)
         row_sum_kernel[(m,)](x, out, m, n, BLOCK_N=BLOCK_N)
 ''')
     assert status not in ACCEPTED, reason
@@ -109,20 +102,12 @@ def test_work_left_running_after_done_buys_no_speed(task_dir: Path, tmp_path: Pa
     honest, honest_speedup, honest_reason = judge(task_dir, tmp_path / "honest", FAST)
     assert honest is Status.IMPROVED and honest_speedup, honest_reason
     status, speedup, reason = judge(task_dir, tmp_path / "attack", FAST.replace("def row_sum(", "def _row_sum(") + SPIN
-                                    + f'''
-
-_cuda = torch.cuda
-_cuda.synchronize = lambda *args, **kwargs: None
-_side = _cuda.Stream()
-_scratch = []
-
+                                    + NEUTERED_SYNC + f'''
 
 def row_sum(x, out, m, n):
-    if not _scratch:
-        _scratch.append(torch.empty(132, device=x.device))
     _row_sum(x, out, m, n)
     with _cuda.stream(_side):
-        spin_kernel[(132,)](_scratch[0], {rounds})
+        spin_kernel[(132,)](_spin_buffer(x), {rounds})
 ''')
     assert status not in ACCEPTED or (speedup or 0) <= 1.15 * honest_speedup, (reason, honest_reason)
 
@@ -130,24 +115,7 @@ def row_sum(x, out, m, n):
 def test_a_done_said_early_on_the_channel_is_caught(task_dir: Path, tmp_path: Path) -> None:
     """Attack: find the judge's channel and say "done" (with "start" and "synced" before it) at the start of the
     call, so the judge's clock stops before the kernel runs."""
-    status, _, reason = judge(task_dir, tmp_path, FAST.replace("def row_sum(", "def _row_sum(") + '''
-import contextlib
-
-_socket_module = torch.multiprocessing.get_context().reducer.socket
-_channel = []
-
-
-def _find_channel():
-    for fd in range(3, 256):
-        found = []
-        with contextlib.suppress(OSError):
-            found.append(_socket_module.socket(fileno=fd))
-        if found and found[0].type == _socket_module.SOCK_SEQPACKET:
-            _channel.append(found[0])
-            return
-        if found:
-            found[0].detach()
-
+    status, _, reason = judge(task_dir, tmp_path, FAST.replace("def row_sum(", "def _row_sum(") + CHANNEL_FINDER + '''
 
 def row_sum(x, out, m, n):
     if not _channel:

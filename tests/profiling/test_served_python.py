@@ -22,6 +22,7 @@ from perfforge.task import load_task
 from perfforge.verdict import RuleStatus, Status
 from profiling import sandbox
 from profiling.validate import validate
+from tests.profiling.attack_sources import CHANNEL_FINDER
 
 pytest.importorskip("triton")
 
@@ -134,24 +135,7 @@ def test_a_done_sent_by_the_candidate_itself_is_not_evidence(task_dir: Path, tmp
     """Attack: find the judge's channel among the process's descriptors and say "done" before computing (so the
     judge's clock would stop early). The judge stops the process the moment it reads "done": the outputs are not
     there yet, and the harness's own "done" arrives out of turn."""
-    status, reason = judge(task_dir, tmp_path, KERNEL + '''
-import contextlib
-
-_socket_module = torch.multiprocessing.get_context().reducer.socket
-_channel = []
-
-
-def _find_channel():
-    for fd in range(3, 64):
-        found = []
-        with contextlib.suppress(OSError):  # no try/except: the static check looks for those
-            found.append(_socket_module.socket(fileno=fd))
-        if found and found[0].type == _socket_module.SOCK_SEQPACKET:
-            _channel.append(found[0])
-            return
-        if found:
-            found[0].detach()
-
+    status, reason = judge(task_dir, tmp_path, KERNEL + CHANNEL_FINDER + '''
 
 def row_sum(x, out, m, n):
     if not _channel:

@@ -35,7 +35,8 @@ def test_application_mode_is_keyed_by_the_same_profilers() -> None:
 
 def test_hip_has_no_runnable_profiler_yet(cpu_task: Task, tmp_path: Path) -> None:
     hip_task = dataclasses.replace(cpu_task, target="hip")
-    with pytest.raises(PerfforgeError, match=r"no profiler for target 'hip' yet \(profilers: cpu, cuda, triton\)"):
+    with pytest.raises(PerfforgeError,
+                       match=r"no profiler for target 'hip' yet \(profilers: cpu, cuda, triton, torch\)"):
         profiler_for("hip")(hip_task, None, None, None, tmp_path)  # type: ignore[arg-type]
     with pytest.raises(PerfforgeError, match="no application mode for target 'hip'.*cpu, cuda, triton"):
         profile_application("true", tmp_path, target="hip", top=1, work_dir=tmp_path / "w")
