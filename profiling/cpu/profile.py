@@ -89,6 +89,9 @@ def static_metrics(lines: list[HotLine], analysis: loops.LoopAnalysis,
     are returned. Task mode (profile_cpu) and application mode (static_facts.py) share this."""
     for hot in lines:
         hot.metrics += _static_line_metrics(hot, analysis, vec_report)
+        # avoidable work on the line: the linear search it is part of, what an enclosing loop recomputes
+        hot.metrics += [CounterValue(name, value, unit)
+                        for name, value, unit in loops.avoidable_work_facts(analysis, hot.line)]
     return [CounterValue("cpu_cores", float(cpu_cores()), "core"),
             CounterValue("static.openmp_pragmas", float(len(analysis.pragmas)), "pragma"),
             CounterValue("static.thread_spawns", float(analysis.spawns_threads), "flag")]

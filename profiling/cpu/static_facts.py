@@ -43,18 +43,7 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
         around = loops.function_at(text, hot_lines[0].line, language)
         analysis = loops.analyze_loops(text, around, language) if around else analysis
     report, description = _vectoriser_report(command, source, scratch)
-    counters = static_metrics(hot_lines, analysis, report)
-    add_avoidable_work_facts(hot_lines, analysis)
-    return StaticFacts(counters, description)
-
-
-def add_avoidable_work_facts(hot_lines: list[HotLine], analysis: loops.LoopAnalysis) -> None:
-    """Add to each hot line (in place) the facts of avoidable work on it: the linear search it is part of, the
-    expressions an enclosing loop recomputes (loops.avoidable_work_facts). Task mode's profile_cpu does not add
-    them yet (profiling/cpu/profile.py's static_metrics would call this)."""
-    for hot in hot_lines:
-        hot.metrics += [CounterValue(name, value, unit)
-                        for name, value, unit in loops.avoidable_work_facts(analysis, hot.line)]
+    return StaticFacts(static_metrics(hot_lines, analysis, report), description)
 
 
 def _vectoriser_report(command: CompileCommand | None, source: Path,

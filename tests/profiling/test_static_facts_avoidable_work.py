@@ -7,7 +7,7 @@ import pytest
 
 from perfforge.records import HotLine
 from profiling.cpu.loops import analyze_loops, avoidable_work_facts
-from profiling.cpu.static_facts import add_avoidable_work_facts
+from profiling.cpu.profile import static_metrics
 
 SEARCHES = """\
 int bin_of(const float *edges, int nb, float x) {
@@ -100,5 +100,5 @@ def test_work_that_changes_with_the_outer_loop_is_not_recomputed(function: str) 
 def test_hot_lines_get_the_search_fact_of_the_scan_they_are_in() -> None:
     analysis = analyze_loops(SEARCHES, "find")
     hot = [HotLine(line=n, code="", share=0.4, dominant_stall="", metrics=[]) for n in (7, 8, 10)]
-    add_avoidable_work_facts(hot, analysis)
+    static_metrics(hot, analysis, {})  # task mode and application mode both add the facts here
     assert [h.metric("static.linear_search_loop") for h in hot] == [7.0, 7.0, None]
