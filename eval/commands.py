@@ -52,9 +52,10 @@ def run_eval(config: EvalConfig) -> int:
     else:
         pending_path.unlink(missing_ok=True)
     print(f"{progress.added} row(s) added; {len(rows)} in {evaluation.table.path}")
-    from eval.kernelbench_export import write_eval_results
+    from eval.kernelbench_export import write_answers, write_eval_results
 
-    for path in write_eval_results(config.out, rows):  # KernelBench's own layout, for its analysis script
+    # KernelBench's own layout: results for its analysis script, winners as its samples
+    for path in [*write_eval_results(config.out, rows), *write_answers(config.out, rows)]:
         print(f"{'kernelbench':>12}: {path}")
     if config.report and rows:
         from eval.report import write_report

@@ -6,6 +6,9 @@ id, each entry {"sample_id", "compiled", "correctness", "metadata", "runtime" (m
 configuration (and variant and seed, when there are several) and level:
 
     OUT/kernelbench/<configuration>[-<variant>-s<seed>]/level<N>/eval_results.json
+    OUT/kernelbench/<configuration>[-<variant>-s<seed>]/level<N>/level_<N>_problem_<id>_sample_<seed>_kernel.py
+                                                   the best proven-faster answer (the loop's optimized/ file),
+                                                   named as KernelBench names its samples
 
 "runtime" is the best correct candidate's median time by perfforge's judge: served, with the host's cost of a
 Python launch in every call (docs/validation.md), so it is not an event timing of the kernel alone. Problems
@@ -59,6 +62,23 @@ def write_eval_results(out: Path, rows: Sequence[EvalRecord]) -> list[Path]:
             ordered = dict(sorted(entries.items(), key=lambda item: int(item[0])))
             write_text(path, json.dumps(ordered, indent=2) + "\n")
             written.append(path)
+    return written
+
+
+def write_answers(out: Path, rows: Sequence[EvalRecord]) -> list[Path]:
+    """Copy each kernelbench row's winning answer (OUT/<run_dir>/optimized/<source>: only a proven improvement is
+    kept there) into the run's level directory under KernelBench's sample name; the paths written."""
+    written = []
+    for row in rows:
+        match = TASK_NAME.match(row.task) if row.suite == SUITE and row.run_dir else None
+        winner = out / row.run_dir / "optimized" / "model_new.py" if match else None
+        if match is None or winner is None or not winner.is_file():
+            continue
+        level, problem = int(match.group(1)), int(match.group(2))
+        run = _safe(row.configuration + (f"-{row.variant}-s{row.seed}" if row.variant else ""))
+        path = out / SUITE / run / f"level{level}" / f"level_{level}_problem_{problem}_sample_{row.seed}_kernel.py"
+        write_text(path, winner.read_text(encoding="utf-8"))
+        written.append(path)
     return written
 
 

@@ -265,7 +265,7 @@ def test_eval_rows_export_in_kernelbench_layout(tmp_path: Path) -> None:
     """eval_results.json per run and level, keyed by problem id in problem order, runtime -1.0 unless correct."""
     import json
 
-    from eval.kernelbench_export import write_eval_results
+    from eval.kernelbench_export import write_answers, write_eval_results
     from perfforge.records import EvalRecord
 
     def row(task: str, correct: bool, best_ms: float | None, suite: str = "kernelbench") -> EvalRecord:
@@ -275,8 +275,9 @@ def test_eval_rows_export_in_kernelbench_layout(tmp_path: Path) -> None:
                           status="improved" if correct else "incorrect", correct=correct, speedup=2.0 if correct
                           else None, best_ms=best_ms, compiled=1)
 
-    paths = write_eval_results(tmp_path, [row("kb_l1_010_b", True, 0.5), row("kb_l1_002_a", False, None),
-                                          row("kb_l2_001_c", True, 1.25), row("own_task", True, 1.0, "tasks")])
+    rows = [row("kb_l1_010_b", True, 0.5), row("kb_l1_002_a", False, None), row("kb_l2_001_c", True, 1.25),
+            row("own_task", True, 1.0, "tasks")]
+    paths = write_eval_results(tmp_path, rows)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in paths) == [
         "kernelbench/base/level1/eval_results.json", "kernelbench/base/level2/eval_results.json"]
     level1 = json.loads((tmp_path / "kernelbench/base/level1/eval_results.json").read_text())
@@ -284,6 +285,15 @@ def test_eval_rows_export_in_kernelbench_layout(tmp_path: Path) -> None:
     assert level1["2"]["correctness"] is False and level1["2"]["runtime"] == -1.0
     assert level1["10"] == {"sample_id": 0, "compiled": True, "correctness": True, "runtime": 0.5,
                             "runtime_stats": {"median": 0.5}, "metadata": level1["10"]["metadata"]}
+    # the winner of a run (the loop keeps only a proven improvement in optimized/) as KernelBench's sample file
+    rows[0].run_dir = "runs/base/kb_l1_010_b"
+    rows[2].run_dir = "runs/base/kb_l2_001_c"  # no optimized/ there: nothing proven, nothing written
+    (tmp_path / rows[0].run_dir / "optimized").mkdir(parents=True)
+    (tmp_path / rows[0].run_dir / "optimized" / "model_new.py").write_text("class ModelNew: ...\n")
+    answers = write_answers(tmp_path, rows)
+    assert [p.relative_to(tmp_path).as_posix() for p in answers] == [
+        "kernelbench/base/level1/level_1_problem_10_sample_0_kernel.py"]
+    assert answers[0].read_text() == "class ModelNew: ...\n"
 
 
 def test_the_eager_baseline_is_written_in_kernelbench_layout(checkout: Path, tmp_path: Path) -> None:
