@@ -127,7 +127,7 @@ TARGETS.register("torch", TargetSpec(
     # (self.linear(x)) is not seen here: that needs a profiler trace of the candidate's kernels (a GPU).
     library_pattern=r"\b(torch\.(matmul|mm|bmm|addmm|baddbmm|einsum|conv\w*|nn\.functional\.(conv\w*|linear|"
                     r"scaled_dot_product_attention))|F\.(conv\w*|linear|scaled_dot_product_attention))\s*\(|"
-                    r"^\s*(import|from)\s+problem\b",
+                    r"^\s*(import\s+[^\n]*\bproblem\b|from\s+problem\b)",
     memory_limit_bytes=None, served=True))
 
 # HIP is EXPERIMENTAL: rocprofv3 output is parsed (profiling/hip/), but no AMD machine builds or runs tasks here.

@@ -347,9 +347,25 @@ def _adopt_orphans() -> None:
 
 
 def _children(parent: int | None = None) -> set[int]:
-    """Pids of the children of `parent` (default: this process), from /proc (field 4 of /proc/PID/stat, after the
-    command in brackets)."""
-    me, found = os.getpid() if parent is None else parent, set()
+    """Pids of the children of `parent` (default: this process): from /proc/PID/task/*/children where the kernel
+    has it (one small file per thread: a served verdict asks at every stop of an interpreted process), else by
+    scanning /proc (field 4 of /proc/PID/stat, after the command in brackets)."""
+    me = os.getpid() if parent is None else parent
+    try:
+        tasks = os.listdir(f"/proc/{me}/task")
+        if Path(f"/proc/{me}/task/{tasks[0]}/children").exists():
+            found: set[int] = set()
+            for tid in tasks:
+                with contextlib.suppress(OSError):  # a thread that just ended
+                    found.update(int(pid) for pid in Path(f"/proc/{me}/task/{tid}/children").read_text().split())
+            return found
+    except (OSError, IndexError):
+        return set()  # the process is gone
+    return _children_by_scan(me)
+
+
+def _children_by_scan(me: int) -> set[int]:
+    found: set[int] = set()
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:

@@ -187,12 +187,6 @@ class KernelProcess:
                 raise ProtocolError(f"the {self.who} sent {message[:80]!r} while declaring its buffers", "deviation")
             self._declare(message)
         self._stop()
-        if self.interpreted:  # its set-up and warm-up ran before its filter: nothing it started may live on
-            others = self._process.others()
-            if others:
-                raise ProtocolError(f"the {self.who} left {len(others)} other process(es) running after its set-up "
-                                    f"(pids {', '.join(map(str, sorted(others)[:5]))}): a kernel process must be "
-                                    "alone, since a process of its own is not stopped between calls", "deviation")
         # its word is not evidence: the filter is read from /proc, and a machine with seccomp gets no process without
         self.filtered = self._process.filtered()
         if not self.filtered and sandbox.seccomp_available():
@@ -354,3 +348,17 @@ class KernelProcess:
             if time.monotonic() > deadline:
                 raise ProtocolError(f"the {self.who} did not stop when told to", "timeout")
             time.sleep(0)
+        if self.interpreted:
+            self._refuse_others()
+
+    def _refuse_others(self) -> None:
+        """An interpreted process must be alone at every stop: its set-up and warm-up ran before its filter, and
+        the candidate's code can replace the filter it installs (the red team swapped in an allow-all program and
+        forked a helper after "ready"). A process of its own, even a descendant that left the group, is not
+        stopped between calls and could work on the judge's inputs while the judge writes them."""
+        assert self._process is not None
+        others = self._process.others()
+        if others:
+            raise ProtocolError(f"the {self.who} has {len(others)} other process(es) running (pids "
+                                f"{', '.join(map(str, sorted(others)[:5]))}): a kernel process must be alone, since a "
+                                "process of its own is not stopped between calls", "deviation")

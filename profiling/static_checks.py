@@ -147,8 +147,12 @@ _ESCAPES = {
     # the harness module (perfforge_harness) and __main__ share the candidate's process: touching them, or
     # assigning to an attribute of a module the harness times with (time, torch), rewrites the clock; numpy and
     # torch file I/O reads other runs' outputs
-    "python": r"^\s*(import\s+[^\n]*|from\s+)\b(os|sys|subprocess|socket|shutil|pathlib|ctypes|importlib|pickle|"
-              r"multiprocessing|threading|signal|builtins|inspect|gc|io|glob|tempfile|time|perfforge_harness|"
+    # an import of a denied module, or of a denied name from any module (`from torch.serialization import os`),
+    # also after a `;` or across a backslash continuation (the red team's evasions of a line-anchored pattern);
+    # perfforge_serve holds the filter the harness installs, mmap and pkgutil reach memory and modules by name
+    "python": r"(?:^|;)[ \t]*(import[\s\\]+[^\n]*|from[\s\\]+|from[\s\\]+[\w.]+[\s\\]+import[\s\\(]+[^\n]*)\b(os|sys|"
+              r"subprocess|socket|shutil|pathlib|ctypes|importlib|pickle|multiprocessing|threading|signal|builtins|"
+              r"inspect|gc|io|glob|tempfile|time|perfforge_harness|perfforge_serve|mmap|pkgutil|runpy|"
               r"__main__)\b|\b(open|eval|exec|__import__|globals|vars|getattr|setattr|breakpoint)\s*\(|"
               r"(?<![\w.])compile\s*\(|\.(os|sys|modules|builtins|subprocess)\b|"
               r"\b(np|numpy|torch)\.(load|save|fromfile|memmap|loadtxt|genfromtxt)\b|\.tofile\s*\(|"

@@ -66,7 +66,9 @@ class Channel:
 # let code escape the judge's stop between calls or its reading of the buffers: new processes (a child is not
 # stopped with its parent and could work on the judge's inputs while the judge writes them), leaving the process
 # group, new executable code, other processes' memory, asynchronous kernel-side I/O (io_uring works while the
-# process is stopped), page-fault handlers in user space, and signals to other processes.
+# process is stopped), page-fault handlers in user space, and signals to other processes (kill and tgkill to
+# itself only; pidfds and queued signals not at all: the red team signalled its parent and took one of its
+# descriptors through pidfd_send_signal and pidfd_getfd).
 _SYSCALLS = {  # (x86_64, aarch64); None: the architecture has no such call
     "fork": (57, None), "vfork": (58, None), "execve": (59, 221), "execveat": (322, 281),
     "clone": (56, 220), "clone3": (435, 435),
@@ -77,11 +79,13 @@ _SYSCALLS = {  # (x86_64, aarch64); None: the architecture has no such call
     "userfaultfd": (323, 282), "bpf": (321, 280),
     "kill": (62, 129), "tkill": (200, 130), "tgkill": (234, 131),
     "seccomp": (317, 277),
+    "pidfd_open": (434, 434), "pidfd_send_signal": (424, 424), "pidfd_getfd": (438, 438),
+    "rt_sigqueueinfo": (129, 138), "rt_tgsigqueueinfo": (297, 240),
 }
 _ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}  # AUDIT_ARCH_*
 _REFUSED = ("fork", "vfork", "execve", "execveat", "setsid", "setpgid", "ptrace", "process_vm_readv",
             "process_vm_writev", "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "bpf",
-            "tkill")
+            "tkill", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 
 # classic BPF and seccomp constants (linux/filter.h, linux/seccomp.h)
 _LD_W_ABS, _JMP_JEQ_K, _JMP_JSET_K, _RET_K = 0x20, 0x15, 0x45, 0x06

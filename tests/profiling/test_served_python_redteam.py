@@ -1,0 +1,421 @@
+"""Red team of the served judge for Python candidates (Triton and torch targets), on the CPU only.
+
+Every candidate runs under Triton's interpreter, so only correctness is judged. Each attack's scenario is in its
+docstring and the test asserts the verdict the judge SHOULD give; attacks the judge misses today are marked
+xfail(strict=True) with what is missed. The legitimate-but-unusual candidates must pass as they are.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from perfforge.cli import main
+from perfforge.task import load_task
+from perfforge.verdict import Status
+from profiling import sandbox
+from profiling.static_checks import run_static_checks
+from profiling.validate import validate
+
+pytest.importorskip("triton")
+
+REPO = Path(__file__).resolve().parents[2]
+ROW_SUM = REPO / "examples" / "tasks" / "triton" / "row_sum_strided"
+RUNTIME_DIR = REPO / "profiling" / "runtime"
+
+
+@pytest.fixture
+def task_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """row_sum_strided with small configurations only (as test_served_python.py's fixture)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    directory = tmp_path / "row_sum_small"
+    shutil.copytree(ROW_SUM, directory)
+    toml = (directory / "task.toml").read_text()
+    toml = toml.replace("params = { m = 8192, n = 8192 }", "params = { m = 96, n = 160 }")
+    (directory / "task.toml").write_text(toml.replace('name = "row_sum_strided"', 'name = "row_sum_small"'))
+    return directory
+
+
+RELU = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(16, 96)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+LINEAR_RELU = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+def get_inputs():
+    return [torch.randn(8, 32)]
+
+
+def get_init_inputs():
+    return [32, 24]
+'''
+
+
+@pytest.fixture
+def kb_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two KernelBench-format problems imported as torch tasks (as tests/synth/test_kernelbench.py does)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    root = tmp_path / "KernelBench-checkout"
+    for level, name, text in ((1, "19_ReLU.py", RELU), (2, "3_Linear_ReLU.py", LINEAR_RELU)):
+        directory = root / "KernelBench" / f"level{level}"
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(text)
+    out = tmp_path / "tasks"
+    assert main(["import", "kernelbench", str(root), "--out", str(out), "--level", "1", "2"]) == 0
+    return out
+
+
+def judge(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, str]:
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(textwrap.dedent(source))
+    verdict = validate(load_task(task_dir), candidate, tmp_path / "work", timing=False)
+    return verdict.status, verdict.reason
+
+
+def judge_kb(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, str]:
+    candidate = tmp_path / "model_new_candidate.py"
+    candidate.write_text(textwrap.dedent(source))
+    verdict = validate(load_task(task_dir), candidate, tmp_path / "work", timing=False)
+    return verdict.status, verdict.reason
+
+
+def static_messages(task_dir: Path, source: str) -> list[str]:
+    return [f.message for f in run_static_checks(textwrap.dedent(source), load_task(task_dir)) if f.strict]
+
+
+KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, m, n, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for start in range(0, n, BLOCK_N):
+        acc += tl.load(x_ptr + row * n + start + cols, mask=start + cols < n, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+def launch(x, out, m, n):
+    row_sum_kernel[(m,)](x, out, m, n, BLOCK_N=64)
+'''
+
+TRITON_RELU = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, tl.maximum(x, 0.0), mask=mask)
+
+
+def relu(x):
+    out = torch.empty_like(x)
+    n = x.numel()
+    relu_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK=256)
+    return out
+'''
+
+
+# ------------------------------------------------------------------------------------------- legitimate candidates
+
+def test_legit_two_pass_kernel_with_a_scratch_buffer_allocated_every_call(task_dir: Path, tmp_path: Path) -> None:
+    """Legitimate: partial sums into a scratch tensor allocated inside every call (new non-executable memory after
+    the filter), a second launch reduces them, and a module-level cache of block sizes. Must be CORRECT."""
+    status, reason = judge(task_dir, tmp_path, KERNEL + '''
+
+@triton.jit
+def partial_kernel(x_ptr, part_ptr, n, CHUNK: tl.constexpr):
+    row = tl.program_id(0)
+    chunk = tl.program_id(1)
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    values = tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0)
+    tl.store(part_ptr + row * tl.num_programs(1) + chunk, tl.sum(values, axis=0))
+
+
+_blocks = {}
+
+
+def row_sum(x, out, m, n):
+    chunk = _blocks.setdefault(n, 32)
+    chunks = triton.cdiv(n, chunk)
+    parts = torch.empty((m, chunks), dtype=x.dtype, device=x.device)
+    partial_kernel[(m, chunks)](x, parts, n, CHUNK=chunk)
+    width = triton.next_power_of_2(chunks)
+    row_sum_kernel[(m,)](parts, out, m, chunks, BLOCK_N=width)
+''')
+    assert status is Status.CORRECT, reason
+
+
+def test_legit_torch_answer_with_its_own_buffer_and_a_triton_epilogue(kb_tasks: Path, tmp_path: Path) -> None:
+    """Legitimate: ModelNew keeps the problem's nn.Linear (built in the same order: the same weights), registers a
+    buffer of its own, and applies ReLU with a Triton kernel. Must be CORRECT."""
+    status, reason = judge_kb(kb_tasks / "kb_l2_003_linear_re_lu", tmp_path, TRITON_RELU + '''
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, x):
+        self.calls += 1
+        return relu(self.linear(x))
+''')
+    assert status is Status.CORRECT, reason
+
+
+def test_legit_source_with_hash_inside_strings_and_names_like_flagged_modules(task_dir: Path) -> None:
+    """Legitimate (static only): '#' inside strings, and names such as `osc`, `system_size`, `timeout` that only
+    contain flagged words, raise no strict finding."""
+    assert static_messages(task_dir, KERNEL + '''
+LABEL = "# not a comment"
+osc, system_size, timeout = 1, 2, 3
+
+
+def row_sum(x, out, m, n):
+    launch(x, out, m, n)
+''') == []
+
+
+def test_an_import_after_a_semicolon_is_flagged(task_dir: Path) -> None:
+    """Attack (static): `LABEL = "#"; import os`: a statement before `;` puts the import mid-line."""
+    assert static_messages(task_dir, KERNEL + '\nLABEL = "#"; import os\n')
+
+
+# ------------------------------------------------------------------------------------------- static-check evasions
+
+EVASIONS = {
+    # a flagged module taken from another module's namespace (the `from` pattern looks at the module, not the name)
+    "from_other_module_import_os": "from torch.serialization import os\nos.listdir('/')\n",
+    # pkgutil is not in the list and resolves any dotted name to an object
+    "pkgutil_resolve_name": "import pkgutil\n_system = pkgutil.resolve_name('os:system')\n",
+    # a backslash continuation puts the module name on the next line
+    "backslash_continuation": "import \\\n    subprocess\n",
+    # the harness's twin module is not flagged (perfforge_harness is), and rewriting it is not `torch.x = ...`
+    "rewrite_perfforge_serve": "import perfforge_serve\nperfforge_serve.filter_program = lambda *a, **k: None\n",
+    # ctypes reached through the twin's attribute (`.ctypes` is not among the flagged attributes)
+    "ctypes_through_perfforge_serve": "from perfforge_serve import ctypes\nctypes.CDLL(None)\n",
+    # precision downgrade by method: .half() is not `torch.float16`
+    "half_method": "def cast(x):\n    return x.half().float()\n",
+}
+
+
+STILL_MISSED = pytest.mark.xfail(strict=True, reason="the static check still misses this spelling (an ast-based "
+                                 "check would see it)")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=STILL_MISSED) if n == "half_method" else n
+                                  for n in sorted(EVASIONS)])
+def test_static_check_evasion_is_flagged(task_dir: Path, name: str) -> None:
+    """Attack (static, no run): each snippet reaches something the python patterns mean to refuse (os, processes,
+    ctypes, the harness's own modules, half precision) by a spelling they miss."""
+    assert static_messages(task_dir, KERNEL + "\n" + EVASIONS[name] + "\n\ndef row_sum(x, out, m, n):\n"
+                           "    launch(x, out, m, n)\n")
+
+
+TORCH_EVASIONS = {
+    "import_problem_second_in_list": "import math, problem\n",
+    "nn_functional_without_torch_prefix": "def lin(x, w):\n    return nn.functional.linear(x, w)\n",
+    "matmul_operator": "def lin(x, w):\n    return x @ w.t()\n",
+    "aten_op": "def lin(x, w):\n    return torch.ops.aten.mm(x, w.t())\n",
+}
+
+
+@pytest.mark.parametrize("name", [n if n == "import_problem_second_in_list" else pytest.param(n, marks=STILL_MISSED)
+                                  for n in sorted(TORCH_EVASIONS)])
+def test_torch_library_evasion_is_flagged(kb_tasks: Path, name: str) -> None:
+    """Attack (static): the problem module imported or a GEMM called through a spelling the torch target's
+    library pattern does not list."""
+    source = TRITON_RELU + TORCH_EVASIONS[name] + "\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n" \
+        "        return relu(x)\n"
+    assert static_messages(kb_tasks / "kb_l2_003_linear_re_lu", source)
+
+
+# ------------------------------------------------------------------------------------------------- the filter
+
+PIDFD_PROBE = '''
+import ctypes, os, sys
+sys.path.insert(0, sys.argv[1])
+import perfforge_serve
+assert perfforge_serve.install_filter()
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(434, os.getppid(), 0)  # pidfd_open
+sent = libc.syscall(424, fd, 0, None, 0)  # pidfd_send_signal, signal 0, to the parent
+stolen = libc.syscall(438, fd, 0, 0)  # pidfd_getfd: the parent's descriptor 0
+print("signal", "allowed" if sent == 0 else "refused", "getfd", "allowed" if stolen >= 0 else "refused")
+'''
+
+
+@pytest.mark.skipif(not sandbox.seccomp_available(), reason="needs seccomp")
+def test_the_filter_refuses_pidfd_signals_and_descriptor_theft() -> None:
+    """Attack: after the filter, signal another process through a pidfd, and copy a descriptor out of another
+    process with pidfd_getfd (outside the judge's Landlock fence, as a plain child of this test)."""
+    result = subprocess.run([sys.executable, "-c", PIDFD_PROBE, str(RUNTIME_DIR)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["signal", "refused", "getfd", "refused"]
+
+
+# ------------------------------------------------------------------------------------------- served attacks
+
+def test_a_filter_swapped_for_allow_all_and_a_helper_forked_after_ready(task_dir: Path, tmp_path: Path) -> None:
+    """Attack: at import, replace perfforge_serve.filter_program (module not flagged) with a one-instruction
+    allow-all program, so /proc still shows a seccomp filter. On the first call (after the process-alone check),
+    fork a helper that leaves the process group (setsid), so the judge's SIGSTOP no longer reaches it: it could
+    work on the judge's inputs while they are written and before the call. Here it computes the outputs and the
+    call only waits for it. The judge should refuse the process (not alone, or not under the harness's filter).
+    It read CORRECT on 20 checked runs when first written. Now the static check refuses the perfforge_serve and mmap
+    imports, and at run time an interpreted process must be alone at every stop, not only after its set-up
+    (served.KernelProcess._refuse_others)."""
+    status, reason = judge(task_dir, tmp_path, KERNEL + '''
+import mmap
+import perfforge_serve
+from perfforge_serve import os as _os
+
+perfforge_serve.filter_program = lambda pid, machine=None: [(0x06, 0, 0, 0x7FFF0000)]
+_flag = mmap.mmap(-1, 16)
+_helper = []
+
+
+def _serve(x, out, m, n):
+    _os.setsid()
+    for _ in range(20_000_000):  # gone by itself within a minute or so
+        if _flag[0] == 1:
+            launch(x, out, m, n)
+            _flag[0] = 2
+        _os.sched_yield()
+    _os._exit(0)
+
+
+def row_sum(x, out, m, n):
+    if not _helper:
+        pid = _os.fork()
+        if pid == 0:
+            _serve(x, out, m, n)
+        _helper.append(pid)
+    _flag[0] = 1
+    while _flag[0] != 2:
+        _os.sched_yield()
+    _flag[0] = 0
+''')
+    assert status is not Status.CORRECT, reason
+
+
+@pytest.mark.xfail(strict=True, reason="no runtime check that a custom kernel ran: a Triton kernel defined and "
+                   "launched only in dead code satisfies no_device_kernel, and torch.relu is not in the torch "
+                   "target's library pattern")
+def test_a_dead_triton_kernel_and_pytorch_operators_doing_the_work(kb_tasks: Path, tmp_path: Path) -> None:
+    """Attack (torch target): define and 'launch' a Triton kernel in a function never called, and do all the work
+    with torch.relu (PyTorch operators alone are not an answer)."""
+    status, reason = judge_kb(kb_tasks / "kb_l1_019_re_lu", tmp_path, TRITON_RELU + '''
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+''')
+    assert status is Status.REJECTED, reason
+
+
+def test_different_weights_are_incorrect(kb_tasks: Path, tmp_path: Path) -> None:
+    """Attack (torch target): build ModelNew's nn.Linear after drawing from torch's generator once more, so its
+    weights differ from the reference's (a 'cheaper' model). Caught: INCORRECT."""
+    status, reason = judge_kb(kb_tasks / "kb_l2_003_linear_re_lu", tmp_path, TRITON_RELU + '''
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        torch.randn(1)
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return relu(self.linear(x))
+''')
+    assert status is Status.INCORRECT, reason
+
+
+def test_the_reference_model_reached_indirectly(kb_tasks: Path, tmp_path: Path) -> None:
+    """Attack (torch target): take problem.Model through pkgutil.resolve_name (no `import problem` line) and let
+    its forward do the GEMM; a Triton ReLU on an already-ReLU'd result keeps no_device_kernel satisfied."""
+    status, reason = judge_kb(kb_tasks / "kb_l2_003_linear_re_lu", tmp_path, TRITON_RELU + '''
+import pkgutil
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.inner = pkgutil.resolve_name("problem:Model")(in_features, out_features)
+
+    def forward(self, x):
+        return relu(self.inner(x))
+''')
+    assert status is Status.REJECTED, reason
+
+
+@pytest.mark.xfail(strict=True, reason="Landlock leaves /dev/shm writable and nothing removes what a candidate "
+                   "leaves there: a write outside the scratch directory outlives the verdict")
+def test_nothing_written_outside_the_scratch_directory_outlives_the_verdict(task_dir: Path, tmp_path: Path) -> None:
+    """Attack: at import, make a directory in /dev/shm (os through perfforge_serve, no open() call). After the
+    verdict it should be gone (or the write refused)."""
+    marker = Path("/dev/shm") / f"pf-redteam-{uuid.uuid4().hex}"
+    try:
+        status, reason = judge(task_dir, tmp_path, KERNEL + f'''
+import contextlib
+from perfforge_serve import os as _os
+
+with contextlib.suppress(OSError):
+    _os.mkdir("{marker}")
+
+
+def row_sum(x, out, m, n):
+    launch(x, out, m, n)
+''')
+        assert status is Status.CORRECT, reason
+        assert not marker.exists()
+    finally:
+        if marker.exists():
+            marker.rmdir()
