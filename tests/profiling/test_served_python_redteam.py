@@ -22,12 +22,14 @@ from perfforge.verdict import Status
 from profiling import sandbox
 from profiling.static_checks import run_static_checks
 from profiling.validate import validate
+from tests.profiling.test_served_python import KERNEL
+from tests.synth.test_kernelbench import LINEAR_RELU, RELU, TRITON_RELU
 
 pytest.importorskip("triton")
 
 REPO = Path(__file__).resolve().parents[2]
-ROW_SUM = REPO / "examples" / "tasks" / "triton" / "row_sum_strided"
 RUNTIME_DIR = REPO / "profiling" / "runtime"
+ROW_SUM = REPO / "examples" / "tasks" / "triton" / "row_sum_strided"
 
 
 @pytest.fixture
@@ -41,49 +43,6 @@ def task_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (directory / "task.toml").write_text(toml.replace('name = "row_sum_strided"', 'name = "row_sum_small"'))
     return directory
 
-
-RELU = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super(Model, self).__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(16, 96)]
-
-
-def get_init_inputs():
-    return []
-'''
-
-LINEAR_RELU = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.linear = nn.Linear(in_features, out_features)
-
-    def forward(self, x):
-        return torch.relu(self.linear(x))
-
-
-def get_inputs():
-    return [torch.randn(8, 32)]
-
-
-def get_init_inputs():
-    return [32, 24]
-'''
 
 
 @pytest.fixture
@@ -118,47 +77,7 @@ def static_messages(task_dir: Path, source: str) -> list[str]:
     return [f.message for f in run_static_checks(textwrap.dedent(source), load_task(task_dir)) if f.strict]
 
 
-KERNEL = '''
-import torch
-import triton
-import triton.language as tl
 
-
-@triton.jit
-def row_sum_kernel(x_ptr, out_ptr, m, n, BLOCK_N: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    for start in range(0, n, BLOCK_N):
-        acc += tl.load(x_ptr + row * n + start + cols, mask=start + cols < n, other=0.0)
-    tl.store(out_ptr + row, tl.sum(acc, axis=0))
-
-
-def launch(x, out, m, n):
-    row_sum_kernel[(m,)](x, out, m, n, BLOCK_N=64)
-'''
-
-TRITON_RELU = '''
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, tl.maximum(x, 0.0), mask=mask)
-
-
-def relu(x):
-    out = torch.empty_like(x)
-    n = x.numel()
-    relu_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK=256)
-    return out
-'''
 
 
 # ------------------------------------------------------------------------------------------- legitimate candidates
