@@ -125,8 +125,10 @@ TARGETS.register("torch", TargetSpec(
     # the operators that do a whole problem's work, and the problem module itself; elementwise torch operators, and
     # nn modules built in __init__ (for the reference's initial weights), are allowed. A module called in forward
     # (self.linear(x)) is not seen here: that needs a profiler trace of the candidate's kernels (a GPU).
-    library_pattern=r"\b(torch\.(matmul|mm|bmm|addmm|baddbmm|einsum|conv\w*|nn\.functional\.(conv\w*|linear|"
-                    r"scaled_dot_product_attention))|F\.(conv\w*|linear|scaled_dot_product_attention))\s*\(|"
+    # also the matmul operator (`x @ w`, not a decorator) and aten's operators (the red team's spellings)
+    library_pattern=r"\b(torch\.(matmul|mm|bmm|addmm|baddbmm|einsum|conv\w*)|(torch\.)?nn\.functional\.(conv\w*|"
+                    r"linear|scaled_dot_product_attention)|F\.(conv\w*|linear|scaled_dot_product_attention))\s*\(|"
+                    r"\btorch\.ops\.aten\.\w+|(?<=[\w)\]])[ \t]*@[ \t]*[\w(]|"
                     r"^\s*(import\s+[^\n]*\bproblem\b|from\s+problem\b)",
     memory_limit_bytes=None, served=True))
 

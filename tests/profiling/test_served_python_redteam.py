@@ -185,8 +185,7 @@ TORCH_EVASIONS = {
 }
 
 
-@pytest.mark.parametrize("name", [n if n == "import_problem_second_in_list" else pytest.param(n, marks=STILL_MISSED)
-                                  for n in sorted(TORCH_EVASIONS)])
+@pytest.mark.parametrize("name", sorted(TORCH_EVASIONS))
 def test_torch_library_evasion_is_flagged(kb_tasks: Path, name: str) -> None:
     """Attack (static): the problem module imported or a GEMM called through a spelling the torch target's
     library pattern does not list."""
