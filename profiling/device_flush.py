@@ -53,7 +53,6 @@ class DeviceFlusher:
 
     def __init__(self) -> None:
         self._process: subprocess.Popen[str] | None = None
-        self.available = False
 
     def start(self) -> DeviceFlusher:
         self._process = subprocess.Popen([sys.executable, "-c", _SCRIPT], stdin=subprocess.PIPE,
@@ -64,10 +63,9 @@ class DeviceFlusher:
     def wait_ready(self) -> bool:
         """Whether it has a GPU to flush (False: no GPU visible; it has exited)."""
         answer = self._read(START_TIMEOUT_S, "starting")
-        self.available = answer == "ready"
         if answer not in ("ready", "none"):
             raise FlusherError(f"the judge's L2 flusher said {answer[:80]!r} while starting")
-        return self.available
+        return answer == "ready"
 
     def flush(self) -> None:
         assert self._process is not None and self._process.stdin is not None

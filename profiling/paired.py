@@ -219,7 +219,7 @@ class Pair:
                 data.view(np.uint8)[:] = POISON_BYTE
             buffer.arm_guards()
         if process.interpreted and process.staged:  # its harness is not trusted with the copies or the flush
-            return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush)
+            return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush, fetch=fetch)
         if flush and not process.staged:  # a staged (CUDA) process flushes the device's L2 itself
             self._flush_cache()
         with _failures_of(side):
@@ -227,17 +227,19 @@ class Pair:
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)
 
     def _run_interpreted(self, side: str, process: KernelProcess, inputs: Inputs, *, timeout_s: float,
-                         flush: bool) -> SideResult:
+                         flush: bool, fetch: bool) -> SideResult:
         """Stage, flush (the judge's own process), call, fetch: three round trips of the kernel process, each timed
-        by the judge's clock; the call is only the kernel. Its outputs are fetched at once, every call, so work
-        that outlived the call shows in the fetch's time or in outputs not yet there."""
+        by the judge's clock; the call is only the kernel. Its outputs are copied back at once, every call, so work
+        that outlived the call shows in the fetch's time or in outputs not yet there; with `fetch` they are also
+        checked and returned now, else the judge's later fetch() checks them once (no second round trip)."""
         with _failures_of(side):
             staging_ms = process.stage(timeout_s)
             if flush and self.flusher is not None:
                 self.flusher.flush()
             timed = process.call(timeout_s)
             staging_ms += process.fetch(timeout_s)
-        return SideResult(self.fetch(side, inputs, timeout_s=timeout_s), replace(timed, staging_ms=staging_ms))
+        outputs = self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None
+        return SideResult(outputs, replace(timed, staging_ms=staging_ms))
 
     def fetch(self, side: str, inputs: Inputs, *, timeout_s: float) -> Outputs:
         """The last call's outputs of `side` (views of the judge's mapping), once its buffers passed every check;
