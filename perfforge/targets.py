@@ -56,6 +56,10 @@ class TargetSpec:
     # whether a candidate is compiled alone and its object read by the binary policy (profiling/binary_policy.py:
     # definitions, imports, constructors, raw system calls, precision) instead of the source word checks
     binary_policy: bool = False
+    # whether a correct candidate's own kernels must have done the work: one profiled call under ncu, whose
+    # launches of the kernels its source defines must take most of its device time (profiling/kernel_coverage.py;
+    # the torch target, whose answers may mix PyTorch operators with their kernels)
+    kernel_coverage: bool = False
 
     def __post_init__(self) -> None:
         # the records label code with a Target: a runnable target the records cannot name would be lost there
@@ -124,13 +128,13 @@ TARGETS.register("torch", TargetSpec(
     profiler="ncu", thresholds="cuda.toml", key_counters=NCU_KEY_COUNTERS,
     # the operators that do a whole problem's work, and the problem module itself; elementwise torch operators, and
     # nn modules built in __init__ (for the reference's initial weights), are allowed. A module called in forward
-    # (self.linear(x)) is not seen here: that needs a profiler trace of the candidate's kernels (a GPU).
+    # (self.linear(x)) is not seen here: the profiled call's kernels are (kernel_coverage, on a GPU).
     # also the matmul operator (`x @ w`, not a decorator) and aten's operators (the red team's spellings)
     library_pattern=r"\b(torch\.(matmul|mm|bmm|addmm|baddbmm|einsum|conv\w*)|(torch\.)?nn\.functional\.(conv\w*|"
                     r"linear|scaled_dot_product_attention)|F\.(conv\w*|linear|scaled_dot_product_attention))\s*\(|"
                     r"\btorch\.ops\.aten\.\w+|(?<=[\w)\]])[ \t]*@[ \t]*[\w(]|"
                     r"^\s*(import\s+[^\n]*\bproblem\b|from\s+problem\b)",
-    memory_limit_bytes=None, served=True))
+    memory_limit_bytes=None, served=True, kernel_coverage=True))
 
 # HIP is EXPERIMENTAL: rocprofv3 output is parsed (profiling/hip/), but no AMD machine builds or runs tasks here.
 TARGETS.register("hip", TargetSpec(

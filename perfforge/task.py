@@ -13,6 +13,7 @@ import operator
 import re
 import tomllib
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,17 @@ class ValidateSpec:
     trials: int = 30
     rounds: int = 4
     timeout_s: float = 120.0
+    distribution: Distribution = field(default_factory=lambda: Distribution.UNIFORM)
+
+
+class Distribution(StrEnum):
+    """How the judge draws a float input's values in each call (profiling/inputs.py; served targets only, where the
+    judge draws: the other targets' harnesses draw uniformly themselves)."""
+
+    UNIFORM = "uniform"  # uniform over the range the harness declares
+    # per call and buffer one of KernelBench's pool (normal, uniform(-1, 1), laplace, exponential, lognormal), folded
+    # to its absolute value where the declared range has no negatives; KernelBench tasks use it
+    MIXED = "mixed"
 
 
 @dataclass(frozen=True)
@@ -170,11 +182,15 @@ def _parse(root: Path, data: dict[str, Any], manifest: Path) -> Task:
     kernel = _string(data, "kernel", where)
     _check_kernel_names(kernel, root / source, language, where)
     configs = _configs(data.get("configs"), where)
+    validate = _validate(data.get("validate", {}), where)
+    if validate.distribution is not Distribution.UNIFORM and not targets.target_spec(target).served:
+        raise TaskError(f"{where}: [validate] distribution = {validate.distribution.value!r} needs a target whose "
+                        f"inputs the judge draws (served); {target}'s harness draws its own uniformly: remove it")
     return Task(
         root=root, name=_string(data, "name", where), target=target, language=language, source=source,
         kernel=kernel, harness=_string(data, "harness", where),
         outputs=_outputs(data.get("outputs"), where), configs=configs, default_config=_default_config(data, configs),
-        build=_build(data.get("build", {}), target, where), validate=_validate(data.get("validate", {}), where),
+        build=_build(data.get("build", {}), target, where), validate=validate,
         work=_work(data.get("work", {}), configs, where), reference=data.get("reference"),
         bottleneck=data.get("bottleneck"), description=str(data.get("description", "")),
         pattern=data.get("pattern"), pattern_seed=_pattern_seed(data, where))
@@ -285,8 +301,14 @@ def _build(raw: dict[str, Any], target: str, where: str) -> BuildSpec:
 
 def _validate(raw: dict[str, Any], where: str) -> ValidateSpec:
     at = f"{where}: [validate]"
-    _no_unknown(raw, {"seeds", "calls", "warmup", "trials", "rounds", "timeout_s"}, at)
-    spec = ValidateSpec(**{k: type(getattr(ValidateSpec, k))(v) for k, v in raw.items()})
+    _no_unknown(raw, {"seeds", "calls", "warmup", "trials", "rounds", "timeout_s", "distribution"}, at)
+    numbers = {k: type(getattr(ValidateSpec, k))(v) for k, v in raw.items() if k != "distribution"}
+    try:
+        distribution = Distribution(raw.get("distribution", Distribution.UNIFORM))
+    except ValueError:
+        raise TaskError(f"{at}: distribution {raw['distribution']!r} is not one of "
+                        f"{', '.join(d.value for d in Distribution)}") from None
+    spec = ValidateSpec(**numbers, distribution=distribution)
     if spec.seeds < MIN_SEEDS:
         raise TaskError(f"{at}: seeds must be at least {MIN_SEEDS} (got {spec.seeds}): one input set proves little")
     if spec.calls < MIN_CALLS:

@@ -27,7 +27,8 @@ class Status(StrEnum):
     CRASHED = "crashed"  # a signal or an error exit
     TIMEOUT = "timeout"  # did not finish within its time limit
     BUILD_FAILED = "build_failed"  # did not compile
-    REJECTED = "rejected"  # a strict static check failed; nothing was built or run
+    REJECTED = "rejected"  # a strict static check failed (nothing was built or run), or a correct torch-target
+    # answer's own kernels did not do the work of a profiled call (profiling/kernel_coverage.py)
     TASK_INVALID = "task_invalid"  # the task cannot judge: the original fails, or its test is degenerate (rule 10)
     UNPARSABLE = "unparsable"  # the loop read no code from the model's answer: nothing was judged
 

@@ -28,6 +28,8 @@ from profiling import sandbox
 
 RUNTIME_DIR = Path(__file__).with_name("runtime")  # perfforge_harness.h and perfforge_harness.py
 BUILD_TIMEOUT_S = 300.0
+# A Python harness's compile caches, per build (environment variable -> folder in the build directory)
+CACHE_VARIABLES = {"TRITON_CACHE_DIR": ".triton-cache", "TORCH_EXTENSIONS_DIR": ".torch-extensions"}
 COMPILER_LOG_CHARS = 3000  # the first errors are what a model can act on; later ones mostly cascade from them
 # A line that names a cause (compiler error, linker failure); the driver's summary lines name none.
 _CAUSE_RE = re.compile(r"\berror\b|undefined reference|multiple definition|cannot find -l|fatal|No such file|"
@@ -50,8 +52,9 @@ class Build:
 
     @property
     def cache_dirs(self) -> tuple[Path, ...]:
-        """Directories every run of this build may write besides its own: Triton's kernel cache (_run_env)."""
-        return tuple(Path(value) for name, value in self.env if name == "TRITON_CACHE_DIR")
+        """Directories every run of this build may write besides its own: Triton's and load_inline's caches
+        (_run_env)."""
+        return tuple(Path(value) for name, value in self.env if name in CACHE_VARIABLES)
 
     @property
     def readable_dirs(self) -> tuple[Path, ...]:
@@ -221,11 +224,12 @@ def _run_argv(task: Task, directory: Path) -> tuple[str, ...]:
 
 
 def _run_env(task: Task, directory: Path) -> tuple[tuple[str, str], ...]:
-    """Python harnesses find perfforge_harness.py; Triton keeps its compiled kernels per build, so the many runs of
-    one version compile once (each run's HOME is a fresh scratch directory, where Triton's cache would be lost)."""
+    """Python harnesses find perfforge_harness.py; Triton and torch's load_inline keep what they compile per build,
+    so the many runs of one version compile once (each run's HOME is a fresh scratch directory, where their
+    default caches would be lost: an inline CUDA extension would be built by nvcc again in every process)."""
     if task.language == "python":
         return (("PYTHONPATH", str(RUNTIME_DIR)), ("PYTHONDONTWRITEBYTECODE", "1"),
-                ("TRITON_CACHE_DIR", str(directory / ".triton-cache")))
+                *((name, str(directory / folder)) for name, folder in CACHE_VARIABLES.items()))
     return ()
 
 

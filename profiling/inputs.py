@@ -11,7 +11,9 @@ other call carries edge values where the range holds them, so code that special-
 - ties: elements equal to another element of the buffer;
 - the range's low end itself (and negatives wherever lo < 0, which the uniform draw already gives).
 
-Integers are drawn uniformly in [floor(lo), ceil(hi) - 1]; bfloat16 travels as the upper 16 bits of a float32.
+Floats are uniform over the range, or (a task's [validate] distribution = "mixed": KernelBench tasks) drawn from
+one of KernelBench's five distributions, picked per call and buffer. Integers are drawn uniformly in
+[floor(lo), ceil(hi) - 1]; bfloat16 travels as the upper 16 bits of a float32.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import hashlib
 import hmac
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from perfforge.models import cache_dir
+from perfforge.task import Distribution
 from profiling.correctness import JUDGE_THREADS, NUMPY_DTYPE, judge_pool
 
 # Share of a buffer's elements each edge class takes on an edge call: small enough that the draw still looks like
@@ -37,6 +41,10 @@ FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 PARALLEL_DRAW_MIN = 1 << 20
 DRAW_THREADS = JUDGE_THREADS
 
+
+# KernelBench's rand_mix pool (its utils.py): normal(0, 1), uniform(-1, 1), laplace(0, 1), exponential(1),
+# lognormal(0, 1)
+MIXED_POOL = ("normal", "uniform", "laplace", "exponential", "lognormal")
 
 KEY_FILE = "judge.key"
 KEY_BYTES = 32
@@ -65,10 +73,15 @@ def _secret_key() -> bytes:
     return path.read_bytes()
 
 
-def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator, *, edges: bool) -> np.ndarray:
-    """`count` values of `dtype` in [lo, hi) (the harness's layout: bfloat16 as uint16), edges sprinkled when asked."""
+def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator, *, edges: bool,
+         distribution: Distribution = Distribution.UNIFORM) -> np.ndarray:
+    """`count` values of `dtype` (the harness's layout: bfloat16 as uint16), edges sprinkled when asked: uniform in
+    [lo, hi), or for floats with Distribution.MIXED one of MIXED_POOL's (folded to |x| when lo >= 0)."""
     if dtype in FLOAT_DTYPES:
-        values = _uniform(rng, count, lo, hi, dtype)
+        if distribution is Distribution.MIXED:
+            values = _mixed(rng, count, lo, dtype)
+        else:
+            values = _uniform(rng, count, lo, hi, dtype)
         if edges:
             _float_edges(values, lo, hi, rng)
         return _to_dtype(values, dtype)
@@ -80,27 +93,53 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
 
 
 def _uniform(rng: np.random.Generator, count: int, lo: float, hi: float, dtype: str) -> np.ndarray:
-    """Uniform in [lo, hi): drawn in float32 for the narrower types (twice as fast, and as fine as they keep).
-    Large buffers are drawn in chunks on several threads, each chunk from a generator seeded by `rng` (numpy's
-    generators release the GIL): the same `rng` state still gives the same values."""
+    """Uniform in [lo, hi): drawn in float32 for the narrower types (twice as fast, and as fine as they keep)."""
+    def fill(generator: np.random.Generator, part: np.ndarray) -> None:
+        generator.random(part.size, dtype=part.dtype, out=part)
+        part *= hi - lo
+        part += lo
+
+    return _chunked(rng, count, dtype, fill)
+
+
+def _mixed(rng: np.random.Generator, count: int, lo: float, dtype: str) -> np.ndarray:
+    """One of MIXED_POOL's distributions, picked by `rng` (so per call and buffer), as KernelBench's rand_mix draws;
+    folded to |x| when the declared range has no negatives (a problem whose sample is torch.rand may take a log)."""
+    name = MIXED_POOL[int(rng.integers(len(MIXED_POOL)))]
+
+    def fill(generator: np.random.Generator, part: np.ndarray) -> None:
+        if name == "normal":
+            part[:] = generator.standard_normal(part.size, dtype=part.dtype)
+        elif name == "uniform":
+            generator.random(part.size, dtype=part.dtype, out=part)
+            part *= 2.0
+            part -= 1.0
+        elif name == "laplace":
+            part[:] = generator.laplace(0.0, 1.0, part.size)
+        elif name == "exponential":
+            part[:] = generator.standard_exponential(part.size, dtype=part.dtype)
+        else:
+            part[:] = generator.lognormal(0.0, 1.0, part.size)
+        if lo >= 0:
+            np.abs(part, out=part)
+
+    return _chunked(rng, count, dtype, fill)
+
+
+def _chunked(rng: np.random.Generator, count: int, dtype: str,
+             fill: Callable[[np.random.Generator, np.ndarray], None]) -> np.ndarray:
+    """`count` values made by `fill` in float32 (float64 for float64). Large buffers are filled in chunks on several
+    threads, each chunk from a generator seeded by `rng` (numpy's generators release the GIL): the same `rng` state
+    still gives the same values."""
     values = np.empty(count, dtype=np.float64 if dtype == "float64" else np.float32)
     chunks = min(DRAW_THREADS, count // PARALLEL_DRAW_MIN)
     if chunks < 2:
-        rng.random(count, dtype=values.dtype, out=values)
-    else:
-        seeds = rng.integers(0, 2**63, size=chunks)
-        bounds = np.linspace(0, count, chunks + 1).astype(np.int64)
-
-        def fill(index: int) -> None:
-            part = values[bounds[index]:bounds[index + 1]]
-            np.random.default_rng(int(seeds[index])).random(part.size, dtype=values.dtype, out=part)
-            part *= hi - lo
-            part += lo
-
-        list(judge_pool().map(fill, range(chunks)))
+        fill(rng, values)
         return values
-    values *= hi - lo
-    values += lo
+    seeds = rng.integers(0, 2**63, size=chunks)
+    bounds = np.linspace(0, count, chunks + 1).astype(np.int64)
+    list(judge_pool().map(lambda i: fill(np.random.default_rng(int(seeds[i])), values[bounds[i]:bounds[i + 1]]),
+                          range(chunks)))
     return values
 
 

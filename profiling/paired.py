@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import statistics
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -201,7 +202,8 @@ class Pair:
         return inputs
 
     def _draw_now(self, edges: bool) -> Inputs:
-        return {b.name: draw(b.dtype, b.count, b.lo, b.hi, self.rng, edges=edges)
+        return {b.name: draw(b.dtype, b.count, b.lo, b.hi, self.rng, edges=edges,
+                             distribution=self.task.validate.distribution)
                 for b in self.original.buffers if b.role in (Role.INPUT, Role.INOUT)}
 
     def run(self, side: str, inputs: Inputs, *, timeout_s: float, flush: bool = False,
@@ -240,6 +242,17 @@ class Pair:
             staging_ms += process.fetch(timeout_s)
         outputs = self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None
         return SideResult(outputs, replace(timed, staging_ms=staging_ms))
+
+    def overhead_ms(self, pings: int, timeout_s: float, *, whole_call: bool) -> float:
+        """The median of `pings` null calls of the original's process (the candidate's could slow its own down to
+        have more taken off). With whole_call (an interpreted GPU pair), each follows the judge's L2 flush as a
+        timed call does, so the GPU's switch back from the flusher's context is part of it."""
+        trips = []
+        for _ in range(pings):
+            if whole_call and self.flusher is not None:
+                self.flusher.flush()
+            trips.append(self.original.null_call_ms(timeout_s, whole_call=whole_call))
+        return statistics.median(trips)
 
     def fetch(self, side: str, inputs: Inputs, *, timeout_s: float) -> Outputs:
         """The last call's outputs of `side` (views of the judge's mapping), once its buffers passed every check;

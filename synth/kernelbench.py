@@ -13,8 +13,10 @@ kernels. Nothing is downloaded: the user points at a checkout of theirs. Each pr
                        one input buffer per tensor get_inputs() returns and one output per tensor forward returns,
                        and calls forward once per call of the judge's protocol (perfforge_harness.Run)
 
-The judge draws the inputs (uniform over the range a sample of get_inputs() spans, with edge values every other
-call), so both sides see the same fresh inputs; scalars get_inputs() returns are passed as they are. Tolerances
+The judge draws the inputs, so both sides see the same fresh inputs: float tensors from one of KernelBench's mixed
+distributions per call (normal, uniform, laplace, exponential, lognormal; their absolute values where a sample of
+get_inputs() has no negatives), integer tensors uniform over the range a sample spans, edge values every other
+call; scalars get_inputs() returns are passed as they are. Tolerances
 follow KernelBench: 1e-4 for fp32 outputs, 1e-2 for half types. Level 4 (whole Hugging Face models that download
 weights) is not imported.
 """
@@ -130,6 +132,9 @@ def task_toml(problem: Problem) -> str:
         name = "default"
         params = {{}}
         default = true
+
+        [validate]
+        distribution = "mixed"
 
         ''') + outputs
 

@@ -33,6 +33,8 @@ def test_loads_the_manifest_with_defaults(cpu_task_dir: Path) -> None:
     (lambda t: t.replace('dtype = "float32"', 'dtype = "complex"'), "field 'dtype' must be one of"),
     (lambda t: t.replace("seeds = 5", "seeds = 1"), "seeds must be at least 5"),
     (lambda t: t.replace("calls = 2", "calls = 1"), "calls must be at least 2"),
+    (lambda t: t.replace("calls = 2", 'calls = 2\ndistribution = "gaussian"'), "distribution 'gaussian' is not one"),
+    # the cpu target is served, so the distribution is accepted there; a harness-drawn target refuses it below
     (lambda t: t.replace('flops = "2 * n * n"', 'flops = "2 * m"'), "[work] cannot be evaluated"),
     (lambda t: t.replace('flops = "2 * n * n"', 'flops = "__import__(1)"'), "[work] cannot be evaluated"),
     (lambda t: t + "\ncolour = 1\n", "unknown field(s) colour"),
@@ -71,3 +73,11 @@ def test_every_example_task_names_a_kernel_its_source_defines() -> None:
     """CUDA names are prefixes (rownorm_launches' rownorm), launchers count, '|' lists are checked name by name."""
     for manifest in sorted(Path(__file__).resolve().parents[2].glob("examples/tasks/*/*/task.toml")):
         load_task(manifest)
+
+
+def test_a_mixed_distribution_needs_a_target_whose_judge_draws(tmp_path: Path) -> None:
+    served = write_task(tmp_path / "served", toml=TASK_TOML.replace("calls = 2", 'calls = 2\ndistribution = "mixed"'))
+    assert load_task(served).validate.distribution.value == "mixed"
+    hip = TASK_TOML.replace('target = "cpu"', 'target = "hip"').replace("calls = 2", 'calls = 2\ndistribution = "mixed"')
+    with pytest.raises(TaskError, match="needs a target whose inputs the judge draws"):
+        load_task(write_task(tmp_path / "hip", toml=hip))

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from perfforge.task import OutputSpec
+from perfforge.task import Distribution, OutputSpec
 from profiling import inputs
 from profiling.correctness import COMPARE_CHUNK, compare_output, first_difference, same_bytes
 from profiling.inputs import PARALLEL_DRAW_MIN
@@ -29,6 +29,28 @@ def test_a_draw_is_the_same_for_the_same_generator_and_stays_in_range(count: int
     assert not same_bytes(first, other)
     assert first.min() >= -2.0 and first.max() < 3.0
     assert abs(float(first.mean()) - 0.5) < 0.1  # uniform over [-2, 3)
+
+
+@pytest.mark.parametrize("count", [1000, 3 * inputs.PARALLEL_DRAW_MIN + 17])
+def test_mixed_draws_take_each_of_kernelbenchs_distributions_and_keep_a_nonnegative_range_so(count: int) -> None:
+    """KernelBench tasks draw from its pool, one distribution per call and buffer: across calls each appears (told
+    apart by shape: negatives, a tail far past 1), the same generator gives the same values, and a range with no
+    negatives (a problem whose sample is torch.rand) stays non-negative."""
+    rng = np.random.default_rng(3)
+    draws = [inputs.draw("float32", count, -1.0, 1.0, rng, edges=False, distribution=Distribution.MIXED)
+             for _ in range(40)]
+    assert any(d.min() < -3.0 for d in draws)  # normal or laplace
+    assert any(d.min() >= 0.0 and d.max() > 5.0 for d in draws)  # exponential or lognormal
+    assert any(d.min() >= -1.0 and d.max() <= 1.0 and d.min() < -0.9 for d in draws)  # uniform(-1, 1)
+    again = np.random.default_rng(3)
+    assert same_bytes(draws[0], inputs.draw("float32", count, -1.0, 1.0, again, edges=False,
+                                            distribution=Distribution.MIXED))
+    rng = np.random.default_rng(4)
+    positive = [inputs.draw("float32", count, 0.0, 1.0, rng, edges=False, distribution=Distribution.MIXED)
+                for _ in range(10)]
+    assert all(d.min() >= 0.0 for d in positive) and any(d.max() > 1.0 for d in positive)
+    integers = inputs.draw("int64", count, 0.0, 10.0, rng, edges=False, distribution=Distribution.MIXED)
+    assert integers.min() >= 0 and integers.max() <= 9  # integers stay uniform over their range
 
 
 def test_the_chunks_of_a_parallel_draw_are_not_copies_of_each_other() -> None:
@@ -125,7 +147,8 @@ def _pair_of(staged: bool) -> Pair:
                SharedBuffer("n", "int32", Role.INOUT, 1000, 0, 50, mmap.mmap(-1, 1)),
                SharedBuffer("y", "float32", Role.OUTPUT, 10, 0.0, 1.0, mmap.mmap(-1, 1))]
     process = SimpleNamespace(buffers=buffers, staged=staged, close=lambda: None)
-    return Pair(task=None, config=None, original=process, candidate=process,  # type: ignore[arg-type]
+    task = SimpleNamespace(validate=SimpleNamespace(distribution=Distribution.UNIFORM))
+    return Pair(task=task, config=None, original=process, candidate=process,  # type: ignore[arg-type]
                 rng=np.random.default_rng(7))
 
 

@@ -1,0 +1,129 @@
+"""Whose kernels did the work (profiling/kernel_coverage.py): the answer's kernels read from its source, ncu's kernel
+names matched to them, and the three ways an answer fails (none of its kernels ran, PyTorch took most of the time,
+its served calls were faster than its profiled kernels can be)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfforge.records import CounterValue
+from profiling.cuda.launches import read_application_page
+from profiling.cuda.metrics import DURATION
+from profiling.cuda.raw_csv import KernelLaunch
+from profiling.kernel_coverage import (
+    MAX_PROFILED_OVER_SERVED,
+    MIN_OWN_SHARE,
+    coverage_of,
+    defined_kernels,
+    function_name,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ncu"
+
+TRITON_ANSWER = '''
+import torch, triton
+import triton.language as tl
+
+@triton.autotune(configs=[triton.Config({"B": 1024})], key=["n"])
+@triton.jit
+def relu_kernel(x, y, n, B: tl.constexpr):
+    i = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y + i, tl.maximum(tl.load(x + i, mask=i < n), 0), mask=i < n)
+
+@triton.jit
+def _helper(x):
+    return x
+
+def launch(x):
+    y = torch.empty_like(x)
+    relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel())
+    return y
+'''
+
+CUDA_ANSWER = r'''
+from torch.utils.cpp_extension import load_inline
+source = """
+template <int B>
+__global__ void __launch_bounds__(256) scale_kernel(const float* x, float* y, int n) { }
+extern "C" __global__ void plain(float* y) { }
+__global__ static void tiled_softmax<128>(float* y);
+"""
+module = load_inline("m", cpp_sources="", cuda_sources=source)
+'''
+
+
+def _launch(kernel: str, duration_ns: float, launch_id: int = 0) -> KernelLaunch:
+    return KernelLaunch(launch_id=launch_id, kernel=kernel, block_size="(256, 1, 1)", grid_size="(64, 1, 1)",
+                        device="0", compute_capability="9.0",
+                        counters={DURATION: CounterValue(DURATION, duration_ns, "ns")})
+
+
+def test_the_kernels_an_answer_defines_are_read_from_triton_and_inline_cuda() -> None:
+    assert defined_kernels(TRITON_ANSWER) == ("relu_kernel", "_helper")
+    assert defined_kernels(CUDA_ANSWER) == ("scale_kernel", "plain", "tiled_softmax")
+    assert defined_kernels("import torch\nclass ModelNew:\n    pass\n") == ()
+
+
+def test_ncu_kernel_names_reduce_to_their_function_names() -> None:
+    assert function_name("relu_kernel") == "relu_kernel"
+    assert function_name("void scale_kernel<128>(const float *, float *, int)") == "scale_kernel"
+    assert function_name("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+                         "launch_clamp_scalar(...)>(int, T2, T3)") == "vectorized_elementwise_kernel"
+    assert function_name("ampere_sgemm_128x64_nn") == "ampere_sgemm_128x64_nn"
+
+
+def test_an_answer_whose_kernels_did_all_the_work_passes() -> None:
+    """A real application page (ncu on an H100: two kernels of a CUDA row norm, five calls)."""
+    launches = read_application_page(FIXTURES / "rownorm_launches.slow.launches.csv")
+    coverage = coverage_of(launches, ("rownorm_sum_squares", "rownorm_scale"), calls=5)
+    assert coverage.own_share == 1.0 and coverage.other_ms == 0.0
+    assert coverage.own_kernels == ("rownorm_sum_squares", "rownorm_scale") or set(coverage.own_kernels) == {
+        "rownorm_sum_squares", "rownorm_scale"}
+    assert coverage.problem(served_call_ms=coverage.own_ms * 2) == ""
+
+
+def test_a_dead_kernel_beside_a_pytorch_forward_is_named() -> None:
+    """Scenario: the red team's answer defines and 'launches' a Triton kernel in a branch that never runs, and its
+    forward calls torch.relu: every launch in the profiled call is PyTorch's."""
+    launches = [_launch("void at::native::vectorized_elementwise_kernel<4, clamp_min>(int, T2, T3)", 40_000)]
+    coverage = coverage_of(launches, defined_kernels(TRITON_ANSWER))
+    problem = coverage.problem(served_call_ms=0.05)
+    assert "none of its kernels (relu_kernel, _helper) ran" in problem
+    assert "vectorized_elementwise_kernel" in problem
+
+
+def test_pytorch_doing_most_of_the_work_beside_a_small_own_kernel_is_refused() -> None:
+    """Scenario: the answer's own kernel adds the bias (a few microseconds) and torch's GEMM, reached through a
+    module called in forward (self.linear(x), which no static check sees), does the matrix product."""
+    launches = [_launch("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", 900_000, 0),
+                _launch("bias_relu", 30_000, 1)]
+    coverage = coverage_of(launches, ("bias_relu",))
+    assert coverage.own_share < MIN_OWN_SHARE
+    assert "PyTorch's operators did the work" in coverage.problem(served_call_ms=1.0)
+
+
+def test_layout_copies_beside_the_answers_kernel_are_allowed() -> None:
+    """Legitimate and unusual: an answer that makes its input contiguous with PyTorch (a copy kernel) before its
+    own kernel, which takes most of the time."""
+    launches = [_launch("void at::native::elementwise_kernel<128, 2>(int, T3)", 20_000, 0),
+                _launch("void softmax_rows<256>(const float *, float *, int)", 80_000, 1)]
+    coverage = coverage_of(launches, ("softmax_rows",))
+    assert abs(coverage.own_share - 0.8) < 1e-9
+    assert coverage.problem(served_call_ms=0.12) == ""
+    assert "softmax_rows took 80%" in coverage.summary()
+
+
+def test_served_calls_faster_than_the_profiled_kernels_show_a_different_path_when_timed() -> None:
+    """Scenario: the answer checks whether it runs under the profiler (its arguments say 'profile', ncu's
+    injection library is in its environment) and launches its kernel only then; served, it answers with a faster
+    PyTorch path. Its served median cannot hold the kernel time its profile shows."""
+    coverage = coverage_of([_launch("relu_kernel", 1_000_000)], ("relu_kernel",))
+    assert coverage.problem(served_call_ms=1.0) == ""
+    assert coverage.problem(served_call_ms=None) == ""  # not timed: nothing to hold it against
+    slow = coverage.problem(served_call_ms=1.0 / (MAX_PROFILED_OVER_SERVED + 0.5))
+    assert "does not run the profiled kernels when it is timed" in slow
+
+
+def test_no_launch_at_all_is_a_problem() -> None:
+    coverage = coverage_of([], ("relu_kernel",))
+    assert "no kernel at all" in coverage.problem(served_call_ms=0.01)
