@@ -109,17 +109,21 @@ def _mixed(rng: np.random.Generator, count: int, lo: float, dtype: str) -> np.nd
 
     def fill(generator: np.random.Generator, part: np.ndarray) -> None:
         if name == "normal":
-            part[:] = generator.standard_normal(part.size, dtype=part.dtype)
+            generator.standard_normal(part.size, dtype=part.dtype, out=part)
         elif name == "uniform":
             generator.random(part.size, dtype=part.dtype, out=part)
             part *= 2.0
             part -= 1.0
-        elif name == "laplace":
-            part[:] = generator.laplace(0.0, 1.0, part.size)
+        elif name == "laplace":  # an exponential(1) with a random sign (numpy's own laplace is float64 only)
+            generator.standard_exponential(part.size, dtype=part.dtype, out=part)
+            signs = generator.random(part.size, dtype=part.dtype)
+            signs -= 0.5
+            np.copysign(part, signs, out=part)
         elif name == "exponential":
-            part[:] = generator.standard_exponential(part.size, dtype=part.dtype)
-        else:
-            part[:] = generator.lognormal(0.0, 1.0, part.size)
+            generator.standard_exponential(part.size, dtype=part.dtype, out=part)
+        else:  # lognormal(0, 1): exp of a float32 standard normal (numpy's own is float64 only)
+            generator.standard_normal(part.size, dtype=part.dtype, out=part)
+            np.exp(part, out=part)
         if lo >= 0:
             np.abs(part, out=part)
 

@@ -245,14 +245,8 @@ class Pair:
 
     def overhead_ms(self, pings: int, timeout_s: float, *, whole_call: bool) -> float:
         """The median of `pings` null calls of the original's process (the candidate's could slow its own down to
-        have more taken off). With whole_call (an interpreted GPU pair), each follows the judge's L2 flush as a
-        timed call does, so the GPU's switch back from the flusher's context is part of it."""
-        trips = []
-        for _ in range(pings):
-            if whole_call and self.flusher is not None:
-                self.flusher.flush()
-            trips.append(self.original.null_call_ms(timeout_s, whole_call=whole_call))
-        return statistics.median(trips)
+        have more taken off)."""
+        return statistics.median(self.original.null_call_ms(timeout_s, whole_call=whole_call) for _ in range(pings))
 
     def fetch(self, side: str, inputs: Inputs, *, timeout_s: float) -> Outputs:
         """The last call's outputs of `side` (views of the judge's mapping), once its buffers passed every check;

@@ -265,8 +265,7 @@ class KernelProcess:
 
     def null_call_ms(self, timeout_s: float, *, whole_call: bool = False) -> float:
         """One null call: the protocol's own round trip, which every call's duration includes (whole_call: as the
-        whole call from resuming to "done" measures it). A Python harness on a GPU launches a one-element kernel and
-        synchronises in it, as a call does around its work."""
+        whole call from resuming to "done" measures it)."""
         timed = self._round_trip(b"ping", timeout_s, "a null call")
         return timed.outer_ms if whole_call else timed.duration_ms
 

@@ -458,7 +458,6 @@ class Run:
         self._channel = None  # serve mode: perfforge_serve.Channel
         self._mappings: list[object] = []  # serve mode: the judge's memfd mappings, kept open
         self._ready = False  # serve mode: "ready" said, calls come from the judge
-        self._null: torch.Tensor | None = None  # serve mode on a GPU: the null call's one-element tensor
         if self.mode is Mode.SERVE:
             import perfforge_serve  # only serve mode needs sockets and the filter
 
@@ -626,10 +625,9 @@ class Run:
             message = self._channel.receive()
             if message == "ping":  # a null call: the protocol's own round trip
                 if self.device.type == "cuda":
-                    # as a call's fixed cost is: one launch (the GPU switches back from the judge's flusher's
-                    # context to this one) and a synchronisation, around no work
+                    # no launch and no synchronisation: what a candidate can leave out of its call (into the fetch
+                    # after it) must not be taken off (docs/validation.md, "What a null call holds")
                     self._channel.send("start")
-                    self._null_launch()
                     self._channel.send("synced")
                 self._channel.send("done")
             elif message == "stage" and self.device.type == "cuda":  # a round trip of its own, before the call
@@ -742,13 +740,6 @@ class Run:
             return float(_event_elapsed_ms(start, stop))
         except RuntimeError as exc:
             raise fail(EXIT_CUDA, f"CUDA error in the timing events: {exc}") from None
-
-    def _null_launch(self) -> None:
-        """One launch of a one-element kernel of the harness's own, synchronised: a null call's device part."""
-        if self._null is None:
-            self._null = torch.zeros(1, device=self.device)
-        self._null.add_(1)
-        self._synchronize("a null call")
 
     def _synchronize(self, what: str) -> None:
         if self.device.type != "cuda":

@@ -127,3 +127,17 @@ def test_served_calls_faster_than_the_profiled_kernels_show_a_different_path_whe
 def test_no_launch_at_all_is_a_problem() -> None:
     coverage = coverage_of([], ("relu_kernel",))
     assert "no kernel at all" in coverage.problem(served_call_ms=0.01)
+
+
+def test_real_captures_of_three_kernelbench_answers_read_as_their_verdicts_did() -> None:
+    """ncu application pages from the H200 (tests/fixtures/ncu/README.md): a fused Triton GELU and a load_inline
+    CUDA GELU did all the work; the dead-kernel answer ran only PyTorch's elementwise kernels."""
+    triton = coverage_of(read_application_page(FIXTURES / "kb088_gelu_triton.launches.csv"), ("gelu_kernel",))
+    assert triton.own_kernels == ("gelu_kernel",) and triton.own_share == 1.0
+    assert triton.problem(served_call_ms=0.4726) == ""
+    inline = coverage_of(read_application_page(FIXTURES / "kb088_gelu_inline.launches.csv"), ("gelu_cuda_kernel",))
+    assert inline.own_kernels == ("gelu_cuda_kernel",) and inline.problem(served_call_ms=0.5587) == ""
+    dead = coverage_of(read_application_page(FIXTURES / "kb088_gelu_dead.launches.csv"), ("gelu_kernel",))
+    assert dead.own_kernels == () and dead.other_kernels == ("vectorized_elementwise_kernel",)
+    assert dead.other_ms > 1.0  # eight elementwise launches, 1.12 ms
+    assert "none of its kernels (gelu_kernel) ran" in dead.problem(served_call_ms=1.4)
