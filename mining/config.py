@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mining.classify import PERF_THRESHOLD
 from perfforge.errors import ConfigError
+from perfforge.executor import ExecutorConfig
 from perfforge.records import SCHEMA_VERSION
 
 # Characters of diff shown to the LLM judge by default: enough for the changed kernels of a focused commit, small
@@ -36,6 +37,11 @@ class MineConfig:
     rev: str = field(default="HEAD", metadata={"help": "revision whose history is mined (a branch, tag or sha)"})
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1, metadata={
         "help": "worker processes for diffs, classification and pairs (default: one per CPU core)"})
+    executor: str = field(default="local", metadata={
+        "help": "where chunks run: local (--jobs processes here) or dask (a Dask cluster: --cluster, or a local "
+                "one of --jobs workers; docs/scale.md)"})
+    cluster: str | None = field(default=None, metadata={
+        "help": "address of a running Dask scheduler (tcp://host:8786) for --executor dask"})
     chunk_size: int = field(default=200, metadata={
         "help": "candidate commits per unit of work; a finished unit is never redone after an interruption"})
     perf_threshold: float = field(default=PERF_THRESHOLD, metadata={
@@ -64,8 +70,7 @@ class MineConfig:
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
 
     def validate(self) -> None:
-        if self.jobs < 1:
-            raise ConfigError(f"--jobs must be at least 1, got {self.jobs}")
+        self.executor_config()
         if self.chunk_size < 1:
             raise ConfigError(f"--chunk-size must be at least 1, got {self.chunk_size}")
         for name in ("perf_threshold", "judge_band_low", "judge_band_high", "near_duplicate_jaccard"):
@@ -83,6 +88,10 @@ class MineConfig:
         # the merge's choices (deduplication, the kernel filter) apply to finished chunks: they do not start anew
         relevant = {k: v for k, v in asdict(self).items() if k not in ("sources", "out", "jobs", "overwrite",
                                                                          "progress", "near_duplicate_jaccard",
-                                                                         "kernels_only")}
+                                                                         "kernels_only", "executor", "cluster")}
         relevant.update(miner=MINER_VERSION, schema=SCHEMA_VERSION)
         return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def executor_config(self) -> ExecutorConfig:
+        """The executor --executor, --jobs and --cluster name (one clear error for bad values)."""
+        return ExecutorConfig.of(self.executor, self.jobs, self.cluster)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import signal
+import socket
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,7 +44,8 @@ from mining.licence import NOASSERTION, licence_of
 from mining.pairs import CommitContext, pairs_of_commit
 from mining.prefilter import MAX_KERNEL_FILES, kernel_python_files_at, prefilter
 from mining.sources import Source, resolve_sources
-from perfforge.errors import ConfigError
+from perfforge.errors import ConfigError, PerfforgeError
+from perfforge.executor import Failure, open_executor
 from perfforge.io import read_json, write_json, write_parquet, write_parquet_batches
 from perfforge.naming import COMMITS_FILE, PAIRS_FILE, STATS_FILE
 from perfforge.records import (
@@ -59,6 +60,7 @@ from perfforge.records import (
 )
 
 FINGERPRINT_FILE = "fingerprint.txt"
+CLONE_TIMEOUT_S = 3600  # a cluster worker's own clone of a repository URL (the driver's took as long)
 # How many failure examples per repository the stats keep (all are counted).
 MAX_FAILURE_EXAMPLES = 50
 # Files skipped by design, counted apart from failures: kernels in languages without a parser (Metal, GLSL).
@@ -154,12 +156,25 @@ def chunk_tasks(plan: RepoPlan, work_dir: Path, config: MineConfig) -> list[Chun
 # ---------------------------------------------------------------- stage two (worker processes)
 
 def _worker_clone(task: ChunkTask) -> Path:
-    """This process's own shared clone of the task's repository, made by its first chunk in this process."""
-    return shared_clone(task.git_dir, task.clones_dir / str(os.getpid()) / (_key(task.repo) + ".git"))
+    """This process's own shared clone of the task's repository, made by its first chunk in this process. A
+    cluster's worker on another machine, where the driver's clone is not, clones the repository's URL itself."""
+    clone = task.clones_dir / f"{socket.gethostname()}-{os.getpid()}" / (_key(task.repo) + ".git")
+    if task.git_dir.is_dir() or not _is_url(task.repo_url):
+        return shared_clone(task.git_dir, clone)
+    if not clone.is_dir():
+        clone.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "--quiet", "--bare", task.repo_url, str(clone)], check=True,
+                       capture_output=True, timeout=CLONE_TIMEOUT_S)
+    return clone
 
 
-def run_chunk(task: ChunkTask) -> int:
-    """Classify the chunk's commits, extract pairs of the perf ones, write the shard; returns commits done."""
+def _is_url(text: str) -> bool:
+    return "://" in text or (text.startswith("git@") and ":" in text)
+
+
+def run_chunk(task: ChunkTask) -> dict[str, Any]:
+    """Classify the chunk's commits and extract pairs of the perf ones: the chunk's shard, which the driver writes
+    (a worker of a cluster need not reach the driver's disk)."""
     started = time.perf_counter()
     git_dir = _worker_clone(task)
     config = task.config
@@ -183,10 +198,8 @@ def run_chunk(task: ChunkTask) -> int:
             commits.append(as_row(_commit_record(task.repo, meta, task.kernel_files[sha], classification, found_by,
                                                  len(commit_pairs))))
     skips.extend(_failure_rows(failures))
-    write_json(task.shard_path, {"commits": commits, "pairs": pairs, "files": files, "failures": skips,
-                                 "judge": dict(judge_counts), "seconds": time.perf_counter() - started},
-               compact=True)
-    return len(task.commits)
+    return {"commits": commits, "pairs": pairs, "files": files, "failures": skips, "judge": dict(judge_counts),
+            "seconds": time.perf_counter() - started}
 
 
 def _shard_pair(pair: PairRecord, files: dict[str, list[str]]) -> dict[str, Any]:
@@ -231,7 +244,7 @@ def check_work_dir(work_dir: Path, config: MineConfig) -> None:
 
 
 # Options that do not change a finished dataset: where it is, how fast and how visibly it was made.
-_NOT_DATASET_OPTIONS = ("out", "jobs", "overwrite", "progress", "chunk_size")
+_NOT_DATASET_OPTIONS = ("out", "jobs", "overwrite", "progress", "chunk_size", "executor", "cluster")
 
 
 def _dataset_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -278,58 +291,32 @@ def mine(config: MineConfig) -> MineResult:
 
 
 def _run_tasks(todo: list[ChunkTask], config: MineConfig) -> bool:
-    """Run chunks (in-process for --jobs 1); False if interrupted. Finished shards are kept either way; an
-    unexpected error in a chunk stops the run (after the other workers are stopped) with its traceback."""
+    """Run the chunks on the executor --executor names; False if interrupted. Each shard is written here, atomically,
+    as its chunk comes back, so an interruption or a lost worker loses only running chunks. A chunk that fails
+    (after the executor's retries) ends the run once every other chunk is done, with its error; the rerun
+    resumes."""
     total = sum(len(t.commits) for t in todo)
+    failed: list[tuple[ChunkTask, Failure]] = []
+    log = (lambda line: tqdm.write(line)) if config.progress and todo else None
     with tqdm(total=total, unit="commit", desc="mining", disable=not config.progress or not todo) as bar:
         try:
-            if config.jobs == 1:
-                for task in todo:
-                    bar.update(run_chunk(task))
-            else:
-                _run_in_processes(todo, config.jobs, bar)
+            with open_executor(config.executor_config(), log) as executor:
+                for done in executor.map_unordered(run_chunk, todo):
+                    task = todo[done.index]
+                    if isinstance(done.result, Failure):
+                        failed.append((task, done.result))
+                        continue
+                    write_json(task.shard_path, done.result, compact=True)
+                    bar.set_postfix_str(done.worker, refresh=False)
+                    bar.update(len(task.commits))
         except KeyboardInterrupt:
             return False
+    if failed:
+        task, failure = failed[0]
+        raise PerfforgeError(f"{len(failed)} of {len(todo)} chunk(s) failed; the other shards are kept and a rerun "
+                             f"redoes only the failed ones. First: {task.repo} ({len(task.commits)} commits from "
+                             f"{task.commits[0].sha[:12]}): {failure.error}\n{failure.detail}")
     return True
-
-
-def _worker_signals() -> None:
-    """A worker leaves interrupts to the main process: Ctrl-C reaches the whole process group, and a worker that
-    raised KeyboardInterrupt too would print its own traceback. SIGTERM (how the main process stops it) kills it
-    at once, whatever handler it inherited from the main process through fork."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _run_in_processes(todo: list[ChunkTask], jobs: int, bar: tqdm) -> None:
-    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_signals)
-    try:
-        pending: set[Future[int]] = {executor.submit(run_chunk, task) for task in todo}
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                bar.update(future.result())
-    except BaseException:
-        # Interrupted, or a chunk failed: the running chunks are dropped, not finished (a shard is written
-        # atomically, so a killed worker leaves none half-written and the resume redoes its chunk). Without this,
-        # the exit waits for every chunk already handed to a worker, and a SIGTERM left workers blocked on the pipe.
-        _stop_workers(executor)
-        raise
-    finally:
-        executor.shutdown(wait=False, cancel_futures=True)
-
-
-def _stop_workers(executor: ProcessPoolExecutor) -> None:
-    """Terminate the pool's worker processes and reap them. Python 3.14 has executor.terminate_workers(); before
-    it, the processes are only reachable through the private `_processes` (delete this when 3.14 is the oldest
-    supported Python)."""
-    processes = list((getattr(executor, "_processes", None) or {}).values())  # shutdown forgets them
-    executor.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
-    for process in processes:
-        process.join(timeout=10)
 
 
 # What the merge keeps of a pair in memory: enough to deduplicate and count, not the code itself.

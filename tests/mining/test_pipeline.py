@@ -14,7 +14,7 @@ import mining.pipeline as pipeline
 import perfforge.llm_client
 from mining.config import MineConfig
 from mining.pipeline import mine
-from perfforge.errors import BackendError, ConfigError, SourceError
+from perfforge.errors import BackendError, ConfigError, PerfforgeError, SourceError
 from tests.conftest import NAIVE_SUM_CU, REDUCED_SUM_CU, OpenAIEndpoint, RepoBuilder, git
 
 
@@ -87,6 +87,32 @@ def test_interrupted_run_resumes_without_redoing_finished_chunks(perf_repo: Repo
     fresh = run([perf_repo.path], tmp_path / "fresh", jobs=1, chunk_size=1)
     for name in ("commits.parquet", "pairs.parquet"):
         assert rows(second.paths[name]) == rows(fresh.paths[name])
+
+
+def test_a_failing_chunk_loses_nothing_else_and_the_rerun_finishes(perf_repo: RepoBuilder, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """One chunk raises (a bug, a corrupt object): every other chunk still runs and its shard is written, the run
+    ends with one error line naming the chunk, and the rerun redoes only that chunk."""
+    real_run_chunk = pipeline.run_chunk
+    bad = perf_repo.shas[2]
+
+    def failing(task: pipeline.ChunkTask) -> dict:
+        if any(c.sha == bad for c in task.commits):
+            raise RuntimeError("a corrupt object")
+        return real_run_chunk(task)
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(pipeline, "run_chunk", failing)
+    with pytest.raises(PerfforgeError, match=rf"1 of 3 chunk\(s\) failed.*perf_repo.*{bad[:12]}.*a corrupt object"):
+        run([perf_repo.path], out, jobs=1, chunk_size=1)
+    assert len(list((out / ".work" / "shards").rglob("*.json"))) == 2
+    calls: list[int] = []
+    monkeypatch.setattr(pipeline, "run_chunk", lambda task: (calls.append(1), real_run_chunk(task))[1])
+    rerun = run([perf_repo.path], out, jobs=1, chunk_size=1)
+    assert len(calls) == 1
+    fresh = run([perf_repo.path], tmp_path / "fresh", jobs=1, chunk_size=1)
+    for name in ("commits.parquet", "pairs.parquet"):
+        assert rows(rerun.paths[name]) == rows(fresh.paths[name])
 
 
 def test_parallel_run_equals_serial_run(perf_repo: RepoBuilder, tmp_path: Path) -> None:
