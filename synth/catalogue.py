@@ -15,17 +15,20 @@ stopped; a crash inside one instance's check is recorded as that instance's reas
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfforge.errors import PerfforgeError
+from perfforge.executor import Failure, open_executor
 from perfforge.io import read_json, write_json, write_text
 from perfforge.naming import STATS_FILE
+from perfforge.targets import target_spec
 from synth.check import InstanceCheck, check_task, prebuild, speedup_range
 from synth.config import SynthPatternsConfig
 from synth.instance import Instance, task_dir, write_task
@@ -60,11 +63,17 @@ def check_instance_dir(directory: Path, work_dir: Path, timing: bool) -> dict[st
     try:
         return check_task(task, work_dir, timing=timing).to_dict()
     except Exception as exc:  # noqa: BLE001 (one instance's failure must not end the run; its reason is kept)
-        failed = InstanceCheck(task=task.name, pattern=task.pattern or "", seed=task.pattern_seed or 0,
-                               target=task.target, bottleneck=task.bottleneck or "",
-                               reason=f"check crashed: {type(exc).__name__}: {exc}")
-        failed.verdict_reason = traceback.format_exc(limit=5)
-        return failed.to_dict()
+        return _failed_check(directory, f"check crashed: {type(exc).__name__}: {exc}", traceback.format_exc(limit=5))
+
+
+def _failed_check(directory: Path, reason: str, detail: str = "") -> dict[str, Any]:
+    from perfforge.task import load_task
+
+    task = load_task(directory)
+    failed = InstanceCheck(task=task.name, pattern=task.pattern or "", seed=task.pattern_seed or 0,
+                           target=task.target, bottleneck=task.bottleneck or "", reason=reason)
+    failed.verdict_reason = detail
+    return failed.to_dict()
 
 
 def run_catalogue(config: SynthPatternsConfig, *, on_check: Callable[[InstanceCheck], None] | None = None,
@@ -146,19 +155,50 @@ def _prebuild(config: SynthPatternsConfig, todo: list[tuple[Path, Path]]) -> Non
         list(pool.map(lambda item: prebuild_instance_dir(item[0], work / item[1].stem), todo))
 
 
+@dataclass(frozen=True)
+class CheckItem:
+    """One instance to check, self-contained for a worker of a cluster: the task directory's files travel with it
+    (a worker without the driver's disk checks a copy), and the result comes back to the driver, which writes it."""
+
+    directory: Path
+    files: dict[str, bytes]
+    work_dir: Path
+    timing: bool
+
+    @classmethod
+    def of(cls, directory: Path, work_dir: Path, timing: bool) -> CheckItem:
+        return cls(directory, {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}, work_dir,
+                   timing)
+
+
+def check_item(item: CheckItem) -> dict[str, Any]:
+    """check_instance_dir on the task's directory where this worker sees it, else on a copy of its files."""
+    if item.directory.is_dir():
+        return check_instance_dir(item.directory, item.work_dir, item.timing)
+    with tempfile.TemporaryDirectory(prefix="perfforge-check-") as scratch:
+        copy = Path(scratch) / item.directory.name
+        copy.mkdir()
+        for name, data in item.files.items():
+            (copy / name).write_bytes(data)
+        return check_instance_dir(copy, Path(scratch) / "work", item.timing)
+
+
 def _run_checks(config: SynthPatternsConfig, todo: list[tuple[Path, Path]]) -> Iterable[InstanceCheck]:
+    """Each instance's check on the executor --executor names, recorded here as it comes back. GPU instances ask
+    for a GPU worker; timed CPU instances for the CPU_TIMING worker (one per machine: timings must not overlap)."""
     work = config.out / "work"
     _prebuild(config, todo)
-    with _progress_bar(len(todo), config.progress) as bar:
-        if config.jobs == 1:
-            for directory, path in todo:
-                yield _record(check_instance_dir(directory, work / path.stem, config.timing), path, bar)
-            return
-        with ProcessPoolExecutor(max_workers=config.jobs) as pool:
-            futures = {pool.submit(check_instance_dir, directory, work / path.stem, config.timing): path
-                       for directory, path in todo}
-            for future in as_completed(futures):
-                yield _record(future.result(), futures[future], bar)
+    gpu = target_spec(config.target).gpu if config.target != "all" else any(
+        target_spec(t).gpu for t in ("cuda", "triton"))
+    items = [CheckItem.of(directory, work / path.stem, config.timing) for directory, path in todo]
+    with _progress_bar(len(todo), config.progress) as bar, open_executor(config.executor_config()) as executor:
+        for done in executor.map_unordered(check_item, items, gpu=gpu, cpu_timing=config.timing and not gpu):
+            directory, path = todo[done.index]
+            if isinstance(done.result, Failure):  # the worker was lost for good, or the check could not start
+                yield _record(_failed_check(directory, f"check failed on the executor: {done.result.error}"),
+                              path, bar)
+                continue
+            yield _record(done.result, path, bar)
 
 
 class _NoBar:

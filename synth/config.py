@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfforge.errors import ConfigError
+from perfforge.executor import ExecutorConfig
 
 SYNTH_TARGETS = ("cpu", "cuda", "triton", "all")
 
@@ -30,6 +31,11 @@ class SynthPatternsConfig:
     jobs: int = field(default=1, metadata={
         "help": "instances checked at once; timings of concurrent checks disturb each other, so keep 1 for "
                 "reported figures"})
+    executor: str = field(default="local", metadata={
+        "help": "where checks run: local (--jobs processes here) or dask (a Dask cluster: --cluster, or a local one "
+                "with --jobs CPU workers and a worker per GPU; docs/scale.md)"})
+    cluster: str | None = field(default=None, metadata={
+        "help": "address of a running Dask scheduler (tcp://host:8786) for --executor dask"})
     build_jobs: int = field(default_factory=lambda: os.cpu_count() or 1, metadata={
         "help": "compilers run at once ahead of the checks (builds may overlap; timings may not)"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
@@ -41,8 +47,11 @@ class SynthPatternsConfig:
             raise ConfigError(f"--instances must be at least 1, got {self.instances}")
         if self.seed < 0:
             raise ConfigError(f"--seed must be non-negative, got {self.seed}")
-        if self.jobs < 1:
-            raise ConfigError(f"--jobs must be at least 1, got {self.jobs}")
+        self.executor_config()
+
+    def executor_config(self) -> ExecutorConfig:
+        """The executor --executor, --jobs and --cluster name (one clear error for bad values)."""
+        return ExecutorConfig.of(self.executor, self.jobs, self.cluster)
 
 
 @dataclass
