@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
 
 from eval.config import EvalConfig
+from perfforge.executor import ExecutorKind, open_executor
 from perfforge.io import write_text
 
 PENDING_FILE = "pending.txt"  # the bundles a --bundle evaluation waits for, one directory per line
@@ -32,9 +34,14 @@ def run_eval(config: EvalConfig) -> int:
     variant_count = len(config.source_variants()) * len(config.candidates)
     log(f"{len(tasks)} task(s); configurations: {', '.join(names)}; {variant_count} variant(s) x "
         f"{len(config.seeds)} seed(s)")
-    with Endpoints(configurations, base_model=config.base_model, url=config.url,
-                   timeout_s=config.request_timeout_s, log_dir=config.out / "serve", log=log) as endpoints:
-        evaluation = Evaluation(config, tasks, configurations, endpoints, log)
+    executor_config = config.executor_config()
+    with contextlib.ExitStack() as stack:
+        executor = (stack.enter_context(open_executor(executor_config, log))
+                    if executor_config.kind is not ExecutorKind.LOCAL else None)
+        endpoints = stack.enter_context(Endpoints(configurations, base_model=config.base_model, url=config.url,
+                                                  timeout_s=config.request_timeout_s, log_dir=config.out / "serve",
+                                                  log=log))
+        evaluation = Evaluation(config, tasks, configurations, endpoints, log, executor=executor)
         try:
             progress = evaluation.run()
         except KeyboardInterrupt:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfforge.errors import ConfigError
+from perfforge.executor import ExecutorConfig
 from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from perfforge.summary import parse_sources
 
@@ -63,11 +64,21 @@ class EvalConfig:
     bundle: bool = field(default=False, metadata={
         "help": "measure elsewhere: write the hardware work as bundles a GPU machine runs with one command "
                 "(python3 -m profiling.bundle ...), stop, and read the results when rerun"})
+    executor: str = field(default="local", metadata={
+        "help": "where verdicts and profiles run: local (one at a time, here) or dask (fanned out over a Dask "
+                "cluster's workers, one per GPU: --cluster, or a local one; docs/scale.md)"})
+    cluster: str | None = field(default=None, metadata={
+        "help": "address of a running Dask scheduler (tcp://host:8786) for --executor dask"})
+    jobs: int = field(default=1, metadata={
+        "help": "CPU workers of the local Dask cluster --executor dask starts without --cluster (plus one per GPU)"})
     report: bool = field(default=True, metadata={"help": "write report.md and report.html from the results"})
     title: str = field(default="perfforge evaluation", metadata={"help": "the report's title"})
     request_timeout_s: float = field(default=900.0, metadata={"help": "seconds one generation request may take"})
 
     def validate(self) -> None:
+        if self.bundle and self.executor != "local":
+            raise ConfigError("--bundle takes the hardware work elsewhere by hand: leave out --executor with it")
+        self.executor_config()
         for name in ("instances", "rounds", "max_tokens", "token_budget"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
@@ -84,3 +95,7 @@ class EvalConfig:
 
     def source_variants(self) -> list[str]:
         return list(SOURCES_ABLATION) if self.ablate_sources else list(self.sources)
+
+    def executor_config(self) -> ExecutorConfig:
+        """The executor --executor, --jobs and --cluster name (one clear error for bad values)."""
+        return ExecutorConfig.of(self.executor, self.jobs, self.cluster)

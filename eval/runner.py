@@ -26,6 +26,7 @@ from eval.configurations import HUMAN, Endpoints, ModelConfiguration
 from eval.metrics import TRUSTED_TIMED_STATUSES, best_attempt_key, format_variant
 from eval.results import RESULTS_FILE, ResultsTable
 from eval.suites import SuiteTask
+from perfforge.executor import Executor
 from perfforge.io import read_json, write_json
 from perfforge.naming import PROFILE_FILE, RunLayout
 from perfforge.records import AttemptRecord, EvalRecord, RooflinePoint
@@ -71,9 +72,10 @@ class Evaluation:
     """One evaluation's state: its config, tasks, configurations, table and judges."""
 
     def __init__(self, config: EvalConfig, tasks: list[SuiteTask], configurations: list[ModelConfiguration],
-                 endpoints: Endpoints, log: Callable[[str], None]) -> None:
+                 endpoints: Endpoints, log: Callable[[str], None], *, executor: Executor | None = None) -> None:
         self.config, self.tasks, self.configurations, self.endpoints, self.log = (config, tasks, configurations,
                                                                                   endpoints, log)
+        self.executor = executor  # verdicts and profiles fan out over its workers; None: judged here
         self.table = ResultsTable(config.out / RESULTS_FILE)
         self.progress = Progress()
 
@@ -83,6 +85,10 @@ class Evaluation:
 
         if self.config.bundle:
             return BundleJudge(True, time_configs=time_configs)
+        if self.executor is not None:
+            from profiling.executor_judge import ExecutorJudge
+
+            return ExecutorJudge(self.executor, profile_improved=True, time_configs=time_configs, log=self.log)
         return LocalJudge(work_dir, profile_improved=True, time_configs=time_configs, log=self.log)
 
     def run(self) -> Progress:
