@@ -36,8 +36,13 @@ class Backend(ABC):
 
     @abstractmethod
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
-                 seed: int | None = None) -> list[Completion]:
-        """n completions of one chat."""
+                 seed: int | None = None, fence: str | None = None) -> list[Completion]:
+        """n completions of one chat. fence: the answer format's code-block language, to enforce the format while
+        generating where the backend can (inference/constrained.py; None: free generation)."""
+
+    def constrains(self) -> bool:
+        """Whether generate() enforces the answer format when given a fence."""
+        return False
 
     def count_tokens(self) -> Callable[[str], int] | None:
         """The model tokenizer's count, where the backend has one in the process (for exact prompt budgets)."""
@@ -72,7 +77,7 @@ class OpenAIBackend(Backend):
         self.client = ChatClient(url, model, api_key=api_key, timeout_s=timeout_s)
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
-                 seed: int | None = None) -> list[Completion]:
+                 seed: int | None = None, fence: str | None = None) -> list[Completion]:
         return self.client.complete(messages, max_tokens=max_tokens, temperature=temperature, n=n, seed=seed)
 
     def describe(self) -> str:
@@ -127,7 +132,7 @@ class VLLMBackend(Backend):
         self.tokenizer = self.llm.get_tokenizer()
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
-                 seed: int | None = None) -> list[Completion]:
+                 seed: int | None = None, fence: str | None = None) -> list[Completion]:
         from vllm import SamplingParams
 
         params = SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed)
@@ -166,7 +171,7 @@ class TransformersBackend(Backend):
         self.model_obj = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(self.device).eval()
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
-                 seed: int | None = None) -> list[Completion]:
+                 seed: int | None = None, fence: str | None = None) -> list[Completion]:
         import torch
 
         inputs = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
@@ -175,6 +180,11 @@ class TransformersBackend(Backend):
         if seed is not None:
             torch.manual_seed(seed)
         sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        if fence is not None:
+            from inference.constrained import format_processor
+
+            sampling["logits_processor"] = format_processor(self.tokenizer, fence, stop_ids=self._stop_ids(),
+                                                            prompt_tokens=prompt_tokens, max_new_tokens=max_tokens)
         with torch.no_grad():
             out = self.model_obj.generate(**inputs, max_new_tokens=max_tokens, num_return_sequences=n,
                                           pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
@@ -191,6 +201,16 @@ class TransformersBackend(Backend):
 
     def count_tokens(self) -> Callable[[str], int] | None:
         return lambda text: len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def constrains(self) -> bool:
+        return True
+
+    def _stop_ids(self) -> list[int]:
+        """The ids that end an answer: the tokenizer's end of sequence first (what the format forces), then the
+        generation config's."""
+        configured = self.model_obj.generation_config.eos_token_id
+        more = configured if isinstance(configured, list) else [configured] if configured is not None else []
+        return [i for i in [self.tokenizer.eos_token_id, *more] if i is not None]
 
 
 def installed(module: str) -> bool:

@@ -37,6 +37,9 @@ class OptimizeConfig:
     temperature: float = field(default=0.8, metadata={"help": "sampling temperature (0: greedy, one candidate)"})
     max_tokens: int = field(default=2048, metadata={"help": "tokens each candidate may generate"})
     seed: int = field(default=0, metadata={"help": "sampling seed of round 1 (round r uses seed + r - 1)"})
+    constrain: bool = field(default=True, metadata={
+        "help": "enforce the answer format while generating, so every answer parses (the in-process transformers "
+                "backend; inference/constrained.py). --no-constrain: free generation"})
     sources: list[str] = field(default_factory=lambda: ["all"], metadata={"help": SOURCES_HELP})
     token_budget: int = field(default=400, metadata={"help": "tokens of the profile summary in the prompt"})
     formula: str | None = field(default=None, metadata={

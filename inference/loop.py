@@ -141,14 +141,17 @@ def _round_answers(state: LoopState, number: int, directory: Path, backend: Call
     model = backend()
     config = state.config
     messages = round_messages(state, model.count_tokens())
+    constrained = config.constrain and model.constrains()
     request = {"messages": messages, "n": config.candidates, "seed": config.seed + number - 1,
-               "temperature": config.temperature, "max_tokens": config.max_tokens, "model": model.describe()}
+               "temperature": config.temperature, "max_tokens": config.max_tokens, "model": model.describe(),
+               "constrained": constrained}
     write_json(directory / "request.json", request)
     # Generation takes from seconds to minutes and prints nothing of its own: say what is being waited for.
     log(f"round {number}: generating {config.candidates} candidate(s) of up to {config.max_tokens} tokens with "
-        f"{model.describe()} ...")
+        f"{model.describe()}" + (", the answer format enforced" if constrained else "") + " ...")
     completions = model.generate(messages, n=config.candidates, max_tokens=config.max_tokens,
-                                 temperature=config.temperature, seed=request["seed"])
+                                 temperature=config.temperature, seed=request["seed"],
+                                 fence=prompt.FENCE_LANGUAGE.get(state.task.language, "") if constrained else None)
     write_json(answers_path, [asdict(c) for c in completions])
     return completions, request
 

@@ -1,0 +1,183 @@
+"""Answers that always parse: the loop's answer format enforced token by token while a model generates.
+
+The loop reads an answer (perfforge/prompt.py, parse_answer) as
+
+    Hypothesis: <one line>
+    Evidence: <one line>
+    ```<fence>
+    <the whole file>
+    ```
+
+Small models often miss it: prose without a fence, a block opened and never closed before max_tokens, a stop
+inside the block (34 of 56 SmolLM2 answers could not be read, docs/eval_cpu.md). AnswerFormat is that layout
+as segments, and FormatProcessor (a transformers LogitsProcessor) walks each sampled sequence through them:
+
+    forced "Hypothesis: " -> free line -> forced "Evidence: " -> free line -> forced "```<fence>\\n"
+      -> free code, which ends when it writes "\\n```" (or, once only room for it is left, "\\n```" is forced)
+      -> the end-of-sequence token
+
+In a forced segment every token but the next one of the segment is masked; in a free one the stop tokens are
+(a line ends at its newline, or is cut by a forced newline after LABEL_TOKENS, or sooner when the budget
+needs the room for what must follow). What the model writes inside
+the block is its own: the format makes an answer readable, not right, so a length cut now reads as code that
+does not build rather than as no answer. The model's own sampling (temperature, seed) is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+# Most tokens a Hypothesis or Evidence line may take before its newline is forced: the prompt asks for one line
+# each, and a line that runs on eats the file's budget.
+LABEL_TOKENS = 60
+CLOSING_FENCE = "\n```"
+
+
+class Kind(Enum):
+    FORCED = "forced"  # exactly these tokens
+    LINE = "line"  # free text up to and including a newline (at most LABEL_TOKENS)
+    CODE = "code"  # free text up to the closing fence, which is forced when the budget runs out
+    END = "end"  # the stop token
+
+
+@dataclass(frozen=True)
+class Segment:
+    kind: Kind
+    token_ids: tuple[int, ...] = ()  # FORCED: the tokens
+
+
+@dataclass(frozen=True)
+class AnswerFormat:
+    """The answer's segments for one tokenizer and fence language."""
+
+    segments: tuple[Segment, ...]
+    newline_id: int
+    closing_ids: tuple[int, ...]
+    stop_ids: tuple[int, ...]  # every id that ends generation (eos, the chat template's end of turn)
+    # ids other than the newline whose text holds a newline ("\n    "): a line may end only at the newline itself,
+    # so the label after it starts a line
+    other_newline_ids: tuple[int, ...] = ()
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer: Any, fence: str, stop_ids: Sequence[int]) -> AnswerFormat:
+        def ids(text: str) -> tuple[int, ...]:
+            return tuple(tokenizer.encode(text, add_special_tokens=False))
+
+        newline = ids("\n")
+        if len(newline) != 1:
+            raise ValueError(f"the tokenizer writes a newline as {len(newline)} tokens; the answer format needs one")
+        segments = (Segment(Kind.FORCED, ids("Hypothesis:")), Segment(Kind.LINE),
+                    Segment(Kind.FORCED, ids("Evidence:")), Segment(Kind.LINE),
+                    Segment(Kind.FORCED, ids(f"```{fence}\n")), Segment(Kind.CODE), Segment(Kind.END))
+        others = tuple(i for i in range(len(tokenizer)) if i != newline[0] and "\n" in tokenizer.decode([i]))
+        return cls(segments, newline[0], ids(CLOSING_FENCE), tuple(dict.fromkeys(stop_ids)), others)
+
+
+@dataclass
+class _Walk:
+    """Where one sequence is in the format."""
+
+    segment: int = 0
+    taken: list[int] = field(default_factory=list)  # tokens of the current segment so far
+    closing: int = -1  # CODE: how many closing-fence tokens were forced (-1: not closing)
+
+
+class FormatProcessor:
+    """A transformers LogitsProcessor that keeps every sequence of a generate() call in `answer_format`.
+
+    prompt_tokens: the prompt's length (sequences start after it); max_new_tokens: generate()'s budget, so the
+    closing fence is forced while there is room for it."""
+
+    def __init__(self, answer_format: AnswerFormat, tokenizer: Any, *, prompt_tokens: int,
+                 max_new_tokens: int) -> None:
+        self.format, self.tokenizer = answer_format, tokenizer
+        self.prompt_tokens, self.max_new_tokens = prompt_tokens, max_new_tokens
+        self.walks: dict[int, _Walk] = {}
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        generated = input_ids.shape[1] - self.prompt_tokens
+        for row in range(input_ids.shape[0]):
+            walk = self.walks.setdefault(row, _Walk())
+            if generated > 0:
+                self._advance(walk, int(input_ids[row, -1]))
+            allowed = self._next(walk, self.max_new_tokens - generated)
+            if allowed is not None:
+                keep = scores[row, allowed].clone()
+                scores[row, :] = float("-inf")
+                scores[row, allowed] = keep
+            else:
+                scores[row, list(self.format.stop_ids)] = float("-inf")
+                if self._segment(walk).kind is Kind.LINE and self.format.other_newline_ids:
+                    scores[row, list(self.format.other_newline_ids)] = float("-inf")
+        return scores
+
+    # --- one sequence
+
+    def _reserve_after(self, walk: _Walk) -> int:
+        """Tokens the segments after the current one need at the least (a line its newline, the code a token and
+        its closing fence, the end its stop token)."""
+        need = {Kind.LINE: 1, Kind.CODE: 1 + len(self.format.closing_ids), Kind.END: 1}
+        return sum(len(s.token_ids) if s.kind is Kind.FORCED else need[s.kind]
+                   for s in self.format.segments[walk.segment + 1:])
+
+    def _segment(self, walk: _Walk) -> Segment:
+        return self.format.segments[min(walk.segment, len(self.format.segments) - 1)]
+
+    def _advance(self, walk: _Walk, token: int) -> None:
+        """Take the token the sequence just got, and move on where its segment is complete."""
+        segment = self._segment(walk)
+        if segment.kind is Kind.END:
+            return
+        walk.taken.append(token)
+        if segment.kind is Kind.FORCED:
+            done = len(walk.taken) >= len(segment.token_ids)
+        elif segment.kind is Kind.LINE:
+            done = token == self.format.newline_id
+        else:  # CODE
+            if walk.closing >= 0:
+                walk.closing += 1
+                done = walk.closing >= len(self.format.closing_ids)
+            else:
+                tail = self.tokenizer.decode(walk.taken[-8:])
+                done = CLOSING_FENCE in "\n" + tail if len(walk.taken) <= 8 else CLOSING_FENCE in tail
+        if done:
+            walk.segment += 1
+            walk.taken, walk.closing = [], -1
+
+    def _next(self, walk: _Walk, left: int) -> list[int] | None:
+        """The only tokens the sequence may take next (None: any but a stop token)."""
+        segment = self._segment(walk)
+        if segment.kind is Kind.END:
+            return list(self.format.stop_ids[:1])
+        if segment.kind is Kind.FORCED:
+            return [segment.token_ids[len(walk.taken)]]
+        if segment.kind is Kind.LINE:
+            # a line gives way to what must still come after it: at most an eighth of the budget each
+            cap = min(LABEL_TOKENS, max(1, self.max_new_tokens // 8))
+            full = len(walk.taken) >= cap or left <= self._reserve_after(walk) + 1
+            return [self.format.newline_id] if full else None
+        closing = self.format.closing_ids
+        if walk.closing < 0 and left <= len(closing) + 1:  # room for the fence and the stop token, no more
+            walk.closing = 0
+        if walk.closing >= 0:
+            return [closing[walk.closing]]
+        return None
+
+
+_FORMATS: dict[tuple[int, str, tuple[int, ...]], AnswerFormat] = {}
+
+
+def format_processor(tokenizer: Any, fence: str, *, stop_ids: Sequence[int], prompt_tokens: int,
+                     max_new_tokens: int) -> Any:
+    """A LogitsProcessorList holding one FormatProcessor, for model.generate(logits_processor=...)."""
+    from transformers import LogitsProcessorList
+
+    key = (id(tokenizer), fence, tuple(stop_ids))
+    answer_format = _FORMATS.get(key)
+    if answer_format is None:  # its vocabulary scan takes a second or two on a 49k vocabulary: once per tokenizer
+        answer_format = _FORMATS[key] = AnswerFormat.for_tokenizer(tokenizer, fence, stop_ids)
+    return LogitsProcessorList([FormatProcessor(answer_format, tokenizer, prompt_tokens=prompt_tokens,
+                                                max_new_tokens=max_new_tokens)])
