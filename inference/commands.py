@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
 from inference.config import OptimizeConfig, ServeConfig
 from perfforge.errors import PerfforgeError
+from perfforge.executor import ExecutorConfig, ExecutorKind, open_executor
 from perfforge.io import read_json, write_json
 from perfforge.records import Profile
 from perfforge.task import Task, find_tasks, load_task
@@ -30,8 +32,17 @@ def run_optimize(config: OptimizeConfig) -> int:
         from inference.apply import repository_of
 
         repository_of(task)  # fail now, not after every round has run
-    judge = (BundleJudge(config.profile_candidates) if config.bundle else
-             LocalJudge(config.out / "work", profile_improved=config.profile_candidates, log=log))
+    stack = contextlib.ExitStack()
+    executor_config = ExecutorConfig.of(config.executor, config.jobs, config.cluster)
+    if config.bundle:
+        judge = BundleJudge(config.profile_candidates)
+    elif executor_config.kind is ExecutorKind.DASK:
+        from profiling.executor_judge import ExecutorJudge
+
+        judge = ExecutorJudge(stack.enter_context(open_executor(executor_config, log)),
+                              profile_improved=config.profile_candidates, log=log)
+    else:
+        judge = LocalJudge(config.out / "work", profile_improved=config.profile_candidates, log=log)
 
     def backend():  # noqa: ANN202 (made only when a round has to be asked)
         if config.url is None:  # an engine in this process: tens of seconds before the model line
@@ -42,7 +53,8 @@ def run_optimize(config: OptimizeConfig) -> int:
         return made
 
     try:
-        run = run_loop(task, config, backend, judge, log)
+        with stack:
+            run = run_loop(task, config, backend, judge, log)
     except KeyboardInterrupt:
         log(f"interrupted: finished attempts are kept in {config.out}; run the same command again to resume")
         return 130

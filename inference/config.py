@@ -8,6 +8,7 @@ from pathlib import Path
 
 from inference.backends import AUTO, BACKENDS
 from perfforge.errors import ConfigError
+from perfforge.executor import ExecutorConfig
 from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
 from perfforge.summary import SOURCES_HELP, split_sources
 
@@ -49,6 +50,13 @@ class OptimizeConfig:
     bundle: bool = field(default=False, metadata={
         "help": "validate elsewhere: write each round's work (profile, candidates) as a bundle a GPU machine runs "
                 "with one command, stop, and read its results when the command is run again"})
+    executor: str = field(default="local", metadata={
+        "help": "where candidates are judged: local (one at a time, here) or dask (a round's candidates at once "
+                "over a Dask cluster's workers, one per GPU: --cluster, or a local one; docs/scale.md)"})
+    cluster: str | None = field(default=None, metadata={
+        "help": "address of a running Dask scheduler (tcp://host:8786) for --executor dask"})
+    jobs: int = field(default=1, metadata={
+        "help": "CPU workers of the local Dask cluster --executor dask starts without --cluster (plus one per GPU)"})
     apply: bool = field(default=False, metadata={
         "help": "commit the winning patch to a new branch of the git repository holding the task"})
     branch: str | None = field(default=None, metadata={
@@ -63,6 +71,9 @@ class OptimizeConfig:
         "help": "with --command: a directory of task directories, one per kernel (matched by the task's kernel)"})
 
     def validate(self) -> None:
+        if self.bundle and self.executor != "local":
+            raise ConfigError("--bundle takes the hardware work elsewhere by hand: leave out --executor with it")
+        ExecutorConfig.of(self.executor, self.jobs, self.cluster)
         if (self.task is None) == (self.command is None):
             raise ConfigError("give a task directory or --command (with --tasks), not both and not neither")
         if self.command is not None and self.tasks is None:

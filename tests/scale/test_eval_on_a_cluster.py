@@ -58,3 +58,21 @@ def test_an_evaluation_on_a_cluster_with_a_worker_killed_reads_as_a_local_one(tm
     assert model.attempt_statuses == ["improved", "incorrect"] and model.status == "improved"
     assert model.speedup is not None and model.speedup > 1.0 and model.belief
     assert (out / model.profile_after).is_file()  # the winner's profile, made on a worker, written here
+
+
+def test_optimize_judges_a_rounds_candidates_on_the_clusters_workers(tmp_path: Path,
+                                                                     dask_cluster: DaskCluster) -> None:
+    """`perfforge optimize --executor dask`: the original's profile and the round's two candidates (faster; wrong
+    output) are judged on the workers, and the attempts read as the local loop's."""
+    from perfforge.io import read_json
+    from tests.inference.conftest import optimize_argv
+
+    task, out = write_cpu_task(tmp_path / "task"), tmp_path / "out"
+    with serve_scripted() as endpoint:
+        endpoint.script([FAST_ANSWER, WRONG_ANSWER])
+        code, stdout, stderr = invoke(optimize_argv(task, out, endpoint, "--executor", "dask", "--cluster",
+                                                    dask_cluster.address, candidates=2))
+    assert code == 0, stderr
+    assert "(on w1)" in stderr or "(on w2)" in stderr
+    statuses = sorted(read_json(path)["status"] for path in out.rglob("attempt.json"))
+    assert statuses == ["improved", "incorrect"], statuses
