@@ -110,7 +110,8 @@ class Endpoints:
             return make_backend("openai", configuration.model, url=configuration.url, timeout_s=self.timeout_s)
         url, base = self._served()
         model = base if configuration.name == BASE else configuration.name
-        return make_backend("openai", model, url=url, timeout_s=self.timeout_s)
+        # our own vLLM server (or the one --url names for the served configurations) takes structured outputs
+        return make_backend("openai", model, url=url, timeout_s=self.timeout_s, structured=True)
 
     def _served(self) -> tuple[str, str]:
         if self._base_name is None:

@@ -72,13 +72,22 @@ def backend(cls: type[Backend]) -> type[Backend]:
 class OpenAIBackend(Backend):
     name = "openai"
 
-    def __init__(self, model: str, *, url: str, api_key: str = "EMPTY", timeout_s: float = 300.0) -> None:
+    def __init__(self, model: str, *, url: str, api_key: str = "EMPTY", timeout_s: float = 300.0,
+                 structured: bool = False) -> None:
         super().__init__(model)
         self.client = ChatClient(url, model, api_key=api_key, timeout_s=timeout_s)
+        self.structured = structured  # the server takes vLLM's structured outputs (perfforge serve's does)
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
                  seed: int | None = None, fence: str | None = None) -> list[Completion]:
-        return self.client.complete(messages, max_tokens=max_tokens, temperature=temperature, n=n, seed=seed)
+        from inference.constrained import answer_regex
+
+        regex = answer_regex(fence) if fence is not None and self.structured else None
+        return self.client.complete(messages, max_tokens=max_tokens, temperature=temperature, n=n, seed=seed,
+                                    regex=regex)
+
+    def constrains(self) -> bool:
+        return self.structured
 
     def describe(self) -> str:
         return f"openai:{self.model}@{self.client.base_url}"
@@ -218,8 +227,10 @@ def installed(module: str) -> bool:
 
 
 def make_backend(kind: str, model: str, *, url: str | None = None, api_key: str = "EMPTY",
-                 timeout_s: float = 300.0, max_model_len: int = 4096, verbose: bool = False) -> Backend:
-    """The backend `kind` names (or the one "auto" picks) for `model`."""
+                 timeout_s: float = 300.0, max_model_len: int = 4096, verbose: bool = False,
+                 structured: bool = False) -> Backend:
+    """The backend `kind` names (or the one "auto" picks) for `model`. structured: the URL's server takes vLLM's
+    structured outputs (perfforge serve's does), so the answer format can be enforced there too."""
     if kind == AUTO:
         kind = "openai" if url else "vllm" if installed("vllm") else "transformers"
     if kind not in BACKENDS:
@@ -227,7 +238,7 @@ def make_backend(kind: str, model: str, *, url: str | None = None, api_key: str 
     if kind == "openai":
         if not url:
             raise ConfigError("the openai backend needs --url (e.g. http://127.0.0.1:8000/v1 from perfforge serve)")
-        return OpenAIBackend(model, url=url, api_key=api_key, timeout_s=timeout_s)
+        return OpenAIBackend(model, url=url, api_key=api_key, timeout_s=timeout_s, structured=structured)
     needed = "vllm" if kind == "vllm" else "transformers"
     if not installed(needed):
         raise ConfigError(f"the {kind} backend needs {needed}, which is not installed; install it or give "

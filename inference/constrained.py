@@ -167,6 +167,16 @@ class FormatProcessor:
         return None
 
 
+def answer_regex(fence: str) -> str:
+    """The answer format as a regular expression, for a server's structured outputs (vLLM: the request's
+    `structured_outputs.regex`). The file may hold no triple backtick, so the closing fence ends it. A server
+    enforces the layout but not the budget: an answer cut by max_tokens still leaves its block open (the
+    in-process FormatProcessor closes it in time)."""
+    label = "[^\\n]{0," + str(LABEL_TOKENS * 4) + "}"  # about four characters per token
+    return (f"Hypothesis:{label}\\nEvidence:{label}\\n```{fence}\\n"
+            "([^`]|`[^`]|``[^`])*\\n```")
+
+
 _FORMATS: dict[tuple[int, str, tuple[int, ...]], AnswerFormat] = {}
 
 

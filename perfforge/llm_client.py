@@ -46,12 +46,15 @@ class ChatClient:
         return [c.text for c in self.complete(messages, max_tokens=max_tokens, temperature=temperature, n=n)]
 
     def complete(self, messages: list[dict[str, str]], *, max_tokens: int = 512, temperature: float = 0.0,
-                 n: int = 1, seed: int | None = None) -> list[Completion]:
-        """The n completions of one chat request (n samples in one request: the server batches them)."""
+                 n: int = 1, seed: int | None = None, regex: str | None = None) -> list[Completion]:
+        """The n completions of one chat request (n samples in one request: the server batches them). regex: the
+        completions must match it (vLLM's structured outputs; other servers may refuse the field)."""
         body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
                                 "temperature": temperature, "n": n}
         if seed is not None:
             body["seed"] = seed
+        if regex is not None:
+            body["structured_outputs"] = {"regex": regex}
         response = self._post("/chat/completions", body)
         try:
             choices = response["choices"]

@@ -224,3 +224,26 @@ def test_sigterm_to_perfforge_serve_stops_vllm_with_it(tiny_model: Path, tmp_pat
     assert run.process.returncode == 130, stderr
     assert stderr.strip().splitlines() == ["stopping"]
     assert run.left_behind() == []
+
+
+def test_the_served_model_keeps_the_answer_format_through_structured_outputs(server: Server) -> None:
+    """vLLM's structured outputs with inference.constrained.answer_regex: the tiny random model, which never writes
+    the format of its own, answers in it; a closed block parses. The budget is not enforced by the server: an
+    answer cut by max_tokens may leave its block open (the in-process backend closes it in time)."""
+    import re
+
+    from inference.backends import OpenAIBackend
+    from inference.constrained import answer_regex
+    from perfforge.prompt import parse_answer
+
+    backend = OpenAIBackend(NAME, url=server.url, timeout_s=120, structured=True)
+    assert backend.constrains()
+    completions = backend.generate(MESSAGES, n=4, max_tokens=300, temperature=1.0, seed=2, fence="c")
+    for completion in completions:
+        assert completion.text.startswith("Hypothesis:"), completion.text[:200]
+        if completion.finish_reason == "stop":
+            assert re.fullmatch(answer_regex("c"), completion.text), completion.text
+            assert parse_answer(completion.text, language="c").ok
+    free = OpenAIBackend(NAME, url=server.url, timeout_s=120).generate(MESSAGES, n=4, max_tokens=60, temperature=1.0,
+                                                                      seed=2, fence="c")
+    assert not all(c.text.startswith("Hypothesis:") for c in free)  # not structured: the model's own noise
