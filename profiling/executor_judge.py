@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfforge.errors import PerfforgeError
 from perfforge.executor import Executor, Failure
 from perfforge.records import Profile
 from perfforge.targets import target_spec
@@ -90,8 +91,8 @@ class ExecutorJudge:
             item = items[done.index]
             if item.name == ORIGINAL:
                 if isinstance(done.result, Failure):
-                    raise RuntimeError(f"profiling the original of {task.name} failed on the executor: "
-                                       f"{done.result.error}")
+                    raise PerfforgeError(f"profiling the original of {task.name} failed on the executor: "
+                                         f"{done.result.error}; rerun to try again (finished work is kept)")
                 profile = Profile.from_dict(done.result["profile"])
                 continue
             judgement = (_worker_failed(task, paths[item.name], done.result) if isinstance(done.result, Failure)
