@@ -35,8 +35,7 @@ def verdicts(task_dirs: list[str]) -> dict:
     for directory in task_dirs:
         task = load_task(Path(directory))
         files = {p.name: p.read_bytes() for p in sorted(task.root.iterdir()) if p.is_file()}
-        items.append(JudgeItem(task.root.name, files, task.name, task.reference_path.read_bytes(),
-                               Path(task.source).suffix, False, False))
+        items.append(JudgeItem(task.root.name, files, task.name, task.reference_path.read_bytes(), False, False))
 
     def run(gpus: str) -> tuple[float, dict]:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus  # the local cluster starts one GPU worker per listed GPU

@@ -101,9 +101,10 @@ def _worker_name() -> str:
     try:
         from distributed import get_worker
 
-        return get_worker().name if isinstance(get_worker().name, str) else str(get_worker().address)
-    except (ImportError, ValueError):
+        worker = get_worker()
+    except (ImportError, ValueError):  # not on a Dask worker
         return f"{socket.gethostname()}:{os.getpid()}"
+    return worker.name if isinstance(worker.name, str) else str(worker.address)
 
 
 def _local_worker_signals() -> None:

@@ -44,7 +44,6 @@ class JudgeItem:
     task_files: dict[str, bytes]
     name: str
     source: bytes
-    suffix: str  # the candidate file's suffix (the task's source's)
     profile_improved: bool
     time_configs: bool
 
@@ -60,7 +59,7 @@ def judge_item(item: JudgeItem) -> dict[str, Any]:
         work = Path(scratch) / "work"
         if item.name == ORIGINAL:
             return {"profile": profile_original(task, work).to_dict()}
-        candidate = Path(scratch) / f"candidate{item.suffix}"
+        candidate = Path(scratch) / f"candidate{Path(task.source).suffix}"
         candidate.write_bytes(item.source)
         judged = judge_candidates(task, [(item.name, candidate)], work, profile_improved=item.profile_improved,
                                   time_configs=item.time_configs, log=lambda _line: None)
@@ -79,10 +78,9 @@ class ExecutorJudge:
                  on_judged: Callable[[str, Judgement], None] | None = None,
                  ) -> tuple[dict[str, Judgement], Profile | None]:
         files = {p.name: p.read_bytes() for p in sorted(task.root.iterdir()) if p.is_file()}
-        suffix = Path(task.source).suffix
-        items = [JudgeItem(task.root.name, files, ORIGINAL, b"", suffix, False, False)] if profile_first else []
-        items += [JudgeItem(task.root.name, files, name, path.read_bytes(), suffix, self.profile_improved,
-                            self.time_configs) for name, path in candidates]
+        items = [JudgeItem(task.root.name, files, ORIGINAL, b"", False, False)] if profile_first else []
+        items += [JudgeItem(task.root.name, files, name, path.read_bytes(), self.profile_improved, self.time_configs)
+                  for name, path in candidates]
         paths = dict(candidates)
         gpu = target_spec(task.target).gpu
         results: dict[str, Judgement] = {}

@@ -46,6 +46,31 @@ _ATTRIBUTES = {"__launch_bounds__", "__attribute__", "__declspec", "alignas", "_
 
 
 @dataclass(frozen=True)
+class DefinedKernels:
+    """The kernels an answer's source defines, by how ncu prints their launches: a Triton kernel bare ("gelu_kernel"),
+    a CUDA one with its parameters ("gelu_cuda_kernel(const float *, float *, long)"), a CUDA template with its
+    return type and arguments ("void tile<64>(float *)"). A launch is the answer's only in its definition's form:
+    a @triton.jit function named after a PyTorch kernel ("vectorized_elementwise_kernel", never launched) does not
+    make PyTorch's "void vectorized_elementwise_kernel<4, ...>(int, T2, T3)" its own. A CUDA template named after a
+    PyTorch template prints in the same form as PyTorch's and is not told apart (docs/validation.md)."""
+
+    triton: tuple[str, ...] = ()
+    cuda: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.triton + self.cuda))
+
+    def owns(self, kernel: str) -> bool:
+        """Whether the launch ncu printed as `kernel` runs one of these kernels."""
+        kernel = kernel.strip()
+        if kernel in self.triton:
+            return True
+        return any(kernel == name or kernel.startswith((f"{name}(", f"{name}<", f"void {name}<", f"void {name}("))
+                   for name in self.cuda)
+
+
+@dataclass(frozen=True)
 class Coverage:
     """One profiled call's launches, split into the answer's own kernels and the rest."""
 
@@ -83,17 +108,18 @@ class Coverage:
                 f"{(self.own_ms + self.other_ms) * 1e3:.1f} us of device time in a profiled call")
 
 
-def defined_kernels(source: str) -> tuple[str, ...]:
+def defined_kernels(source: str) -> DefinedKernels:
     """The kernels an answer's source defines: @triton.jit functions, and __global__ functions (load_inline's CUDA
     sources are strings in the same file), in order of appearance."""
-    names = [m.group(1) for m in _TRITON_KERNEL.finditer(source)]
+    cuda = []
     for kernel in _CUDA_KERNEL.finditer(source):
         declaration = source[kernel.end():kernel.end() + 400]
         called = (m.group(1) for m in _CALLED_NAME.finditer(declaration))
         name = next((n for n in called if n not in _ATTRIBUTES), None)
         if name:
-            names.append(name)
-    return tuple(dict.fromkeys(names))
+            cuda.append(name)
+    return DefinedKernels(tuple(dict.fromkeys(m.group(1) for m in _TRITON_KERNEL.finditer(source))),
+                          tuple(dict.fromkeys(cuda)))
 
 
 def function_name(kernel: str) -> str:
@@ -103,21 +129,20 @@ def function_name(kernel: str) -> str:
     return head.split()[-1].rsplit("::", 1)[-1] if head else ""
 
 
-def coverage_of(launches: Sequence[KernelLaunch], defined: Sequence[str], calls: int = 1) -> Coverage:
-    """Split `launches` (an application-mode page over `calls` calls) by whether the function is one of `defined`."""
+def coverage_of(launches: Sequence[KernelLaunch], defined: DefinedKernels, calls: int = 1) -> Coverage:
+    """Split `launches` (an application-mode page over `calls` calls) by whether `defined` owns each."""
     own: dict[str, float] = {}
     other: dict[str, float] = {}
-    wanted = set(defined)
     for launch in launches:
         name = function_name(launch.kernel)
-        side = own if name in wanted else other
+        side = own if defined.owns(launch.kernel) else other
         side[name] = side.get(name, 0.0) + launch_duration_ms(launch)
 
     def ranked(times: dict[str, float]) -> tuple[str, ...]:
         return tuple(sorted(times, key=lambda n: (-times[n], n)))
 
     return Coverage(own_ms=sum(own.values()) / calls, other_ms=sum(other.values()) / calls,
-                    own_kernels=ranked(own), other_kernels=ranked(other), defined=tuple(defined))
+                    own_kernels=ranked(own), other_kernels=ranked(other), defined=defined.names)
 
 
 def measure_coverage(argv: Sequence[str], env: dict[str, str], args: Sequence[str], work_dir: Path, *,

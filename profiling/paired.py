@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import statistics
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -242,11 +241,6 @@ class Pair:
             staging_ms += process.fetch(timeout_s)
         outputs = self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None
         return SideResult(outputs, replace(timed, staging_ms=staging_ms))
-
-    def overhead_ms(self, pings: int, timeout_s: float, *, whole_call: bool) -> float:
-        """The median of `pings` null calls of the original's process (the candidate's could slow its own down to
-        have more taken off)."""
-        return statistics.median(self.original.null_call_ms(timeout_s, whole_call=whole_call) for _ in range(pings))
 
     def fetch(self, side: str, inputs: Inputs, *, timeout_s: float) -> Outputs:
         """The last call's outputs of `side` (views of the judge's mapping), once its buffers passed every check;

@@ -35,6 +35,7 @@ import os
 import select
 import signal
 import socket
+import statistics
 import time
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -263,11 +264,11 @@ class KernelProcess:
             finished = done
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6)
 
-    def null_call_ms(self, timeout_s: float, *, whole_call: bool = False) -> float:
-        """One null call: the protocol's own round trip, which every call's duration includes (whole_call: as the
-        whole call from resuming to "done" measures it)."""
-        timed = self._round_trip(b"ping", timeout_s, "a null call")
-        return timed.outer_ms if whole_call else timed.duration_ms
+    def overhead_ms(self, pings: int, timeout_s: float, *, whole_call: bool = False) -> float:
+        """The median of `pings` null calls: the protocol's own round trip, which every call's duration includes
+        (whole_call: as the whole call from resuming to "done" measures it)."""
+        trips = (self._round_trip(b"ping", timeout_s, "a null call") for _ in range(pings))
+        return statistics.median(t.outer_ms if whole_call else t.duration_ms for t in trips)
 
     def _expect(self, word: str, deadline: float, during: str) -> None:
         message = self._receive(deadline, during)

@@ -40,7 +40,7 @@ from profiling.correctness import compare_run, degenerate_reason
 from profiling.cuda.ncu import NcuError
 from profiling.cuda.raw_csv import NcuCsvError
 from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, TamperedBuild, run_harness
-from profiling.kernel_coverage import measure_coverage
+from profiling.kernel_coverage import Coverage, measure_coverage
 from profiling.machine import describe_machine, describe_tools, gpu_peaks
 from profiling.paired import Mismatch, OriginalFailed, Pair
 from profiling.score import SpeedupEstimate, estimate_speedup, plausibility_problems
@@ -71,10 +71,10 @@ HIDDEN_WORK_SE = 4.0
 # (_original_alone), and the slowdown with the candidate alive that is refused: half of the original's time alone
 # (an idle honest process cost it 20% on the H200, a persistent spin 440%). A spin tuned under this bound still
 # inflates a speedup by up to 1.5x: docs/validation.md.
-# ncu over one profiled call of a torch-target answer (Python and torch start-up, its kernels compiled from cache)
-COVERAGE_TIMEOUT_S = 300.0
 ALONE_CALLS = 15
 ALONE_SLOWDOWN_SHARE = 0.5
+# ncu over one profiled call of a torch-target answer (Python and torch start-up, its kernels compiled from cache)
+COVERAGE_TIMEOUT_S = 300.0
 
 
 class _Phases:
@@ -111,7 +111,8 @@ class _Session:
     oracle_duration_s: float | None = None
     filtered: bool | None = None  # served: whether the candidate's process ran under the system-call filter
     on_device: bool = False  # served: whether the candidate's process ran its kernels on a GPU
-    coverage: str = ""  # kernel_coverage targets: what the profiled call showed ("" when not profiled)
+    coverage: Coverage | None = None  # kernel_coverage targets: what the profiled call showed
+    coverage_failure: str = ""  # why the call could not be profiled
 
     def candidate_timeout_s(self) -> float:
         if self.oracle_duration_s is None:
@@ -166,7 +167,8 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
     except TamperedBuild as tampered:
         verdict.status, verdict.reason = Status.REJECTED, f"rejected: {tampered}"
     verdict.rules = rule_table(task, verdict, timing, served=served, filtered=session.filtered if session else None,
-                               coverage=session.coverage if session else "")
+                               coverage=session.coverage if session else None,
+                               coverage_failure=session.coverage_failure if session else "")
     verdict.duration_s = round(time.monotonic() - started, 3)
     return verdict
 
@@ -332,15 +334,15 @@ def _kernel_coverage(session: _Session, verdict: Verdict) -> None:
                                     source=(built.directory / task.source).read_text(errors="replace"),
                                     writable=built.cache_dirs, timeout_s=COVERAGE_TIMEOUT_S)
     except (NcuError, NcuCsvError) as error:
-        first = str(error).splitlines()[0]
-        session.coverage = f"not measured ({first[:200]})"
-        verdict.review.append(f"its kernels' share of the device time could not be measured: {first[:300]}")
+        session.coverage_failure = str(error).splitlines()[0][:300]
+        verdict.review.append(f"its kernels' share of the device time could not be measured: "
+                              f"{session.coverage_failure}")
         if verdict.status is Status.IMPROVED:
             verdict.status = Status.NEEDS_REVIEW
             verdict.reason += f"; held for review: {verdict.review[-1]}"
         return
+    session.coverage = coverage
     problem = coverage.problem(served_ms)
-    session.coverage = coverage.summary()
     if problem:
         raise _Stop(Status.REJECTED, f"rejected after it ran correctly: {problem}")
     verdict.reason += f"; {coverage.summary()}"
@@ -423,7 +425,7 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     whole_call = pair.candidate.interpreted and pair.candidate.staged
     # the protocol's own round trip, measured on the original's process (the candidate's could slow its own null
     # calls down to have more subtracted), taken off every call of both sides
-    overhead_ms = pair.overhead_ms(NULL_CALLS, task.validate.timeout_s, whole_call=whole_call)
+    overhead_ms = pair.original.overhead_ms(NULL_CALLS, task.validate.timeout_s, whole_call=whole_call)
     times: dict[str, list[list[CallTime]]] = {"original": [], "candidate": []}
     follows_other: dict[str, list[bool]] = {"original": [], "candidate": []}  # per timed call: the other side's
     # call came just before it (else its own did)
@@ -617,10 +619,12 @@ def _score(session: _Session, verdict: Verdict, estimate: SpeedupEstimate, confi
 
 
 def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
-               filtered: bool | None = None, coverage: str = "") -> list[RuleCheck]:
+               filtered: bool | None = None, coverage: Coverage | None = None,
+               coverage_failure: str = "") -> list[RuleCheck]:
     """How each rule of VALIDATION.md was applied to this verdict. served: judged through kernel processes;
     filtered: whether the candidate's ran under the system-call filter (None when it never started); coverage:
-    what the profiled call showed of the answer's own kernels (kernel_coverage targets; "" when not profiled)."""
+    what the profiled call showed of the answer's own kernels (kernel_coverage targets), or coverage_failure why
+    it could not be profiled."""
     E, P, N, NA = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED, RuleStatus.NOT_APPLICABLE
     gpu = target_spec(task.target).gpu
     n_configs = len(task.configs)
@@ -654,10 +658,10 @@ def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
         RuleCheck(8, "precision downgrades flagged, output dtype matches", E,
                   "half-precision instructions and fast-math pragmas read from the compiled object and the "
                   "preprocessed source; dtype of every output" if served else "static check + dtype of every output"),
-        RuleCheck(9, "no fallback to the reference or a library",
-                  E if not gpu or (coverage and not coverage.startswith("not ")) else P,
+        RuleCheck(9, "no fallback to the reference or a library", E if not gpu or coverage is not None else P,
                   "static checks" + ("; imports on an allow-list (binary policy)" if served else "")
-                  + (f"; the answer's own kernels in a profiled call (ncu): {coverage}" if coverage else
+                  + (f"; the answer's own kernels in a profiled call (ncu): {coverage.summary()}" if coverage else
+                     f"; the answer's own kernels not measured ({coverage_failure})" if coverage_failure else
                      "; device kernel launch checked statically, not by counting launches" if gpu else "")),
         RuleCheck(10, "fail closed", E, "no outputs declared -> task refused; original failing -> task_invalid"),
         RuleCheck(11, "device events / monotonic clock, warm-up, many trials, median and spread", timing_status,

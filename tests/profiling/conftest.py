@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,19 @@ def write_task(root: Path, *, kernel: str = SLOW_C, harness: str = HARNESS_C, to
 @pytest.fixture
 def cpu_task_dir(tmp_path: Path) -> Path:
     return write_task(tmp_path / "task")
+
+
+ROW_SUM_TRITON = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "triton" / "row_sum_strided"
+
+
+@pytest.fixture
+def small_row_sum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The Triton example row_sum_strided with small configurations only, run by Triton's interpreter on the CPU
+    (the served Python judge's tests and its red team)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    directory = tmp_path / "row_sum_small"
+    shutil.copytree(ROW_SUM_TRITON, directory)
+    toml = (directory / "task.toml").read_text()
+    toml = toml.replace("params = { m = 8192, n = 8192 }", "params = { m = 96, n = 160 }")
+    (directory / "task.toml").write_text(toml.replace('name = "row_sum_strided"', 'name = "row_sum_small"'))
+    return directory

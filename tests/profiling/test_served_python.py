@@ -10,7 +10,6 @@ tests/profiling/test_judge_adversary_triton.py and run on a GPU machine.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -27,20 +26,12 @@ from tests.profiling.attack_sources import CHANNEL_FINDER
 pytest.importorskip("triton")
 
 REPO = Path(__file__).resolve().parents[2]
-ROW_SUM = REPO / "examples" / "tasks" / "triton" / "row_sum_strided"
 RUNTIME_DIR = REPO / "profiling" / "runtime"
 
 
 @pytest.fixture
-def task_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """row_sum_strided with small configurations only (the interpreter runs every kernel on the CPU)."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    directory = tmp_path / "row_sum_small"
-    shutil.copytree(ROW_SUM, directory)
-    toml = (directory / "task.toml").read_text()
-    toml = toml.replace("params = { m = 8192, n = 8192 }", "params = { m = 96, n = 160 }")
-    (directory / "task.toml").write_text(toml.replace('name = "row_sum_strided"', 'name = "row_sum_small"'))
-    return directory
+def task_dir(small_row_sum: Path) -> Path:
+    return small_row_sum
 
 
 def judge(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, str]:

@@ -7,7 +7,6 @@ xfail(strict=True) with what is missed. The legitimate-but-unusual candidates mu
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -24,24 +23,12 @@ from profiling.static_checks import run_static_checks
 from profiling.validate import validate
 from tests.profiling.test_served_python import KERNEL
 from tests.synth.test_kernelbench import LINEAR_RELU, RELU, TRITON_RELU
+from tests.synth.test_kernelbench import judge as judge_kb
 
 pytest.importorskip("triton")
 
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME_DIR = REPO / "profiling" / "runtime"
-ROW_SUM = REPO / "examples" / "tasks" / "triton" / "row_sum_strided"
-
-
-@pytest.fixture
-def task_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """row_sum_strided with small configurations only (as test_served_python.py's fixture)."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    directory = tmp_path / "row_sum_small"
-    shutil.copytree(ROW_SUM, directory)
-    toml = (directory / "task.toml").read_text()
-    toml = toml.replace("params = { m = 8192, n = 8192 }", "params = { m = 96, n = 160 }")
-    (directory / "task.toml").write_text(toml.replace('name = "row_sum_strided"', 'name = "row_sum_small"'))
-    return directory
 
 
 
@@ -59,15 +46,13 @@ def kb_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return out
 
 
+@pytest.fixture
+def task_dir(small_row_sum: Path) -> Path:
+    return small_row_sum
+
+
 def judge(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, str]:
     candidate = tmp_path / "candidate.py"
-    candidate.write_text(textwrap.dedent(source))
-    verdict = validate(load_task(task_dir), candidate, tmp_path / "work", timing=False)
-    return verdict.status, verdict.reason
-
-
-def judge_kb(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, str]:
-    candidate = tmp_path / "model_new_candidate.py"
     candidate.write_text(textwrap.dedent(source))
     verdict = validate(load_task(task_dir), candidate, tmp_path / "work", timing=False)
     return verdict.status, verdict.reason
