@@ -39,6 +39,7 @@ _PR_SET_CHILD_SUBREAPER = 36  # prctl option: orphaned descendants are re-parent
 # kill another's process. Changed, and read by the clean-up, under the lock.
 _running: set[int] = set()
 _running_lock = threading.Lock()
+_libc = ctypes.CDLL(None, use_errno=True)  # loaded in the parent: a child before exec only calls
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,40 @@ def seccomp_available() -> bool:
     return Path("/proc/sys/kernel/seccomp/actions_avail").is_file()
 
 
+# mount(2) and unshare(2) flags (linux/mount.h, linux/sched.h) for a private /dev/shm.
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+# The private /dev/shm's size: POSIX shared memory and semaphores of a run are small; a filling loop stops here.
+PRIVATE_SHM_BYTES = 1 << 30
+_SHM_MOUNT = (b"perfforge-shm", str(landlock.SHARED_MEMORY_DIR).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV,
+              f"mode=1777,size={PRIVATE_SHM_BYTES}".encode())
+
+
+def _private_shared_memory() -> None:
+    """Runs in the child before exec (before Landlock, which forbids mounting): a mount namespace of its own
+    whose /dev/shm is a fresh tmpfs. What the run and its descendants write there is theirs alone, and the kernel
+    frees it when the last of them exits: nothing a run leaves in POSIX shared memory reaches another run or
+    outlives it. Raises OSError where the kernel refuses (the probe decides before any real run)."""
+    if _libc.unshare(_CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    # Private propagation first: the tmpfs must not appear in the parent's namespace through a shared mount.
+    if _libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
+    if _libc.mount(*_SHM_MOUNT) != 0:
+        raise OSError(ctypes.get_errno(), "mount tmpfs on /dev/shm")
+
+
+@functools.cache
+def private_shared_memory_available() -> bool:
+    """Whether a run can have a /dev/shm of its own here (root, or a kernel that lets mount namespaces be made;
+    not under every container runtime): tried once on `true`."""
+    if not landlock.SHARED_MEMORY_DIR.is_dir():
+        return False
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        return subprocess.run(["true"], preexec_fn=_private_shared_memory, timeout=10).returncode == 0
+    return False
+
+
 def network_namespace_available() -> bool:
     return _unshare_prefix() is not None
 
@@ -161,11 +196,14 @@ def scrubbed_env(scratch: Path, extra: Mapping[str, str] | None = None) -> dict[
     return env
 
 
-def _set_limits(limits: Limits, writable: Sequence[Path] | None, readable: Sequence[Path] | None = None) -> None:
-    """Runs in the child before exec: its own session (so a timeout kills the whole group), its limits, its
-    writable directories (None: no filesystem restriction) and, given, the only directories besides the system's
-    it may read."""
+def _set_limits(limits: Limits, writable: Sequence[Path] | None, readable: Sequence[Path] | None = None,
+                private_shm: bool = False) -> None:
+    """Runs in the child before exec: its own session (so a timeout kills the whole group), its limits, its own
+    /dev/shm (private_shm), its writable directories (None: no filesystem restriction) and, given, the only
+    directories besides the system's it may read."""
     os.setsid()
+    if private_shm:
+        _private_shared_memory()
     cpu = limits.cpu_s if limits.cpu_s is not None else int(limits.timeout_s * 2) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
@@ -298,13 +336,14 @@ def _start(argv: Sequence[str], cwd: Path, limits: Limits, env: Mapping[str, str
     directories = landlock.prepare([cwd, *writable])  # made where missing, fenced or not
     isolated = not limits.network and network_namespace_available()
     fenced = not limits.filesystem and filesystem_isolation_available()
+    private_shm = not limits.filesystem and private_shared_memory_available()
     write_dirs = directories if fenced else None
     _adopt_orphans()
     with _running_lock:
         children_before = _children()
         proc = subprocess.Popen([*(_unshare_prefix() if isolated else ()), *argv], cwd=cwd,
                                 env=scrubbed_env(cwd, env),
-                                preexec_fn=lambda: _set_limits(limits, write_dirs, readable), **popen)
+                                preexec_fn=lambda: _set_limits(limits, write_dirs, readable, private_shm), **popen)
         _running.add(proc.pid)
     return proc, children_before, isolated, fenced
 
@@ -343,7 +382,7 @@ def _adopt_orphans() -> None:
     """Make this process the subreaper of what it starts. A process that a run leaves behind in a session of its
     own (a daemon: fork, setsid, fork) is then re-parented here, not to init, and _kill_leftovers finds it. Left
     running, it could copy the original's outputs between the oracle run and their deletion, or slow the baseline."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def _children(parent: int | None = None) -> set[int]:

@@ -631,7 +631,8 @@ def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
     timing_status = E if timed else N
     network = sandbox.network_namespace_available()
     fenced = sandbox.filesystem_isolation_available()
-    ipc = sandbox.ipc_namespace_available()
+    # System V IPC and POSIX shared memory (/dev/shm) of its own: nothing cached there reaches another run
+    ipc = sandbox.ipc_namespace_available() and sandbox.private_shared_memory_available()
     v = task.validate
     rules = [
         RuleCheck(1, "fresh random inputs, several seeds and shapes", E if n_configs > 1 else P,
@@ -760,7 +761,7 @@ def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: boo
         RuleCheck(23, ADVERSARY_RULES[3][1], fence, ", ".join([
             "system-call filter (seccomp): no file, socket, process, IPC or scheduling call" if filtered
             else "system-call filter NOT installed (no seccomp for this build or kernel)",
-            "own IPC namespace" if ipc else "IPC namespace NOT available",
+            "own IPC namespace and /dev/shm" if ipc else "IPC namespace or private /dev/shm NOT available",
             "compiler reads only its build directory and the system's" if fenced else "reads NOT fenced",
             "every process it started killed when the verdict ends"])),
         RuleCheck(24, ADVERSARY_RULES[4][1], E, "inputs compared byte for byte with the judge's private copy after "

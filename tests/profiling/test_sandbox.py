@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,27 @@ def test_no_process_outlives_its_run(tmp_path: Path) -> None:
     result = sandbox.run(["bash", "-c", daemon], cwd=tmp_path / "own")
     pid = int((tmp_path / "own" / "daemon.pid").read_text())
     assert result.ok and not Path(f"/proc/{pid}").exists()
+
+
+@pytest.mark.skipif(not sandbox.private_shared_memory_available(), reason="no mount namespace on this machine")
+def test_what_a_run_leaves_in_dev_shm_is_its_own_and_goes_with_it(tmp_path: Path) -> None:
+    """A cache in POSIX shared memory (a file in /dev/shm) is seen neither by a run at the same time nor by the
+    machine, and is gone when its run ends: each run mounts a /dev/shm of its own."""
+    name = f"/dev/shm/pf-sandbox-test-{os.getpid()}"
+    (tmp_path / "w").mkdir()
+    writer = sandbox.spawn(["sh", "-c", f"echo cached > {name} && cat {name} > seen && sleep 30"], cwd=tmp_path / "w")
+    try:
+        for _ in range(100):
+            if (tmp_path / "w" / "seen").is_file() and (tmp_path / "w" / "seen").read_text():
+                break
+            time.sleep(0.05)
+        assert (tmp_path / "w" / "seen").read_text() == "cached\n"
+        reader = sandbox.run(["cat", name], cwd=tmp_path / "r")
+        assert reader.returncode != 0 and "No such file" in reader.stderr
+        assert not Path(name).exists()
+    finally:
+        writer.close()
+    assert not Path(name).exists()
 
 
 @pytest.mark.skipif(not sandbox.filesystem_isolation_available() or landlock.abi_version() < 6,

@@ -300,11 +300,15 @@ class ModelNew(nn.Module):
     assert status is Status.REJECTED, reason
 
 
-@pytest.mark.xfail(strict=True, reason="Landlock leaves /dev/shm writable and nothing removes what a candidate "
-                   "leaves there: a write outside the scratch directory outlives the verdict")
-def test_nothing_written_outside_the_scratch_directory_outlives_the_verdict(task_dir: Path, tmp_path: Path) -> None:
-    """Attack: at import, make a directory in /dev/shm (os through perfforge_serve, no open() call). After the
-    verdict it should be gone (or the write refused)."""
+def test_nothing_written_outside_the_scratch_directory_outlives_the_verdict(
+        task_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack: at import, make a directory in /dev/shm (os through perfforge_serve, no open() call), a cache that
+    would outlive the verdict and reach later ones. The static check refuses this spelling; it is switched off
+    here to stand for a spelling it misses, so the run's fence is what is tested: the run has a /dev/shm of its
+    own (a tmpfs in its own mount namespace), gone with it."""
+    if not sandbox.private_shared_memory_available():
+        pytest.skip("no mount namespace on this machine: /dev/shm is shared (docs/validation.md)")
+    monkeypatch.setattr("profiling.validate.run_static_checks", lambda source, task: [])
     marker = Path("/dev/shm") / f"pf-redteam-{uuid.uuid4().hex}"
     try:
         status, reason = judge(task_dir, tmp_path, KERNEL + f'''
