@@ -10,27 +10,34 @@ The model is a causal LM with random weights (fixed seed), built from a LlamaCon
 Its weights are float32, as a config-built model is. The tokenizer is the tests' byte-level BPE tokenizer with a
 ChatML template (tests/inference/tiny_model.py::build_tokenizer). The data are 64 conversational prompt/completion
 rows ({"prompt": [{"role": "user", ...}], "completion": [{"role": "assistant", ...}]}) cut from a corpus of C and
-CUDA code in this file, about 600 prompt and 400 completion tokens each (the figures are in the JSON).
+CUDA code in this file, of spread lengths: 150-600 prompt and 100-400 completion tokens, drawn per row (the figures
+are in the JSON).
 
 Both sides train SFTTrainer with the same peft LoRA config (training.trainer.lora_config of TrainConfig's defaults:
 r 8, alpha 16, all-linear), the same batch size, max_length and number of steps:
-    A  perfforge  training.trainer.trainer_args(TrainConfig(...), precision_flags(...)): precision auto (fp32 and
-                  use_cpu on the CPU, bf16 on a GPU), gradient checkpointing on GPUs only, completion_only_loss,
-                  lr 2e-4, ...;
+    A  perfforge  training.trainer.trainer_args(TrainConfig(...), precision_flags(...), speed_choices(...)):
+                  precision auto (fp32 and use_cpu on the CPU, bf16 on a GPU), and on a GPU training.speed's
+                  choices: padding-free packing, liger-kernel where installed, gradient checkpointing only if the
+                  activations would not fit; completion_only_loss, lr 2e-4, ...;
     B  trl        trl.SFTConfig(output_dir, max_steps, per_device_train_batch_size, max_length, report_to="none")
-                  and everything else at trl's defaults (bf16 and gradient checkpointing on, lr 2e-5, ...).
-Both set include_num_input_tokens_seen="all" (a counter: it changes no training). A side whose configuration or
-training raises is recorded as failed with the exception's first line (on the CPU, trl's bf16 default refuses to
-start: STACK.md), and then that line is reported instead of a ratio.
+                  and everything else at trl's defaults (bf16 and gradient checkpointing on, padded batches, ...)
+                  except the learning rate and logging interval, set to A's (2e-4, 5 steps) so that the two
+                  loss curves compare at equal tokens.
+Both count tokens with include_num_input_tokens_seen="non_padding" (a counter: it changes no training): real
+tokens, so packing's removed padding is not counted as work. (On the packed side the counter is the number of
+tokens that are not the pad token, which is also the end-of-turn token here: it undercounts A by one token per
+example, against A.) A side whose configuration or training raises is recorded as failed with the exception's
+first line (on the CPU, trl's bf16 default refuses to start: STACK.md), and then that line is reported instead of
+a ratio.
 
-Throughput is trainer.state.num_input_tokens_seen (every input token of each batch, padding included: the same
-batches on both sides) over the wall time of the timed steps: a callback notes the time and the counter at the end
-of each optimiser step (after a CUDA synchronise), and the first --warmup steps are left out, so dataset
-preparation, model placement and the first step's one-off costs are not timed. Peak memory is
+Throughput is trainer.state.num_input_tokens_seen over the wall time of the timed steps: a callback notes the time
+and the counter at the end of each optimiser step (after a CUDA synchronise), and the first --warmup steps are left
+out, so dataset preparation, model placement and the first step's one-off costs are not timed. Peak memory is
 torch.cuda.max_memory_allocated on a GPU and the process's ru_maxrss on the CPU (the whole process: Python,
-torch and the data included). The final loss is the last loss the trainer logged (A logs every 5 steps, B every 10;
-the learning rates differ too, so losses are given, not compared). A checkpoints every 50 steps and B every 500:
-a run of 50 or more steps times A's checkpoint writes, as `perfforge train` would pay them.
+torch and the data included). Equal loss: a packed step holds more tokens than a padded one, so the losses are
+compared at equal tokens: A's logged loss curve (loss against tokens seen) read at the tokens B had seen at its
+last logged loss (`loss_A_at_B_tokens` beside B's own). A checkpoints every 50 steps and B every 500: a run of 50
+or more steps times A's checkpoint writes, as `perfforge train` would pay them.
 
 Each run is a fresh subprocess (memory figures are its own), in the order A B A B (--repeats 2).
 
@@ -49,6 +56,7 @@ import importlib.util
 import json
 import os
 import platform
+import random
 import resource
 import statistics
 import subprocess
@@ -64,14 +72,14 @@ sys.path.insert(0, str(ROOT))
 # Light imports only: training.config and training.trainer import torch, peft and trl inside their functions.
 from perfforge.io import write_json  # noqa: E402
 from training.config import TrainConfig  # noqa: E402
-from training.trainer import lora_config, precision_flags, trainer_args  # noqa: E402
+from training.trainer import lora_config, precision_flags, speed_choices, trainer_args  # noqa: E402
 
 RESULTS_DIR = ROOT / "bench" / "results"
 REQUIRED = ("torch", "transformers", "tokenizers", "peft", "accelerate", "trl", "datasets",
             "pytest")  # pytest: tests/inference/tiny_model.py imports tests/profiling/conftest.py
 EXAMPLES = 64
-PROMPT_TOKENS = 600
-COMPLETION_TOKENS = 400
+PROMPT_TOKENS = (150, 600)  # each row's prompt and completion lengths are drawn uniformly from these ranges
+COMPLETION_TOKENS = (100, 400)
 SIDES = {"A": "perfforge", "B": "trl default"}
 SIZES: dict[str, dict[str, Any]] = {
     "tiny": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -191,17 +199,21 @@ __global__ void transpose_tiled(const float *__restrict__ src, float *__restrict
 
 
 def build_rows(tokenizer: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """EXAMPLES prompt/completion rows cut from CORPUS at different offsets, and their measured token lengths."""
+    """EXAMPLES prompt/completion rows cut from CORPUS at different offsets, of spread lengths (each row draws its
+    prompt and completion lengths uniformly from PROMPT_TOKENS and COMPLETION_TOKENS, seeded by its index: real
+    pairs vary, and padding is what packing removes), and their measured token lengths."""
     corpus = "\n".join(CORPUS)
     single = tokenizer(corpus, add_special_tokens=False, verbose=False)["input_ids"]
-    need = PROMPT_TOKENS + COMPLETION_TOKENS + len(single)
+    need = PROMPT_TOKENS[1] + COMPLETION_TOKENS[1] + len(single)
     ids = tokenizer("\n".join([corpus] * (need // len(single) + 2)), add_special_tokens=False,
                     verbose=False)["input_ids"]
     head_p = len(tokenizer(PROMPT_HEAD, add_special_tokens=False)["input_ids"])
     head_c = len(tokenizer(ANSWER_HEAD + "```c\n\n```", add_special_tokens=False)["input_ids"])
-    n_prompt, n_completion = PROMPT_TOKENS - head_p - 8, COMPLETION_TOKENS - head_c - 4  # 8, 4: the template's
     rows = []
     for index in range(EXAMPLES):
+        draw = random.Random(index)
+        n_prompt = draw.randint(*PROMPT_TOKENS) - head_p - 8  # 8, 4: the chat template's own tokens
+        n_completion = draw.randint(*COMPLETION_TOKENS) - head_c - 4
         start = (index * 131) % len(single)
         prompt = tokenizer.decode(ids[start:start + n_prompt])
         completion = tokenizer.decode(ids[start + n_prompt:start + n_prompt + n_completion])
@@ -216,6 +228,7 @@ def build_rows(tokenizer: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     stats = {"examples": len(rows), "prompt_tokens_mean": round(statistics.mean(prompt_lengths), 1),
              "completion_tokens_mean": round(statistics.mean(t - p for t, p in zip(total_lengths, prompt_lengths,
                                                                                     strict=True)), 1),
+             "total_tokens_mean": round(statistics.mean(total_lengths), 1),
              "total_tokens_min": min(total_lengths), "total_tokens_max": max(total_lengths)}
     return rows, stats
 
@@ -264,7 +277,7 @@ def config_summary(targs: Any) -> dict[str, Any]:
     names = ("bf16", "fp16", "use_cpu", "gradient_checkpointing", "completion_only_loss", "packing", "padding_free",
              "learning_rate", "lr_scheduler_type", "warmup_steps", "optim", "logging_steps", "save_steps",
              "save_total_limit", "seed", "max_length", "per_device_train_batch_size", "gradient_accumulation_steps",
-             "dataloader_num_workers", "torch_compile", "tf32", "pad_to_multiple_of")
+             "dataloader_num_workers", "torch_compile", "tf32", "pad_to_multiple_of", "use_liger_kernel")
     out = {}
     for name in names:
         value = getattr(targs, name, None)
@@ -304,11 +317,14 @@ def run_side(side: str, args: argparse.Namespace) -> dict[str, Any]:
         if side == "A":
             ours = TrainConfig(data=[Path("x")], out=out, max_steps=steps, batch_size=args.batch_size,
                                max_length=args.max_length)
-            targs = trainer_args(ours, precision_flags(ours))
-        else:
+            choices = speed_choices(ours, model)
+            record["speed"] = choices.as_dict()
+            targs = trainer_args(ours, precision_flags(ours), choices)
+        else:  # trl's defaults, but our learning rate and logging: the losses then compare at equal tokens
             targs = SFTConfig(output_dir=str(out / "checkpoints"), max_steps=steps,
                               per_device_train_batch_size=args.batch_size, max_length=args.max_length,
-                              report_to="none", include_num_input_tokens_seen="all")
+                              learning_rate=TrainConfig.learning_rate, logging_steps=TrainConfig.logging_steps,
+                              report_to="none", include_num_input_tokens_seen="non_padding")
         record["config"] = config_summary(targs)
         timer = step_timer(args.warmup, cuda)
         stage = "trainer"
@@ -322,6 +338,8 @@ def run_side(side: str, args: argparse.Namespace) -> dict[str, Any]:
         record["train_seconds"] = round(time.perf_counter() - started, 3)
         record.update(timer.window())
         losses = [(e["step"], e["loss"]) for e in trainer.state.log_history if "loss" in e]
+        record["loss_curve"] = [(e["num_input_tokens_seen"], e["loss"]) for e in trainer.state.log_history
+                                if "loss" in e and "num_input_tokens_seen" in e]
         record["final_loss"] = losses[-1][1] if losses else None
         record["final_loss_step"] = losses[-1][0] if losses else None
         record["train_loss_mean"] = round(result.training_loss, 4)
@@ -402,6 +420,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ratios = [round(a["tokens_per_s"] / b["tokens_per_s"], 3) for a, b in pairs
               if a["ok"] and b["ok"] and b["tokens_per_s"]]
     summary["ratio_A_over_B"] = ratios
+    summary["loss_at_equal_tokens"] = [loss_at_equal_tokens(a, b) for a, b in pairs if a["ok"] and b["ok"]]
     a_med, b_med = summary["A"]["tokens_per_s_median"], summary["B"]["tokens_per_s_median"]
     summary["ratio_A_over_B_of_medians"] = round(a_med / b_med, 3) if a_med and b_med else None
     if summary["ratio_A_over_B_of_medians"] is None:
@@ -409,6 +428,21 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         summary["no_ratio_because"] = "; ".join(f"{s} ({SIDES[s]}) failed: {summary[s]['errors'][0]}"
                                                 for s in failed) or "no successful pair"
     return summary
+
+
+def loss_at_equal_tokens(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """B's last logged loss and A's loss curve read (linearly) at the tokens B had then seen; None where A's curve
+    does not reach that far."""
+    curve_a, curve_b = a.get("loss_curve") or [], b.get("loss_curve") or []
+    if not curve_a or not curve_b:
+        return {"tokens": None, "loss_B": None, "loss_A_at_B_tokens": None}
+    tokens, loss_b = curve_b[-1]
+    loss_a = None
+    for (t0, l0), (t1, l1) in zip(curve_a, curve_a[1:], strict=False):
+        if t0 <= tokens <= t1:
+            loss_a = l0 + (l1 - l0) * (tokens - t0) / (t1 - t0) if t1 > t0 else l1
+            break
+    return {"tokens": tokens, "loss_B": loss_b, "loss_A_at_B_tokens": None if loss_a is None else round(loss_a, 4)}
 
 
 def print_table(runs: list[dict[str, Any]], summary: dict[str, Any]) -> None:
@@ -422,7 +456,9 @@ def print_table(runs: list[dict[str, Any]], summary: dict[str, Any]) -> None:
             continue
         c = r["config"]
         precision = "bf16" if c["bf16"] else "fp16" if c["fp16"] else "fp32"
-        settings = f"{precision}, ckpt {'on' if c['gradient_checkpointing'] else 'off'}, lr {c['learning_rate']:g}"
+        settings = (f"{precision}, ckpt {'on' if c['gradient_checkpointing'] else 'off'}, "
+                    f"packing {'on' if c['packing'] else 'off'}, liger {'on' if c.get('use_liger_kernel') else 'off'}, "
+                    f"lr {c['learning_rate']:g}")
         loss = f"{r['final_loss']:.3f}" if r["final_loss"] is not None else "-"
         print(f"{label:<14}{r['repeat']:>4}{r['timed_steps']:>7}{r['timed_tokens']:>9}{r['timed_seconds']:>9.2f}"
               f"{r['tokens_per_s']:>10.0f}{r['median_step_s']:>9.3f}{fmt_bytes(r['peak_memory_bytes']):>11}"
@@ -436,6 +472,8 @@ def print_table(runs: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     if summary["ratio_A_over_B"]:
         print(f"ratio A/B (tokens per second): per pair {summary['ratio_A_over_B']}, "
               f"of medians {summary['ratio_A_over_B_of_medians']}")
+        for pair in summary["loss_at_equal_tokens"]:
+            print(f"loss at {pair['tokens']} tokens: B {pair['loss_B']}, A {pair['loss_A_at_B_tokens']}")
     else:
         print(f"ratio A/B: none; {summary.get('no_ratio_because')}")
 

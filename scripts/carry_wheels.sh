@@ -7,7 +7,7 @@
 #       .wheels/*.whl && export PYTHONPATH=/tmp/site:$PWD
 #
 # The image has torch, numpy, pandas, pyarrow, pytest, xxhash, httpx and the rest of the HF stack at other versions
-# (the device README's KINDS.md lists them); trl, datasets, dill and multiprocess it lacks. The HF packages are
+# (the device README's KINDS.md lists them); trl, datasets, dill, multiprocess and liger-kernel it lacks. The HF packages are
 # carried whole (transformers, peft, accelerate, tokenizers, huggingface_hub, safetensors, hf-xet, fsspec) so
 # that the GPU run uses the versions of the CPU run (STACK.md), and they go first on PYTHONPATH; with them what
 # huggingface_hub 2.x and transformers 5.19 need that the image may hold older or not at all (httpx2, httpcore2,
@@ -28,7 +28,7 @@ PACKAGES=("$@")
 if [ ${#PACKAGES[@]} -eq 0 ]; then
     PACKAGES=(trl datasets dill multiprocess transformers peft accelerate tokenizers huggingface_hub safetensors
               hf-xet fsspec httpx2 httpcore2 truststore click regex idna anyio
-              typing_extensions)
+              typing_extensions liger-kernel)
 fi
 
 mkdir -p .git/info

@@ -2,7 +2,8 @@
 
 Our LoRA fields become peft's LoraConfig in one place (training.trainer.lora_config); the trainer fields become
 trl's SFTConfig / DPOConfig in training.trainer.trainer_args. Defaults suit a CPU (fp32, no gradient checkpointing,
-STACK.md: trl's own defaults fail there); on a GPU `precision: auto` turns on bf16.
+STACK.md: trl's own defaults fail there); on a GPU `precision: auto` turns on bf16, and packing, fused kernels and
+gradient checkpointing are chosen for speed by training.speed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from perfforge.summary import SOURCES_HELP, parse_sources
 
 METHODS = ("sft", "dpo")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+KERNELS = ("auto", "liger", "none")
 
 
 @dataclass
@@ -52,12 +54,17 @@ class TrainConfig:
     batch_size: int = field(default=4, metadata={"help": "examples per device per step"})
     gradient_accumulation: int = field(default=1, metadata={"help": "steps accumulated per optimiser step"})
     max_length: int = field(default=2048, metadata={"help": "tokens per example (longer ones are truncated)"})
-    packing: bool = field(default=False, metadata={
-        "help": "pack several short examples into one sequence (faster on GPUs; keeps completion-only loss)"})
+    packing: bool | None = field(default=None, metadata={
+        "help": "pack several examples into one row, without padding and without attention across examples "
+                "(keeps completion-only loss; default: on for SFT on a GPU, off on the CPU)"})
+    kernels: str = field(default="auto", metadata={
+        "help": "fused training kernels: auto (liger-kernel on a CUDA GPU where it is installed and patches the "
+                "model), liger, none"})
     precision: str = field(default="auto", metadata={"help": "auto (bf16 on a GPU that has it, fp32 on the CPU), "
                                                              "fp32, bf16, fp16"})
     gradient_checkpointing: bool | None = field(default=None, metadata={
-        "help": "recompute activations to save memory (default: on for GPUs, off on the CPU)"})
+        "help": "recompute activations to save memory (default: on a GPU only where the estimated activations "
+                "would not fit, training/speed.py; off on the CPU)"})
     logging_steps: int = field(default=5, metadata={"help": "log the loss every N steps"})
     save_steps: int = field(default=50, metadata={"help": "checkpoint every N steps (resume point)"})
     seed: int = field(default=0, metadata={"help": "training seed"})
@@ -69,6 +76,8 @@ class TrainConfig:
             raise ConfigError("give at least one dataset (a pairs.parquet, an attempts.parquet or a directory)")
         if self.method not in METHODS:
             raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.kernels not in KERNELS:
+            raise ConfigError(f"--kernels must be one of {', '.join(KERNELS)}, got {self.kernels!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"--precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if not 0.0 <= self.eval_fraction < 1.0:

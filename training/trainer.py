@@ -4,11 +4,13 @@
     OUT/checkpoints/       trl's checkpoints: a rerun resumes from the last one
     OUT/adapter/           the LoRA adapter (peft format: `perfforge serve --lora NAME=OUT/adapter` serves it)
     OUT/merged/            with --merge: base model + adapter as one model directory
-    OUT/metrics.json       losses (first and last logged, eval), steps, tokens per second, the settings
+    OUT/metrics.json       losses (first and last logged, eval), steps, tokens (without padding) per second, the
+                           settings and the speed choices
 
-The model trains in fp32 on the CPU and in bf16 on a GPU that has it (precision auto); gradient checkpointing is
-on for GPUs. Completion-only loss: trl masks the prompt tokens of prompt/completion datasets (STACK.md: verified
-with trl 1.16). Multi-GPU: `accelerate launch -m perfforge.cli train ...` (docs/training.md).
+The model trains in fp32 on the CPU and in bf16 on a GPU that has it (precision auto); on a GPU, padding-free
+packing, liger-kernel's fused kernels and gradient checkpointing are chosen for speed (training.speed, recorded in
+metrics.json's "speed"). Completion-only loss: trl masks the prompt tokens of prompt/completion datasets (STACK.md:
+verified with trl 1.16). Multi-GPU: `accelerate launch -m perfforge.cli train ...` (docs/training.md).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from perfforge.errors import ConfigError, PerfforgeError
 from perfforge.io import atomic_dir, read_json, write_json
 from perfforge.models import resolve_model
+from training import speed
 from training.config import TrainConfig
 from training.examples import Example, load_examples
 from training.splits import assign_splits, split
@@ -39,7 +42,8 @@ def lora_config(config: TrainConfig) -> Any:
 
 
 def precision_flags(config: TrainConfig) -> dict[str, Any]:
-    """bf16/fp16, gradient checkpointing and use_cpu for trl's config, from the precision and the machine."""
+    """bf16/fp16 and use_cpu for trl's config, from the precision and the machine (gradient checkpointing: the
+    explicit setting, or the CPU's off; on a GPU `speed_choices` decides once the model's shape is known)."""
     import torch
 
     gpu = torch.cuda.is_available()
@@ -48,26 +52,44 @@ def precision_flags(config: TrainConfig) -> dict[str, Any]:
         precision = "bf16" if gpu and torch.cuda.is_bf16_supported() else "fp32"
     if precision in ("bf16", "fp16") and not gpu:
         raise PerfforgeError(f"--precision {precision} needs a GPU; on the CPU use fp32 (or auto)")
-    checkpointing = gpu if config.gradient_checkpointing is None else config.gradient_checkpointing
     return {"bf16": precision == "bf16", "fp16": precision == "fp16", "use_cpu": not gpu,
-            "gradient_checkpointing": checkpointing}
+            "gradient_checkpointing": bool(config.gradient_checkpointing)}
 
 
-def trainer_args(config: TrainConfig, flags: dict[str, Any]) -> Any:
-    """trl's SFTConfig or DPOConfig from our fields and precision_flags (the eval split is evaluated once, after
-    training)."""
+def speed_choices(config: TrainConfig, model: Any) -> speed.SpeedChoices:
+    """Packing, fused kernels and gradient checkpointing for this model on this machine (training.speed)."""
+    import torch
+
+    gpu = torch.cuda.is_available()
+    memory = torch.cuda.get_device_properties(0).total_memory if gpu else 0
+    return speed.resolve(method=config.method, packing=config.packing, kernels=config.kernels,
+                         gradient_checkpointing=config.gradient_checkpointing, gpu=gpu,
+                         model_type=getattr(model.config, "model_type", ""), shape=speed.ModelShape.of(model),
+                         tokens_per_step=config.batch_size * config.max_length, gpu_memory_bytes=memory,
+                         installed=speed.liger_installed())
+
+
+def trainer_args(config: TrainConfig, flags: dict[str, Any], choices: speed.SpeedChoices | None = None) -> Any:
+    """trl's SFTConfig or DPOConfig from our fields, precision_flags and the speed choices (None: the explicit
+    settings, nothing fused; the eval split is evaluated once, after training). Tokens are counted without
+    padding, so a packed and a padded run's tokens per second compare."""
     from trl import DPOConfig, SFTConfig
+
+    if choices is not None:
+        flags = {**flags, "gradient_checkpointing": choices.gradient_checkpointing,
+                 "use_liger_kernel": choices.liger}
+    packing = bool(config.packing) if choices is None else choices.packing
 
     common = dict(output_dir=str(config.out / "checkpoints"), max_steps=config.max_steps,
                   num_train_epochs=config.epochs, learning_rate=config.learning_rate,
                   per_device_train_batch_size=config.batch_size, per_device_eval_batch_size=config.batch_size,
                   gradient_accumulation_steps=config.gradient_accumulation, logging_steps=config.logging_steps,
                   save_steps=config.save_steps, save_total_limit=2, seed=config.seed, report_to="none",
-                  max_length=config.max_length, eval_strategy="no", include_num_input_tokens_seen="all",
+                  max_length=config.max_length, eval_strategy="no", include_num_input_tokens_seen="non_padding",
                   **flags)
     if config.method == "dpo":
         return DPOConfig(beta=config.beta, **common)
-    return SFTConfig(packing=config.packing, completion_only_loss=True, **common)
+    return SFTConfig(packing=packing, completion_only_loss=True, **common)
 
 
 def prepare(config: TrainConfig) -> tuple[list[Example], list[Example], dict[str, Any]]:
@@ -115,7 +137,9 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=_load_dtype(flags))
     train_set = datasets.Dataset.from_list([e.row() for e in train_examples])
     eval_set = datasets.Dataset.from_list([e.row() for e in eval_examples]) if eval_examples else None
-    trainer = _trainer(config, flags, model, tokenizer, train_set, eval_set)
+    choices = speed_choices(config, model)
+    log("; ".join(choices.reasons))
+    trainer = _trainer(config, flags, choices, model, tokenizer, train_set, eval_set)
     if len(trainer.train_dataset) == 0:
         raise PerfforgeError(f"no training example fits --max-length {config.max_length} tokens (trl drops "
                              "examples whose prompt alone fills it); raise --max-length")
@@ -123,6 +147,7 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     result = trainer.train(resume_from_checkpoint=resume)
     seconds = time.monotonic() - started
     metrics = _metrics(config, trainer, result, seconds, eval_set, str(model_dir))  # every rank evaluates
+    metrics["speed"] = choices.as_dict()
     if trainer.is_world_process_zero():  # under accelerate launch, one process writes the outputs
         _save_adapter(trainer, config.out / "adapter")
         if config.merge:
@@ -190,13 +215,13 @@ def _token_count(tokenizer: Any, messages: list[dict[str, str]]) -> int:
     return len(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
 
 
-def _trainer(config: TrainConfig, flags: dict[str, Any], model: Any, tokenizer: Any, train_set: Any,
-             eval_set: Any) -> Any:
+def _trainer(config: TrainConfig, flags: dict[str, Any], choices: speed.SpeedChoices, model: Any, tokenizer: Any,
+             train_set: Any, eval_set: Any) -> Any:
     from trl import DPOTrainer, SFTTrainer
 
     cls = DPOTrainer if config.method == "dpo" else SFTTrainer
     try:
-        return cls(model=model, args=trainer_args(config, flags), train_dataset=train_set,
+        return cls(model=model, args=trainer_args(config, flags, choices), train_dataset=train_set,
                    eval_dataset=eval_set, processing_class=tokenizer, peft_config=lora_config(config))
     except ValueError as exc:  # peft's NoMatchingPeftModuleError is one: no module of the model matches
         if "target_module" not in str(exc).lower() and "target module" not in str(exc).lower():
