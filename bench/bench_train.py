@@ -267,6 +267,12 @@ def step_timer(warmup: int, cuda: bool) -> Any:
                     "median_step_s": round(statistics.median(step_seconds), 4),
                     "first_step_s": round(points[1][1] - points[0][1], 4)}
 
+        def since_warmup(self) -> dict[int, float]:
+            """Seconds from the end of the warm-up to the end of each later step."""
+            points = [(0, self._start, 0), *self.marks]
+            t0 = points[warmup][1]
+            return {step: round(t - t0, 4) for step, t, _ in points[warmup:]}
+
         def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001, ANN003, ANN201
             self._start = time.perf_counter()
 
@@ -338,8 +344,9 @@ def run_side(side: str, args: argparse.Namespace) -> dict[str, Any]:
         record["train_seconds"] = round(time.perf_counter() - started, 3)
         record.update(timer.window())
         losses = [(e["step"], e["loss"]) for e in trainer.state.log_history if "loss" in e]
-        record["loss_curve"] = [(e["num_input_tokens_seen"], e["loss"]) for e in trainer.state.log_history
-                                if "loss" in e and "num_input_tokens_seen" in e]
+        record["loss_curve"] = [(e["step"], e.get("num_input_tokens_seen"), e["loss"])
+                                for e in trainer.state.log_history if "loss" in e]
+        record["step_seconds_since_warmup"] = timer.since_warmup()
         record["final_loss"] = losses[-1][1] if losses else None
         record["final_loss_step"] = losses[-1][0] if losses else None
         record["train_loss_mean"] = round(result.training_loss, 4)
@@ -431,18 +438,28 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def loss_at_equal_tokens(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """B's last logged loss and A's loss curve read (linearly) at the tokens B had then seen; None where A's curve
-    does not reach that far."""
+    """Equal loss, read two ways from the logged loss curves (each point the mean loss of the steps since the last):
+    A's loss at the tokens B had seen at its last point, and the time each side took from the end of its warm-up
+    to reach B's last loss (A's step where its curve first gets there; None where it never does). The ratio of
+    those times is the speed-up at equal loss."""
     curve_a, curve_b = a.get("loss_curve") or [], b.get("loss_curve") or []
+    times_a = {int(k): v for k, v in (a.get("step_seconds_since_warmup") or {}).items()}
+    times_b = {int(k): v for k, v in (b.get("step_seconds_since_warmup") or {}).items()}
     if not curve_a or not curve_b:
         return {"tokens": None, "loss_B": None, "loss_A_at_B_tokens": None}
-    tokens, loss_b = curve_b[-1]
+    step_b, tokens, loss_b = curve_b[-1]
     loss_a = None
-    for (t0, l0), (t1, l1) in zip(curve_a, curve_a[1:], strict=False):
-        if t0 <= tokens <= t1:
+    for (_, t0, l0), (_, t1, l1) in zip(curve_a, curve_a[1:], strict=False):
+        if t0 is not None and t1 is not None and t0 <= tokens <= t1:
             loss_a = l0 + (l1 - l0) * (tokens - t0) / (t1 - t0) if t1 > t0 else l1
             break
-    return {"tokens": tokens, "loss_B": loss_b, "loss_A_at_B_tokens": None if loss_a is None else round(loss_a, 4)}
+    step_a = next((step for step, _, loss in curve_a if loss <= loss_b and step in times_a), None)
+    seconds_a = times_a.get(step_a) if step_a is not None else None
+    seconds_b = times_b.get(step_b)
+    return {"tokens": tokens, "loss_B": loss_b, "loss_A_at_B_tokens": None if loss_a is None else round(loss_a, 4),
+            "B_seconds_to_its_last_loss": seconds_b, "A_step_reaching_it": step_a,
+            "A_seconds_to_reach_it": seconds_a,
+            "speedup_at_equal_loss": round(seconds_b / seconds_a, 3) if seconds_a and seconds_b else None}
 
 
 def print_table(runs: list[dict[str, Any]], summary: dict[str, Any]) -> None:
@@ -473,7 +490,11 @@ def print_table(runs: list[dict[str, Any]], summary: dict[str, Any]) -> None:
         print(f"ratio A/B (tokens per second): per pair {summary['ratio_A_over_B']}, "
               f"of medians {summary['ratio_A_over_B_of_medians']}")
         for pair in summary["loss_at_equal_tokens"]:
-            print(f"loss at {pair['tokens']} tokens: B {pair['loss_B']}, A {pair['loss_A_at_B_tokens']}")
+            print(f"B's last loss {pair['loss_B']:.4f} at {pair['tokens']} tokens, "
+                  f"{pair['B_seconds_to_its_last_loss']} s after warm-up; A's loss at those tokens "
+                  f"{pair['loss_A_at_B_tokens']}; A reached B's loss at step "
+                  f"{pair['A_step_reaching_it']}, {pair['A_seconds_to_reach_it']} s: "
+                  f"speed-up at equal loss {pair['speedup_at_equal_loss']}")
     else:
         print(f"ratio A/B: none; {summary.get('no_ratio_because')}")
 
