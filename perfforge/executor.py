@@ -25,6 +25,7 @@ CPU ask for CPU_TIMING=1 where a job says so (one per machine, `--resources CPU_
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -236,9 +237,17 @@ class DaskExecutor:
             raise
 
     def close(self) -> None:
-        self.client.close()
-        if self._cluster is not None:
-            self._cluster.close()
+        # A local cluster's workers and nannies drop their connections as it stops, and Dask logs each dropped
+        # one with a traceback (CommClosedError): the end of a finished job, not an error of the user's.
+        quiet = logging.getLogger("distributed")
+        level = quiet.level
+        quiet.setLevel(logging.CRITICAL)
+        try:
+            self.client.close()
+            if self._cluster is not None:
+                self._cluster.close()
+        finally:
+            quiet.setLevel(level)
 
 
 def _local_cluster(jobs: int) -> Any:
