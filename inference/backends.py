@@ -55,6 +55,35 @@ class Backend(ABC):
         """Release the model (engines hold GBs)."""
 
 
+class Shared(Backend):
+    """One engine lent to several loop runs (expert iteration samples every task of a round from one model): each
+    run's close() is a no-op; the lender closes the engine once, with close_engine()."""
+
+    def __init__(self, engine: Backend) -> None:
+        super().__init__(engine.model)
+        self.engine = engine
+
+    def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
+                 seed: int | None = None, fence: str | None = None) -> list[Completion]:
+        return self.engine.generate(messages, n=n, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                                    fence=fence)
+
+    def constrains(self) -> bool:
+        return self.engine.constrains()
+
+    def count_tokens(self) -> Callable[[str], int] | None:
+        return self.engine.count_tokens()
+
+    def describe(self) -> str:
+        return self.engine.describe()
+
+    def close(self) -> None:
+        """Kept open for the next run."""
+
+    def close_engine(self) -> None:
+        self.engine.close()
+
+
 BACKENDS: dict[str, type[Backend]] = {}
 
 

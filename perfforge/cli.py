@@ -157,6 +157,16 @@ def _run_train(config: Any) -> int:
     return run_train(config)
 
 
+def _iterate_config() -> type:
+    from training.config import IterateConfig
+    return IterateConfig
+
+
+def _run_iterate(config: Any) -> int:
+    from training.commands import run_iterate
+    return run_iterate(config)
+
+
 def _eval_config() -> type:
     from eval.config import EvalConfig
     return EvalConfig
@@ -194,6 +204,8 @@ SUBCOMMANDS = {
                    "candidate, feed back, keep the best proven one", _optimize_config, _run_optimize),
         Subcommand("train", "fine-tune a model with LoRA on a dataset's pairs (sft) or on the optimisation loop's "
                    "preference pairs (dpo)", _train_config, _run_train),
+        Subcommand("iterate", "expert iteration: sample candidates for training tasks, keep the judge-proven "
+                   "improvements, fine-tune, repeat", _iterate_config, _run_iterate),
         Subcommand("serve", "serve a model (and LoRA adapters) with vLLM's OpenAI-compatible server",
                    _serve_config, _run_serve),
         Subcommand("eval", "evaluate models against the original and the human-optimised versions: correctness, "

@@ -1,0 +1,117 @@
+"""`perfforge iterate` (training/iterate.py): expert iteration end to end on the CPU, with the real loop, judge and
+trainer and a tiny model built in the test.
+
+A random tiny model proves nothing, so the first test also shows that path: the round samples, the judge rejects
+what it wrote, nothing is trained. To see rounds that keep and train on proven improvements without a capable
+model, the seed data is one improved attempt whose prompt is the loop's own prompt for the task (taken from that
+first run) and whose code is the task's fast version; round 0 fine-tunes the tiny model on it until it writes that
+answer for that prompt. From then on everything is the real mechanism: round 1 samples from the fine-tuned model,
+the judge proves its candidates faster, they are kept, the base model is fine-tuned on seed + kept, and round 2
+samples from that model.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import perfforge.records as records
+from perfforge.errors import PerfforgeError
+from perfforge.io import read_json, read_parquet, write_parquet
+from tests.inference.conftest import FAST_TASK_TOML, invoke
+from tests.profiling.conftest import FAST_C, write_task
+from training.config import IterateConfig
+from training.iterate import IterationLayout, iterate, round_seeds, training_tasks
+
+TASK = "matvec_colwalk"
+
+
+@pytest.fixture(scope="module")
+def iterated(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("iterate")
+    write_task(root / "tasks" / "matvec", toml=FAST_TASK_TOML)
+    common = dict(tasks=[root / "tasks"], base_model=str(tiny_model), samples=2, seeds=1, backend="transformers",
+                  max_tokens=400, batch_size=1, max_length=1024)
+    first = IterateConfig(out=root / "first", rounds=1, temperature=0.8, **common)
+    first_records = iterate(first, log=lambda _: None)
+    run = IterationLayout(first.out).run_dir(1, training_tasks(first.tasks)[0], 0)
+    row = dict(read_parquet(run / "attempts.parquet")[0])
+    row.update(status="improved", code=FAST_C, hypothesis="accumulate each row in a register", speedup=2.0,
+               evidence="cache_miss_bound: the inner loop walks a column")
+    (root / "seed").mkdir()
+    write_parquet(root / "seed" / "attempts.parquet", [row], records.ATTEMPT_FEATURES)
+    config = IterateConfig(out=root / "out", rounds=2, temperature=0.3, max_steps=120, learning_rate=5e-3,
+                           seed_data=[root / "seed" / "attempts.parquet"], **common)
+    # the loop's prompt carries the original's measured time: round 1 starts from the first run's profile, so the
+    # prompt is the one the seed example was written for
+    target = IterationLayout(config.out).run_dir(1, training_tasks(config.tasks)[0], 0) / "original"
+    shutil.copytree(run / "original", target)
+    code, stdout, stderr = invoke(["iterate", *map(str, config.tasks), "--out", str(config.out),
+                                   "--base-model", str(tiny_model), "--seed-data", str(config.seed_data[0]),
+                                   "--rounds", "2", "--samples", "2", "--seeds", "1", "--backend", "transformers",
+                                   "--temperature", "0.3", "--max-tokens", "400", "--max-steps", "120",
+                                   "--learning-rate", "5e-3", "--batch-size", "1", "--max-length", "1024"])
+    return {"first": first_records, "config": config, "code": code, "stdout": stdout, "stderr": stderr}
+
+
+def test_a_model_that_proves_nothing_trains_nothing(iterated: dict[str, Any]) -> None:
+    (record,) = iterated["first"]
+    assert record.candidates == 2 and record.improved == 0 and record.kept_total == 0
+    assert not record.trained and record.note == "no new proven improvement: nothing to train on"
+
+
+def test_rounds_keep_proven_improvements_and_sample_from_the_model_they_trained(iterated: dict[str, Any]) -> None:
+    assert iterated["code"] == 0, iterated["stderr"][-3000:]
+    config = iterated["config"]
+    state = read_json(config.out / "iterate.json")
+    first, second = state["rounds"]
+    assert first["model"] == str(config.out / "round_00" / "train" / "merged")
+    assert first["improved"] >= 1 and first["trained"] and first["tasks_improved"] == [TASK]
+    assert second["model"] == str(config.out / "round_01" / "train" / "merged")  # round 2 samples round 1's model
+    assert second["kept_total"] == first["improved"] + second["improved"]
+    # what round 1 kept is what the judge proved: every kept attempt is improved with a measured speedup
+    kept = [r for r in read_parquet(config.out / "round_01" / "sample" / TASK / "seed0" / "attempts.parquet")
+            if r["status"] == "improved"]
+    assert len(kept) == first["improved"] and all(r["speedup"] and r["speedup"] > 1 for r in kept)
+    # each round fine-tunes the base model on the seed data and every improvement kept so far
+    settings = read_json(config.out / "round_02" / "train" / "metrics.json")["settings"]
+    assert settings["base_model"] == str(config.base_model)
+    assert sorted(settings["data"]) == sorted(map(str, [config.seed_data[0], *IterationLayout(config.out).attempts(2)]))
+    assert f"round 1: {first['improved']} of 2 candidates proven faster" in iterated["stdout"]
+
+
+def test_a_rerun_resumes_without_sampling_or_training_again(iterated: dict[str, Any]) -> None:
+    config = iterated["config"]
+    before = read_json(config.out / "iterate.json")
+
+    def refuse(model: str) -> Any:
+        raise AssertionError(f"a finished round loaded {model} again")
+
+    again = iterate(config, log=lambda _: None, make_engine=refuse)
+    assert [r.improved for r in again] == [r["improved"] for r in before["rounds"]]
+    assert read_json(config.out / "iterate.json")["rounds"] == before["rounds"]
+
+
+def test_rounds_never_repeat_a_sampling_seed() -> None:
+    config = IterateConfig(tasks=[Path("t")], seeds=3)
+    assert round_seeds(config, 1) == [0, 1, 2] and round_seeds(config, 2) == [3, 4, 5]
+
+
+def test_two_tasks_of_one_name_are_one_error(tmp_path: Path) -> None:
+    write_task(tmp_path / "a" / "matvec")
+    write_task(tmp_path / "b" / "matvec")
+    with pytest.raises(PerfforgeError, match="two training tasks share the name 'matvec_colwalk'"):
+        training_tasks([tmp_path / "a", tmp_path / "b"])
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    ([], "give at least one training task"),
+    (["TASKS", "--rounds", "0"], "--rounds must be at least 1"),
+    (["TASKS", "--temperature", "0"], "--temperature must be above 0"),
+])
+def test_option_errors_are_one_line(tmp_path: Path, flags: list[str], message: str) -> None:
+    code, _, stderr = invoke(["iterate", *[str(tmp_path) if f == "TASKS" else f for f in flags]])
+    assert code == 2 and message in stderr and "Traceback" not in stderr

@@ -1,0 +1,218 @@
+"""`perfforge iterate`: expert iteration (rejection-sampling fine-tuning) on training tasks.
+
+A round samples K candidates per task and sampling seed from the current model through one round of the
+optimisation loop (inference.run.run_loop: the same prompt, the same judge as `perfforge optimize`), keeps the
+candidates the judge proved faster (status improved: correct on every check and faster beyond the noise floor),
+and fine-tunes the base model on the seed data plus every improvement kept so far; the next round samples from
+that model. Each round fine-tunes the base model afresh on the growing set (as ReST and RFT do): training the
+previous round's model on its own samples again compounds its drift. A round that proves nothing new trains
+nothing and keeps its model. The SFT examples are training.examples.attempt_examples: the prompt the model was
+given (code, profile summary, diagnosis) and its proven answer with its hypothesis and evidence lines.
+
+    OUT/iterate.json                          every round so far: the model it sampled, counts, what it trained
+    OUT/round_00/train/                       with --seed-data: SFT on it before round 1 (merged/: round 1's model)
+    OUT/round_NN/sample/<task>/seed<S>/       one loop run (attempts.parquet, rounds/, report.json, ...)
+    OUT/round_NN/train/                       perfforge train on the seed data and rounds 1..NN's improvements
+
+An interrupted run resumes: a loop run resumes from its files, training from its last checkpoint, and a round
+whose training finished is not redone. The original's profile is made once per task (round 1's first run) and
+copied into later runs, so a task is profiled once whatever the number of rounds and seeds. DPO on the same
+attempts is the documented second step (`perfforge train --method dpo OUT/round_*/sample`, docs/training.md).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfforge.errors import PerfforgeError
+from perfforge.io import read_json, write_json
+from perfforge.naming import ATTEMPTS_FILE, RunLayout
+from perfforge.task import Task, find_tasks
+from perfforge.verdict import Status
+from training.config import IterateConfig, TrainConfig
+
+STATE_FILE = "iterate.json"
+
+
+@dataclass
+class RoundRecord:
+    """What one round did (iterate.json holds one per round)."""
+
+    number: int
+    model: str  # the model this round sampled from
+    runs: int = 0  # loop runs: tasks x sampling seeds
+    candidates: int = 0
+    parsed: int = 0  # candidates whose answer held a code block
+    correct: int = 0  # correct on every check (Status.correct: improved, no change, slower, held for review)
+    improved: int = 0  # proven faster: what the round keeps
+    kept_total: int = 0  # improved attempts of rounds 1..number (the training set beside the seed data)
+    trained: bool = False
+    train_steps: int | None = None
+    train_last_loss: float | None = None
+    note: str = ""
+    tasks_improved: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IterationLayout:
+    """Where `perfforge iterate` keeps its files (the drawing above)."""
+
+    out: Path
+
+    @property
+    def state(self) -> Path:
+        return self.out / STATE_FILE
+
+    def round_dir(self, number: int) -> Path:
+        return self.out / f"round_{number:02d}"
+
+    def run_dir(self, number: int, task: Task, seed: int) -> Path:
+        return self.round_dir(number) / "sample" / task.name / f"seed{seed}"
+
+    def train_dir(self, number: int) -> Path:
+        return self.round_dir(number) / "train"
+
+    def attempts(self, up_to: int) -> list[Path]:
+        """Every attempts.parquet of rounds 1..up_to."""
+        return sorted(path for n in range(1, up_to + 1)
+                      for path in (self.round_dir(n) / "sample").glob(f"*/*/{ATTEMPTS_FILE}"))
+
+
+def training_tasks(paths: list[Path]) -> list[Task]:
+    """The tasks under `paths` (each a task or a directory of tasks), each once, in path order."""
+    tasks: dict[Path, Task] = {}
+    for path in paths:
+        for task in find_tasks(Path(path)):
+            tasks.setdefault(task.root.resolve(), task)
+    names = [t.name for t in tasks.values()]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise PerfforgeError(f"two training tasks share the name {duplicates[0]!r}: each task's runs are kept under "
+                             "its name; rename one (task.toml's name)")
+    return list(tasks.values())
+
+
+def round_seeds(config: IterateConfig, number: int) -> list[int]:
+    """Round `number`'s sampling seeds: disjoint from every other round's, so no draw repeats."""
+    return list(range((number - 1) * config.seeds, number * config.seeds))
+
+
+def iterate(config: IterateConfig, log: Callable[[str], None] = print,
+            make_engine: Callable[[str], Any] | None = None) -> list[RoundRecord]:
+    """Run (or resume) every round; the rounds' records (also in OUT/iterate.json). make_engine(model) makes the
+    backend a round samples from (default: inference.backends.make_backend of --backend)."""
+    from inference.backends import make_backend
+
+    tasks = training_tasks(config.tasks)
+    layout = IterationLayout(config.out)
+    engine_of = make_engine or (lambda model: make_backend(config.backend, model))
+    log(f"expert iteration: {len(tasks)} training task(s), {config.rounds} round(s) of {config.samples} candidates x "
+        f"{config.seeds} seed(s) per task")
+    model = config.base_model
+    if config.seed_data:
+        model = str(_train(config, config.seed_data, layout.round_dir(0) / "train", log)["merged"])
+    records: list[RoundRecord] = []
+    profiles: dict[str, Path] = {}  # task name -> the original's profile, made by its first run
+    for number in range(1, config.rounds + 1):
+        record = RoundRecord(number=number, model=model)
+        _sample(config, tasks, number, model, layout, profiles, engine_of, record, log)
+        kept = _kept(layout.attempts(number))
+        record.kept_total = kept
+        previous = records[-1].kept_total if records else 0
+        if kept == previous:
+            record.note = ("no new proven improvement: nothing to train on" if kept == 0 and not config.seed_data
+                           else "no new proven improvement: the model stays")
+            log(f"round {number}: {record.note}")
+        else:
+            metrics = _train(config, [*config.seed_data, *layout.attempts(number)], layout.train_dir(number), log)
+            record.trained, record.train_steps = True, metrics.get("steps")
+            record.train_last_loss = metrics.get("last_logged_loss")
+            model = str(layout.train_dir(number) / "merged")
+        records.append(record)
+        write_json(layout.state, {"rounds": [asdict(r) for r in records], "model": model,
+                                  "settings": json.loads(json.dumps(asdict(config), default=str))})
+        log(f"round {number}: {record.candidates} candidates, {record.parsed} parsed, {record.correct} correct, "
+            f"{record.improved} proven faster ({record.kept_total} kept in all)"
+            + (f"; trained {record.train_steps} steps, loss {record.train_last_loss}" if record.trained else ""))
+    return records
+
+
+def _sample(config: IterateConfig, tasks: list[Task], number: int, model: str, layout: IterationLayout,
+            profiles: dict[str, Path], engine_of: Callable[[str], Any], record: RoundRecord,
+            log: Callable[[str], None]) -> None:
+    """One loop round per task and seed, every run from one engine of `model`; counts into `record`."""
+    from inference.backends import Shared
+    from inference.config import OptimizeConfig
+    from inference.run import run_loop
+    from profiling.judge import LocalJudge
+
+    shared: list[Shared] = []
+
+    def backend() -> Shared:  # the engine is loaded when a run first needs it (a resumed round may need none)
+        if not shared:
+            log(f"round {number}: loading {model} ...")
+            shared.append(Shared(engine_of(model)))
+        return shared[0]
+
+    try:
+        for task in tasks:
+            for seed in round_seeds(config, number):
+                out = layout.run_dir(number, task, seed)
+                run_layout = RunLayout(out)
+                if task.name in profiles and not run_layout.original_profile.is_file():
+                    run_layout.original_profile.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(profiles[task.name], run_layout.original_profile)
+                loop = OptimizeConfig(task=task.root, out=out, model=model, candidates=config.samples, rounds=1,
+                                      temperature=config.temperature, max_tokens=config.max_tokens, seed=seed,
+                                      constrain=config.constrain, profile_candidates=False)
+                loop.validate()
+                judge = LocalJudge(out / "work", profile_improved=False, log=log)
+                run = run_loop(task, loop, backend, judge, log)
+                if run_layout.original_profile.is_file():
+                    profiles.setdefault(task.name, run_layout.original_profile)
+                _count(run.state.attempts, record, task.name)
+    finally:
+        for engine in shared:
+            engine.close_engine()
+
+
+def _count(attempts: list[Any], record: RoundRecord, task_name: str) -> None:
+    record.runs += 1
+    for attempt in attempts:
+        status = Status(attempt.status)
+        record.candidates += 1
+        record.parsed += status is not Status.UNPARSABLE
+        record.correct += status.correct
+        if status is Status.IMPROVED:
+            record.improved += 1
+            if task_name not in record.tasks_improved:
+                record.tasks_improved.append(task_name)
+
+
+def _kept(files: list[Path]) -> int:
+    """Improved attempts in these attempts.parquet files: what a round's training keeps."""
+    import pyarrow.parquet as pq
+
+    return sum(1 for path in files for row in pq.read_table(path, columns=["status"]).to_pylist()
+               if Status(row["status"]) is Status.IMPROVED)
+
+
+def _train(config: IterateConfig, data: list[Path], out: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """Fine-tune the base model on `data` into `out` (merged/ beside the adapter); a finished training is read."""
+    from training.trainer import train
+
+    metrics_file = out / "metrics.json"
+    if metrics_file.is_file() and (out / "merged").is_dir():
+        metrics = read_json(metrics_file)
+    else:
+        log(f"fine-tuning {config.base_model} on {len(data)} dataset file(s) into {out}")
+        metrics = train(TrainConfig(data=list(data), out=out, base_model=config.base_model, max_steps=config.max_steps,
+                                    learning_rate=config.learning_rate, batch_size=config.batch_size,
+                                    max_length=config.max_length, lora_target_modules=config.lora_target_modules,
+                                    eval_fraction=0.0, merge=True), log=log)
+    return {**metrics, "merged": out / "merged"}
