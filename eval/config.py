@@ -44,7 +44,8 @@ class EvalConfig:
                 f"{DEFAULT_MODEL_NAME}"})
     url: str | None = field(default=None, metadata={
         "help": "an already running perfforge serve (vLLM) endpoint serving the base model and the adapters by "
-                "name; without it, eval starts one when a model has to answer"})
+                "name, or several such servers (one per GPU) separated by commas, which share each request's "
+                "candidates; without it, eval starts one when a model has to answer"})
     sources: list[str] = field(default_factory=lambda: ["all"], metadata={
         "help": "the prompt's insight sources, one variant each (comma-join sources for one variant: "
                 "roofline,counters); --ablate-sources runs none, roofline, counters, stalls and all"})
@@ -74,12 +75,15 @@ class EvalConfig:
     report: bool = field(default=True, metadata={"help": "write report.md and report.html from the results"})
     title: str = field(default="perfforge evaluation", metadata={"help": "the report's title"})
     request_timeout_s: float = field(default=900.0, metadata={"help": "seconds one generation request may take"})
+    servers: int = field(default=1, metadata={
+        "help": "vLLM servers eval starts when a model has to answer (without --url): server i on GPU i, each "
+                "request's candidates shared among them (a machine's GPUs, one model copy each)"})
 
     def validate(self) -> None:
         if self.bundle and self.executor != "local":
             raise ConfigError("--bundle takes the hardware work elsewhere by hand: leave out --executor with it")
         self.executor_config()
-        for name in ("instances", "rounds", "max_tokens", "token_budget"):
+        for name in ("instances", "rounds", "max_tokens", "token_budget", "servers"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
         if not self.candidates or min(self.candidates) < 1:

@@ -89,9 +89,11 @@ class Endpoints:
     evaluation whose answers are all on disk starts none) and stopped on exit."""
 
     def __init__(self, configurations: list[ModelConfiguration], *, base_model: str, url: str | None,
-                 timeout_s: float, log_dir: Path, log=print) -> None:  # noqa: ANN001 (a print-like callable)
+                 timeout_s: float, log_dir: Path, servers: int = 1,
+                 log=print) -> None:  # noqa: ANN001 (a print-like callable)
         self.configurations = {c.name: c for c in configurations}
         self.base_model, self.url, self.timeout_s, self.log_dir, self.log = base_model, url, timeout_s, log_dir, log
+        self.servers = servers
         self._stack = contextlib.ExitStack()
         self._server_url: str | None = url
         self._base_name: str | None = None
@@ -122,15 +124,23 @@ class Endpoints:
         return self._server_url or "", self._base_name
 
     def _start(self) -> tuple[str, str]:
+        """Start the servers (one, or one per GPU with --servers): the URL list their requests are shared over."""
         from inference.config import ServeConfig
         from inference.serve import Server
 
         adapters = [f"{c.name}={c.adapter}" for c in self.configurations.values() if c.adapter is not None]
-        config = ServeConfig(model=self.base_model, lora=adapters, port=_free_port())
-        server = Server(config, self.log_dir / "vllm.log")
-        self.log(f"starting vLLM for {server.model_dir} with {len(adapters)} adapter(s) (log: {server.log_path}) ...")
-        self._stack.enter_context(server)
-        return server.url, server.name
+        started = []
+        for index in range(self.servers):
+            config = ServeConfig(model=self.base_model, lora=adapters, port=_free_port(),
+                                 gpus=str(index) if self.servers > 1 else None)
+            log_name = "vllm.log" if self.servers == 1 else f"vllm_{index}.log"
+            server = Server(config, self.log_dir / log_name)
+            where = f" on GPU {index}" if self.servers > 1 else ""
+            self.log(f"starting vLLM for {server.model_dir}{where} with {len(adapters)} adapter(s) "
+                     f"(log: {server.log_path}) ...")
+            self._stack.enter_context(server)
+            started.append(server)
+        return ",".join(server.url for server in started), started[0].name
 
     def _name_at(self, url: str) -> str:
         """The base model's name at an endpoint eval did not start: the name perfforge serve gives it."""

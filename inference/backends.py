@@ -21,6 +21,7 @@ from pathlib import Path
 
 from perfforge.errors import ConfigError, PerfforgeError
 from perfforge.llm_client import ChatClient, Completion
+from perfforge.llm_pool import ChatPool, split_urls
 from perfforge.models import resolve_model
 
 AUTO = "auto"
@@ -104,7 +105,10 @@ class OpenAIBackend(Backend):
     def __init__(self, model: str, *, url: str, api_key: str = "EMPTY", timeout_s: float = 300.0,
                  structured: bool = False) -> None:
         super().__init__(model)
-        self.client = ChatClient(url, model, api_key=api_key, timeout_s=timeout_s)
+        urls = split_urls(url)
+        # several servers of one model (comma-separated): each request's candidates are shared among them
+        self.client = ChatClient(urls[0], model, api_key=api_key, timeout_s=timeout_s) if len(urls) == 1 else \
+            ChatPool(urls, model, api_key=api_key, timeout_s=timeout_s)
         self.structured = structured  # the server takes vLLM's structured outputs (perfforge serve's does)
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,

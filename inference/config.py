@@ -26,7 +26,8 @@ class OptimizeConfig:
         "help": f"with --url: the served model name; otherwise a local model directory, or {DEFAULT_MODEL!r} "
                 f"for the embedded {DEFAULT_MODEL_NAME}"})
     url: str | None = field(default=None, metadata={
-        "help": "base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (perfforge serve)"})
+        "help": "base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (perfforge serve); several "
+                "servers of the same model separated by commas share each round's candidates"})
     api_key: str = field(default="EMPTY", metadata={"help": "the endpoint's API key (local servers ignore it)"})
     request_timeout_s: float = field(default=600.0, metadata={"help": "seconds one generation request may take"})
     verbose: bool = field(default=False, metadata={
@@ -117,6 +118,9 @@ class ServeConfig:
     dtype: str = field(default="auto", metadata={"help": "weights' dtype: auto (float32 on the CPU), float32, ..."})
     kv_cache_gib: int = field(default=1, metadata={"help": "on the CPU: GiB of KV cache (VLLM_CPU_KVCACHE_SPACE)"})
     startup_timeout_s: float = field(default=300.0, metadata={"help": "seconds to wait for the server to answer"})
+    gpus: str | None = field(default=None, metadata={
+        "help": "the GPUs this server uses (CUDA_VISIBLE_DEVICES, e.g. 1, or 0,1 with tensor parallelism); one "
+                "server per GPU behind a comma-separated --url shares the work (docs/scale.md)"})
 
     def validate(self) -> None:
         for item in self.lora:

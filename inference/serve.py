@@ -61,6 +61,8 @@ def server_env(config: ServeConfig) -> dict[str, str]:
                 "VLLM_NO_USAGE_STATS": "1", "TRANSFORMERS_OFFLINE": "1"})
     if config.runtime_lora:
         env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
+    if config.gpus is not None:
+        env["CUDA_VISIBLE_DEVICES"] = config.gpus
     return env
 
 

@@ -22,6 +22,11 @@ from perfforge.errors import BackendError
 RETRY_DELAYS_S = (1.0, 3.0)
 
 
+class EndpointDown(BackendError):
+    """The endpoint did not answer after the retries (refused connections, timeouts, 5xx): another endpoint of the
+    same model may take the request (perfforge.llm_pool)."""
+
+
 @dataclass(frozen=True)
 class Completion:
     """One choice of a chat completion, with what it cost."""
@@ -94,7 +99,7 @@ class ChatClient:
                 last_error = str(getattr(exc, "reason", exc))
             if delay is not None:
                 time.sleep(delay)
-        raise BackendError(f"model endpoint {url} is not answering ({last_error}); start the server or fix the URL")
+        raise EndpointDown(f"model endpoint {url} is not answering ({last_error}); start the server or fix the URL")
 
 
 def token_shares(total: int, texts: list[str], *, cap: int | None = None) -> list[int]:
