@@ -28,12 +28,16 @@ from perfforge.records import Profile
 
 # The thresholds searched, each with the values tried (the file's own value is always among them). They are the
 # ones that decide the ranking between rules on the external set's misses: which lines count as hot, how much
-# vectorising is assumed to save, how much a linear scan saves, how efficient threads are.
+# vectorising is assumed to save, how much a linear scan saves, how efficient threads are, and the two unmeasured
+# costs of the dependence rules that rank against others on the same kernels (a memory accumulator's saving
+# against cache misses and vectorising, a call's cost against its branches).
 GRID: dict[str, tuple[float, ...]] = {
     "min_line_share": (0.02, 0.05, 0.1),
     "vector_speedup": (1.5, 2.0, 4.0),
     "line_d1_miss_rate": (5.0, 10.0, 20.0),
     "parallel_efficiency": (0.5, 0.8),
+    "accumulator_saving": (0.25, 0.5, 0.75),
+    "call_overhead_cycles": (5.0, 10.0, 20.0),
 }
 Setting = tuple[tuple[str, float], ...]
 Scored = tuple[str, str, set[str], Profile]  # (id, project, accepted labels: the label only, profile)

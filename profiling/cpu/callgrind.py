@@ -286,22 +286,28 @@ def counters(result: CallgrindResult) -> list[CounterValue]:
 
 def line_metrics(cost: LineCost) -> list[CounterValue]:
     """Per-line counters (per kernel call). Ir and the miss counts include what the line calls outside the source
-    file; Ir_self and the branch counters are the line's own instructions."""
+    file; Ir_self and the branch counters (conditional Bc/Bcm, indirect Bi/Bim) are the line's own instructions."""
     data = cost.total("Dr") + cost.total("Dw")
     d1 = cost.total("D1mr") + cost.total("D1mw")
     ll = cost.total("DLmr") + cost.total("DLmw")
     bc, bcm = cost.own.get("Bc", 0.0), cost.own.get("Bcm", 0.0)
+    bi, bim = cost.own.get("Bi", 0.0), cost.own.get("Bim", 0.0)
     return [
         CounterValue("Ir", cost.total("Ir"), "inst"),
         CounterValue("Ir_self", cost.own.get("Ir", 0.0), "inst"),
         CounterValue("data_accesses", data, "access"),
+        CounterValue("data_writes", cost.total("Dw"), "access"),
         CounterValue("D1_misses", d1, "miss"),
         CounterValue("LL_misses", ll, "miss"),
         CounterValue("D1_miss_rate", _rate_pct(d1, data), "%"),
         CounterValue("LLd_miss_rate", _rate_pct(ll, data), "%"),
         CounterValue("Bc", bc, "branch"),
         CounterValue("Bcm", bcm, "mispredict"),
-        CounterValue("branch_mispredict_rate", _rate_pct(bcm, bc), "%"),
+        # indirect branches: calls through a pointer or a virtual table, switch jump tables
+        CounterValue("Bi", bi, "branch"),
+        CounterValue("Bim", bim, "mispredict"),
+        # conditional and indirect together, as the kernel-wide rate
+        CounterValue("branch_mispredict_rate", _rate_pct(bcm + bim, bc + bi), "%"),
     ]
 
 

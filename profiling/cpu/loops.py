@@ -19,7 +19,9 @@ What it finds, with 1-based line numbers:
   its trip count grows with the table, where a direct computation, a binary search or a lookup table would not;
 - recomputed work: a pure call or division inside an inner loop that depends only on the inner loops' indices and
   on values the enclosing loop never changes (`expf(-k * k * s)` inside `for i { for k { ... } }`): every iteration
-  of the enclosing loop computes the same values again, which a table filled once before it would hold.
+  of the enclosing loop computes the same values again, which a table filled once before it would hold;
+- hand-vectorised loops, accumulators in memory, pointer chases and per-thread slots written in a parallel region
+  (dependences.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import re
 from dataclasses import dataclass, field
 
 import tree_sitter
+
+from profiling.cpu import dependences
 
 # Functions without side effects that compilers may not hoist on their own: libm functions set errno (so gcc keeps
 # every call unless -fno-math-errno), and strlen reads memory the compiler often cannot prove unchanged.
@@ -141,6 +145,11 @@ class LoopAnalysis:
     searches: list[LinearSearch] = field(default_factory=list)
     recomputed: list[RecomputedExpression] = field(default_factory=list)
     spawns_threads: bool = False  # pthread_create / std::thread in the function
+    # dependences through memory and hand-written vector code (dependences.py)
+    vector_loops: set[int] = field(default_factory=set)  # start lines of loops that use vector registers by hand
+    accumulators: list[dependences.MemoryAccumulator] = field(default_factory=list)
+    chases: list[dependences.PointerChase] = field(default_factory=list)
+    slot_writes: list[dependences.ThreadSlotWrite] = field(default_factory=list)
 
     @property
     def uses_openmp(self) -> bool:
@@ -192,6 +201,10 @@ def analyze_loops(source: str, kernel: str, language: str = "c") -> LoopAnalysis
     analysis.searches = [found for node, loop in loop_nodes if loop.innermost
                          if (found := _linear_search(node, loop)) is not None]
     analysis.recomputed = _recomputed(loop_nodes)
+    analysis.vector_loops = dependences.hand_vectorized_loops(root, function, loop_nodes)
+    analysis.accumulators = dependences.memory_accumulators(function, loop_nodes)
+    analysis.chases = dependences.pointer_chases(loop_nodes)
+    analysis.slot_writes = dependences.thread_slot_writes(root, function)
     return analysis
 
 
@@ -731,4 +744,25 @@ def avoidable_work_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, f
     if recomputed:
         facts += [("static.recomputed_exprs", float(len(recomputed)), "expr"),
                   ("static.recomputed_outer_loop", float(min(r.outer_line for r in recomputed)), "line")]
+    return facts + dependence_facts(analysis, line)
+
+
+def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float, str]]:
+    """(metric, value, unit) facts of one source line from dependences.py: `static.hand_vectorized` (its innermost
+    loop uses vector registers by hand), `static.memory_accumulators` (updates on the line of a memory location
+    at an address its loop does not change), `static.pointer_chase_loop` (the start line of the innermost loop
+    around it that steps a variable to a value loaded through it) and `static.thread_slot_writes` (writes on the
+    line, in a parallel region,, to a shared array's element selected by the thread id)."""
+    facts: list[tuple[str, float, str]] = []
+    loop = analysis.innermost_loop_at(line)
+    if loop is not None and loop.start_line in analysis.vector_loops:
+        facts.append(("static.hand_vectorized", 1.0, "flag"))
+    accumulators = [a for a in analysis.accumulators if a.line == line]
+    if accumulators:
+        facts.append(("static.memory_accumulators", float(len(accumulators)), "expr"))
+    if loop is not None and any(c.loop_line == loop.start_line for c in analysis.chases):
+        facts.append(("static.pointer_chase_loop", float(loop.start_line), "line"))
+    slots = [w for w in analysis.slot_writes if w.line == line]
+    if slots:
+        facts.append(("static.thread_slot_writes", float(len(slots)), "expr"))
     return facts

@@ -17,7 +17,17 @@ for the whole kernel, so severities of different rules compare (docs/cpu.md has 
   times (1 - 1/cores) times the efficiency threads usually reach;
 - poor_openmp_schedule: a statically scheduled triangular nest loses (p-1)/(2p-1) of its time to imbalance;
 - missed_vectorization: the own instructions of unvectorised hot loops times (1 - 1/speed-up) of vector code;
-- branch_mispredictions: the misprediction penalties on lines with high misprediction rates.
+- branch_mispredictions: the misprediction penalties (conditional and indirect branches) on lines with high
+  misprediction rates;
+- accumulator_in_memory: the own instructions of lines updating a loop-invariant memory location from its own
+  value, times the share keeping it in a register saves (accumulator_saving: not measured); it claims those lines
+  from missed_vectorization (the loop cannot be vectorised before the accumulator is in a register);
+- dependency_chain: the miss cycles of a pointer-chasing loop's lines, times the share walking independent chains
+  together overlaps (1 - 1/independent_chains); it claims those lines from cache_miss_bound;
+- call_overhead: a call's cost (call_overhead_cycles) against the estimated cycles of one call of the profiled
+  function, when it is called often (min_calls);
+- false_sharing: the coherence misses of writes to per-thread slots of a shared array in a parallel region
+  (not simulated: writes x coherence_miss_penalty x (1 - 1/cores)) against the kernel's cycles plus those.
 """
 
 from __future__ import annotations
@@ -53,8 +63,13 @@ def _miss_cycles(line: HotLine, th: dict[str, Threshold]) -> float:
     return th["d1_miss_penalty"].value * _m(line, "D1_misses") + th["ll_miss_penalty"].value * _m(line, "LL_misses")
 
 
+def _mispredicts(line: HotLine) -> float:
+    """Conditional and indirect branches of the line the simulated predictor got wrong."""
+    return _m(line, "Bcm") + _m(line, "Bim")
+
+
 def _line_cycles(line: HotLine, th: dict[str, Threshold]) -> float:
-    return _m(line, "Ir") + _miss_cycles(line, th) + th["mispredict_penalty"].value * _m(line, "Bcm")
+    return _m(line, "Ir") + _miss_cycles(line, th) + th["mispredict_penalty"].value * _mispredicts(line)
 
 
 def _big_enough(line: HotLine, total: float, th: dict[str, Threshold]) -> bool:
@@ -77,15 +92,27 @@ def _claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
     return {line.line for line in _aos_lines(profile, th)}
 
 
+def _chase_claimed(profile: Profile) -> set[int]:
+    """Lines of loops that chase pointers: their misses are serial, which walking in order or blocking does not
+    fix (dependency_chain names them)."""
+    return {line.line for line in profile.hot_lines if _m(line, "static.pointer_chase_loop")}
+
+
 def _search_claimed(profile: Profile) -> set[int]:
     """Lines of linear searches: gcc never vectorises their early exit, and vectorising is not their fix."""
     return {line.line for line in profile.hot_lines if _m(line, "static.linear_search_loop")}
 
 
+def _accumulator_claimed(profile: Profile) -> set[int]:
+    """Lines updating a loop-invariant memory location: the loop cannot be vectorised before the accumulator is a
+    register (gcc sees a possibly aliased load and store per iteration), so that is the fix to name first."""
+    return {line.line for line in profile.hot_lines if _m(line, "static.memory_accumulators")}
+
+
 # ---- cache_miss_bound -----------------------------------------------------------------------------------------------
 
 def _check_cache(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
-    total, claimed = _total_cycles(profile, th), _claimed(profile, th)
+    total, claimed = _total_cycles(profile, th), _claimed(profile, th) | _chase_claimed(profile)
     lines = [line for line in profile.hot_lines if line.line not in claimed and _big_enough(line, total, th)
              and (_m(line, "D1_miss_rate") >= th["line_d1_miss_rate"].value
                   or _m(line, "LLd_miss_rate") >= th["line_ll_miss_rate"].value)]
@@ -270,7 +297,8 @@ def _other_savings(profile: Profile, th: dict[str, Threshold]) -> list[tuple[str
     checks = (("cache_miss_bound", _check_cache), ("poor_data_layout", _check_layout),
               ("loop_invariant_work", _check_invariant), ("redundant_computation", _check_recomputed),
               ("linear_search", _check_search), ("missed_vectorization", _check_vectorization),
-              ("branch_mispredictions", _check_branches))
+              ("branch_mispredictions", _check_branches), ("accumulator_in_memory", _check_accumulator),
+              ("dependency_chain", _check_chain), ("call_overhead", _check_calls))
     found = [(name, check(profile, th)) for name, check in checks]
     return [(name, d.severity) for name, d in found if d is not None and d.severity > 0]
 
@@ -331,9 +359,13 @@ def _missed_reasons(line: HotLine) -> list[str]:
 
 
 def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
-    total, claimed = _total_cycles(profile, th), _claimed(profile, th) | _search_claimed(profile)
+    total = _total_cycles(profile, th)
+    claimed = _claimed(profile, th) | _search_claimed(profile) | _accumulator_claimed(profile)
+    # A loop written with vector registers by hand (intrinsics, vector types) is vectorised already: gcc's "not
+    # vectorized" (unsupported type) is about its own vectoriser, not a loop left scalar.
     lines = [line for line in profile.hot_lines if line.metric("gcc.vectorized") == 0.0
-             and line.line not in claimed and _missed_reasons(line) != ["outer_loop"] and _big_enough(line, total, th)]
+             and not _m(line, "static.hand_vectorized") and line.line not in claimed
+             and _missed_reasons(line) != ["outer_loop"] and _big_enough(line, total, th)]
     if not lines:
         return None
     own = sum(_m(line, "Ir_self") for line in lines)
@@ -353,15 +385,138 @@ def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosi
 # ---- branch_mispredictions ------------------------------------------------------------------------------------------
 
 def _check_branches(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """Lines whose branches (conditional and indirect: a call through a pointer or a virtual table has one target
+    per call, which the predictor guesses from the last ones) mispredict often."""
     total = _total_cycles(profile, th)
     lines = [line for line in profile.hot_lines if _big_enough(line, total, th)
              and _m(line, "branch_mispredict_rate") >= th["line_branch_mispredict_rate"].value]
     if not lines:
         return None
-    penalty = sum(th["mispredict_penalty"].value * _m(line, "Bcm") for line in lines)
+    penalty = sum(th["mispredict_penalty"].value * _mispredicts(line) for line in lines)
     findings = [finding("branch_mispredict_rate", _m(line, "branch_mispredict_rate"),
                         th["line_branch_mispredict_rate"], ">=", [line.line]) for line in lines]
-    return make_diagnosis("branch_mispredictions", penalty / total, findings)
+    indirect = [line for line in lines if _m(line, "Bim") > _m(line, "Bcm")]
+    if not indirect:
+        return make_diagnosis("branch_mispredictions", penalty / total, findings)
+    extra = [f"line {line.line} mispredicts {100.0 * _m(line, 'Bim') / _m(line, 'Bi'):.0f}% of its "
+             f"{_m(line, 'Bi'):.0f} indirect branches (a call through a pointer or virtual table whose target "
+             f"changes from call to call): {line.code.strip()}" for line in indirect]
+    hint = ("make consecutive indirect calls go to the same target: group or sort the objects by type (one loop "
+            "per type, or per-type arrays), or replace the virtual call with a switch the compiler can turn into "
+            "branchless code")
+    return make_diagnosis("branch_mispredictions", penalty / total, findings, extra, hint=hint)
+
+
+# ---- accumulator_in_memory ------------------------------------------------------------------------------------------
+
+def _check_accumulator(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """An innermost loop updating a memory location at an address it does not change (`C(0, 1) += a * b` over p):
+    unless the compiler proves nothing else in the loop aliases it, each iteration loads the location, updates it
+    and stores it back, and the next iteration's load waits on that store (store-to-load forwarding) on the
+    loop-carried chain. A local variable accumulating in a register and stored once after the loop has neither."""
+    total = _total_cycles(profile, th)
+    lines = [line for line in profile.hot_lines if _m(line, "static.memory_accumulators") >= 1
+             and line.line not in _slot_claimed(profile)]
+    own = sum(_m(line, "Ir_self") for line in lines)
+    if not lines or total <= 0 or own / total < th["min_line_share"].value:
+        return None
+    saving = th["accumulator_saving"].value
+    findings = [finding("memory_accumulator_share", own / total, th["min_line_share"], ">=", [x.line for x in lines])]
+    extra = [f"line {line.line} updates a memory location whose address its loop does not change, from its own "
+             f"value: {line.code.strip()}" for line in lines]
+    extra.append(f"the saving is not measured (callgrind counts instructions, not the latency of the chain through "
+                 f"memory): {saving:.0%} of those lines' own instructions is assumed (accumulator_saving)")
+    return make_diagnosis("accumulator_in_memory", saving * own / total, findings, extra)
+
+
+# ---- dependency_chain -----------------------------------------------------------------------------------------------
+
+def _check_chain(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """A loop stepping a variable to a value loaded through it (`p = p->next`): each iteration's loads wait for
+    the previous one's, so their misses are paid one after another, never overlapped. Interleaving independent
+    chains (several lists, or one list cut in parts) keeps that many misses in flight."""
+    total = _total_cycles(profile, th)
+    lines = [line for line in profile.hot_lines if _m(line, "static.pointer_chase_loop")]
+    if not lines or total <= 0 or sum(_line_cycles(x, th) for x in lines) / total < th["min_line_share"].value:
+        return None
+    misses = sum(_miss_cycles(line, th) for line in lines)
+    if misses <= 0:
+        return None
+    chains = th["independent_chains"].value
+    share = sum(_line_cycles(x, th) for x in lines) / total
+    loops = sorted({int(_m(line, "static.pointer_chase_loop")) for line in lines})
+    findings = [finding("pointer_chase_share", share, th["min_line_share"], ">=", [x.line for x in lines])]
+    extra = [f"the loop at line(s) {', '.join(map(str, loops))} steps a variable to a value loaded through it "
+             f"(a pointer chase): its {misses / total:.0%} of the estimated cycles in cache misses are paid one "
+             "after another",
+             f"the saving assumes {chains:.0f} independent chains walked together (independent_chains): "
+             f"1 - 1/{chains:.0f} of the miss cycles"]
+    return make_diagnosis("dependency_chain", (1.0 - 1.0 / chains) * misses / total, findings, extra)
+
+
+# ---- call_overhead --------------------------------------------------------------------------------------------------
+
+def _check_calls(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """A function doing little work per call and called very often (a comparator, an accessor through a
+    pointer): the call itself (call, return, saving registers, passing arguments) is a large share of each call,
+    and the caller's loop cannot be optimised across it (no cmov, no vectorising, no hoisting)."""
+    calls = _c(profile, "kernel_calls_profiled")
+    per_call = _total_cycles(profile, th)  # callgrind's totals are per call of the profiled function
+    overhead = th["call_overhead_cycles"].value
+    if calls < th["min_calls"].value or per_call <= 0:
+        return None
+    share = overhead / (per_call + overhead)
+    if share < th["min_line_share"].value:
+        return None
+    findings = [finding("call_overhead_share", share, th["min_line_share"], ">="),
+                finding("kernel_calls_profiled", calls, th["min_calls"], ">=")]
+    extra = [f"{calls:.0f} calls of about {per_call:.0f} estimated cycles each: a call costs about "
+             f"{overhead:.0f} more (call_overhead_cycles)"]
+    return make_diagnosis("call_overhead", share, findings, extra)
+
+
+# ---- false_sharing --------------------------------------------------------------------------------------------------
+
+def _slot_claimed(profile: Profile) -> set[int]:
+    return {line.line for line in profile.hot_lines if _m(line, "static.thread_slot_writes")}
+
+
+def _check_false_sharing(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """Threads of an OpenMP region writing, in a loop, their own elements of one shared array (counters indexed
+    by the thread id): neighbouring elements share a cache line, so each write invalidates it in the other cores
+    and the next write there waits for the line to come back. callgrind runs the threads on one simulated core and
+    never sees it; the cost is estimated from the writes it counts."""
+    cores = _c(profile, "cpu_cores")
+    lines = [line for line in profile.hot_lines if line.line in _slot_claimed(profile)]
+    writes = sum(_slot_writes(profile, line) for line in lines)
+    if cores < th["min_cores"].value or not lines or writes <= 0:
+        return None
+    # with p threads writing round the same line, a write finds it in another core's cache (p-1)/p of the time
+    lost = writes * th["coherence_miss_penalty"].value * (1.0 - 1.0 / cores)
+    total = _total_cycles(profile, th) + lost
+    findings = [finding("thread_slot_writes", writes, _one_write(th), ">=", [x.line for x in lines]),
+                finding("cpu_cores", cores, th["min_cores"], ">=")]
+    extra = [f"line {line.line} writes a shared array's element selected by the thread id inside a parallel "
+             f"loop: {line.code.strip()}" for line in lines]
+    extra.append(f"callgrind runs the threads on one core: the {lost / total:.0%} is estimated as "
+                 f"{writes:.0f} writes x {th['coherence_miss_penalty'].value:.0f} cycles x (1 - 1/{cores:.0f})")
+    return make_diagnosis("false_sharing", lost / total, findings, extra)
+
+
+def _slot_writes(profile: Profile, line: HotLine) -> float:
+    """Writes of a slot-writing line: callgrind's count, or, when it counted none (valgrind does not count the data
+    accesses of atomic read-modify-write instructions), the line's executions bounded by the fewest instructions
+    of a hot line of the same loop (a line runs at least one instruction each time it runs)."""
+    if _m(line, "data_writes") > 0:
+        return _m(line, "data_writes")
+    same_loop = [_m(x, "Ir_self") for x in profile.hot_lines if _m(x, "Ir_self") > 0
+                 and _m(x, "static.outer_loop_line") == _m(line, "static.outer_loop_line")
+                 and _m(x, "static.loop_depth") == _m(line, "static.loop_depth")]
+    return min(same_loop, default=0.0)
+
+
+def _one_write(th: dict[str, Threshold]) -> Threshold:
+    return Threshold("thread_slot_writes", 1.0, "access", "one write per iteration to a shared line is enough")
 
 
 _COMMON = ("d1_miss_penalty", "ll_miss_penalty", "mispredict_penalty", "min_line_share")
@@ -390,7 +545,8 @@ register(Rule("linear_search", TARGETS, _EVENTS, (*_COMMON, "search_saving"),
 register(Rule("missing_parallelism", TARGETS, (*_EVENTS, "cpu_cores", "static.openmp_pragmas"),
               (*_COMMON, "min_cores", "dominant_nest_share", "min_parallel_time", "parallel_efficiency",
                "invariant_inlined_fraction", "search_saving", "vector_speedup", "line_d1_miss_rate",
-               "line_ll_miss_rate", "d1_miss_amplification", "line_branch_mispredict_rate", *_AOS),
+               "line_ll_miss_rate", "d1_miss_amplification", "line_branch_mispredict_rate", "accumulator_saving",
+               "independent_chains", "call_overhead_cycles", "min_calls", *_AOS),
               "share the independent iterations of the dominant loop among the cores (#pragma omp parallel for)",
               _check_parallelism, requires=(*_MEASURED, "cpu_cores")))
 register(Rule("poor_openmp_schedule", TARGETS, (*_EVENTS, "cpu_cores"), (*_COMMON, "min_cores", "dominant_nest_share"),
@@ -402,3 +558,19 @@ register(Rule("missed_vectorization", TARGETS, _EVENTS, (*_COMMON, "vector_speed
 register(Rule("branch_mispredictions", TARGETS, _EVENTS, (*_COMMON, "line_branch_mispredict_rate"),
               "replace the data-dependent branch with arithmetic or a conditional select (branchless code)",
               _check_branches, requires=_MEASURED))
+register(Rule("accumulator_in_memory", TARGETS, _EVENTS, (*_COMMON, "accumulator_saving"),
+              "accumulate into a local variable (a register) inside the loop and store it to memory once after it",
+              _check_accumulator, requires=_MEASURED))
+register(Rule("dependency_chain", TARGETS, _EVENTS, (*_COMMON, "independent_chains"),
+              "walk several independent chains at once (several lists, or one list split in parts, advanced in the "
+              "same loop) so their loads overlap, or store the elements contiguously in an array",
+              _check_chain, requires=_MEASURED))
+register(Rule("call_overhead", TARGETS, (*_EVENTS, "kernel_calls_profiled"),
+              (*_COMMON, "call_overhead_cycles", "min_calls"),
+              "let the compiler inline the call: pass the function as a template argument or lambda (std::sort "
+              "instead of qsort), make it static inline in the caller's file, or process many elements per call",
+              _check_calls, requires=(*_MEASURED, "kernel_calls_profiled")))
+register(Rule("false_sharing", TARGETS, (*_EVENTS, "cpu_cores"), (*_COMMON, "min_cores", "coherence_miss_penalty"),
+              "accumulate into a variable local to each thread and write the shared slot once after the loop, or "
+              "align and pad each thread's slot to its own cache line (alignas(64))",
+              _check_false_sharing, requires=(*_MEASURED, "cpu_cores")))

@@ -1,0 +1,342 @@
+"""Static facts about dependences through memory and hand-written vector code in a function's loops, from the
+tree-sitter parse loops.py makes (analyze_loops calls these and keeps what they find in its LoopAnalysis).
+
+What it finds, with 1-based line numbers:
+- hand-vectorised loops: loops whose code names vector types or intrinsics (`__m128d`, `_mm256_add_ps`, a type
+  declared with `vector_size` or as a union/typedef holding a vector register, NEON `float32x4_t`). gcc's
+  vectoriser reports such loops "not vectorized" (unsupported type: the vector registers are already there), which
+  is no missed vectorisation;
+- accumulators in memory: an innermost loop that updates, from its own value, a memory location whose address the
+  loop does not change (`C(0, 1) += A(0, p) * B(p, 1)` over p, `out[i] += x[k]` over k, `acc->sum += v`). Unless
+  the compiler proves that no other access of the loop aliases it, the location is loaded and stored back every
+  iteration, and each iteration's load waits for the previous iteration's store (store-to-load forwarding) on the
+  loop-carried chain. A local scalar (`float s`), a local array or structure that does not escape, which gcc
+  promotes to registers, does not count;
+- pointer chases: a loop that steps a variable to a value loaded through that same variable (`p = p->next`,
+  `i = next[i]`, `p = *p`): the address of each iteration's loads is known only once the previous load returned, so
+  their latencies add up instead of overlapping;
+- writes to per-thread slots: inside an OpenMP parallel region, a loop writing an element of an array declared
+  outside the region at an index derived from omp_get_thread_num() (directly, through a variable, or through a
+  reference or pointer bound to that element). Neighbouring threads' slots share a cache line unless the element
+  type is aligned to one (alignas(64), _Alignas(64), aligned(64), hardware_destructive_interference_size), so
+  every write invalidates the line in the other cores (false sharing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import tree_sitter
+
+if TYPE_CHECKING:
+    from profiling.cpu.loops import Loop
+
+# Vector register types and intrinsics of x86 (SSE to AVX-512) and Arm NEON.
+_VECTOR_TYPE_RE = re.compile(r"^(__m(64|128|256|512)[dhi]?|(u?int|float|poly|bfloat)(8|16|32|64)x\d+(x\d+)?_t)$")
+_INTRINSIC_RE = re.compile(r"^(_mm(256|512)?_\w+|v\w+q?_[suf]\d+)$")
+_VECTOR_DEFINITION_RE = re.compile(r"\bvector_size\b|\b__m(64|128|256|512)[dhi]?\b|\b(float|u?int)\d+x\d+_t\b")
+_LINE_ALIGNED_RE = re.compile(r"(_A|a)lignas\s*\(\s*(6[4-9]|[7-9]\d|\d{3,}|std::hardware_destructive_interference_size)"
+                              r"|aligned\s*\(\s*(6[4-9]|[7-9]\d|\d{3,})")
+_COMPOUND = frozenset({"+=", "-=", "*=", "/=", "&=", "|=", "^=", "<<=", ">>=", "%="})
+_MEMORY_TARGETS = frozenset({"subscript_expression", "field_expression", "pointer_expression", "call_expression"})
+_LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
+_THREAD_ID = "omp_get_thread_num"
+
+LoopNodes = Sequence[tuple[tree_sitter.Node, "Loop"]]
+
+
+@dataclass(frozen=True)
+class MemoryAccumulator:
+    """A memory location an innermost loop updates from its own value at an address the loop does not change."""
+
+    line: int
+    loop_line: int
+    target: str  # the location as written (`C( 0, 1 )`, `out[i]`)
+
+
+@dataclass(frozen=True)
+class PointerChase:
+    """A loop stepping a variable to a value loaded through it."""
+
+    line: int  # the stepping assignment
+    loop_line: int
+    end_line: int
+    variable: str
+
+
+@dataclass(frozen=True)
+class ThreadSlotWrite:
+    """A write, inside a loop of an OpenMP parallel region, to the element of a shared array a thread id selects."""
+
+    line: int
+    array: str
+    region_line: int  # the `#pragma omp parallel` line
+
+
+def _text(node: tree_sitter.Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def _line(node: tree_sitter.Node) -> int:
+    return node.start_point.row + 1
+
+
+def _walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def _identifiers(node: tree_sitter.Node) -> set[str]:
+    return {_text(n) for n in _walk(node) if n.type == "identifier"}
+
+
+def _declared_name(declarator: tree_sitter.Node | None) -> str:
+    while declarator is not None and declarator.type != "identifier":
+        inner = declarator.child_by_field_name("declarator")
+        if inner is None:  # C++ reference declarators hold their identifier as a plain child
+            inner = next((c for c in declarator.named_children if c.type.endswith("declarator")
+                          or c.type == "identifier"), None)
+        declarator = inner
+    return _text(declarator)
+
+
+def _declarators(declaration: tree_sitter.Node) -> list[tree_sitter.Node]:
+    return declaration.children_by_field_name("declarator")
+
+
+# ---- hand-vectorised loops ------------------------------------------------------------------------------------------
+
+def vector_type_names(root: tree_sitter.Node) -> set[str]:
+    """Names of the types of the file that hold vector registers: typedefs, unions and structures whose definition
+    names a vector type or vector_size (`typedef union { __m128d v; double d[2]; } v2df_t;`)."""
+    names: set[str] = set()
+    for node in _walk(root):
+        if node.type == "type_definition" and _VECTOR_DEFINITION_RE.search(_text(node)):
+            names |= {_declared_name(d) or _text(d) for d in _declarators(node)}
+        elif node.type in ("struct_specifier", "union_specifier", "class_specifier") and \
+                node.child_by_field_name("body") is not None and _VECTOR_DEFINITION_RE.search(_text(node)):
+            names.add(_text(node.child_by_field_name("name")))
+    return names - {""}
+
+
+def hand_vectorized_loops(root: tree_sitter.Node, function: tree_sitter.Node, loop_nodes: LoopNodes) -> set[int]:
+    """Start lines of the loops whose code uses vector registers: a vector type, an intrinsic, or a variable of the
+    function declared with a vector type."""
+    types = vector_type_names(root)
+    variables = set()
+    for node in _walk(function):
+        if node.type in ("declaration", "parameter_declaration"):
+            type_text = _text(node.child_by_field_name("type"))
+            if type_text in types or _VECTOR_TYPE_RE.match(type_text):
+                variables |= {_declared_name(d) for d in _declarators(node)}
+    return {loop.start_line for node, loop in loop_nodes if _uses_vectors(node, types, variables - {""})}
+
+
+def _uses_vectors(loop: tree_sitter.Node, types: set[str], variables: set[str]) -> bool:
+    for node in _walk(loop):
+        text = _text(node)
+        if node.type in ("type_identifier", "primitive_type") and (text in types or _VECTOR_TYPE_RE.match(text)):
+            return True
+        if node.type == "identifier" and (text in variables or _VECTOR_TYPE_RE.match(text)):
+            return True
+        if node.type == "call_expression" and _INTRINSIC_RE.match(_text(node.child_by_field_name("function"))):
+            return True
+    return False
+
+
+# ---- accumulators in memory -----------------------------------------------------------------------------------------
+
+def _written_names(loop: tree_sitter.Node) -> set[str]:
+    """Names a loop changes: plain variables assigned, incremented or declared in it (its header included)."""
+    names: set[str] = set()
+    for node in _walk(loop):
+        if node.type == "assignment_expression":
+            target = node.child_by_field_name("left")
+        elif node.type == "update_expression":
+            target = node.child_by_field_name("argument")
+        elif node.type == "init_declarator":
+            names.add(_declared_name(node.child_by_field_name("declarator")))
+            continue
+        elif node.type == "for_range_loop":
+            names.add(_declared_name(node.child_by_field_name("declarator")) or
+                      _text(node.child_by_field_name("declarator")))
+            continue
+        else:
+            continue
+        if target is not None and target.type == "identifier":
+            names.add(_text(target))
+    return names - {""}
+
+
+def _promotable_locals(function: tree_sitter.Node) -> set[str]:
+    """Locals of the function the compiler keeps in registers when they do not escape: arrays and structures
+    declared in it by value (not pointers, not references)."""
+    found = set()
+    body = function.child_by_field_name("body")
+    for node in _walk(body) if body is not None else ():
+        if node.type != "declaration":
+            continue
+        for declarator in _declarators(node):
+            inner = declarator.child_by_field_name("declarator") if declarator.type == "init_declarator" else declarator
+            if inner is not None and inner.type in ("array_declarator", "identifier"):
+                found.add(_declared_name(inner))
+    return found - {""}
+
+
+def _self_updated_target(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The target of `t op= e`, `t++` or `t = t op e`, else None."""
+    if node.type == "update_expression":
+        return node.child_by_field_name("argument")
+    if node.type != "assignment_expression":
+        return None
+    target, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    operator = _text(node.child_by_field_name("operator"))
+    if operator in _COMPOUND:
+        return target
+    if operator == "=" and right is not None and right.type == "binary_expression" and target is not None \
+            and _text(right.child_by_field_name("left")) == _text(target):
+        return target
+    return None
+
+
+def _base(node: tree_sitter.Node) -> str:
+    """The variable a memory expression starts from (`out` of `out[i].x`, `C` of the macro call `C(0, 1)`)."""
+    while node is not None and node.type in _MEMORY_TARGETS | {"parenthesized_expression"}:
+        node = (node.child_by_field_name("argument") or node.child_by_field_name("function")
+                or node.named_children[0] if node.named_children else None)
+    return _text(node) if node is not None and node.type == "identifier" else ""
+
+
+def memory_accumulators(function: tree_sitter.Node, loop_nodes: LoopNodes) -> list[MemoryAccumulator]:
+    """Updates of a memory location at a loop-invariant address from its own value, in innermost loops."""
+    locals_ = _promotable_locals(function)
+    found = []
+    for node, loop in loop_nodes:
+        if not loop.innermost:
+            continue
+        changed = _written_names(node)
+        for update in _walk(node):
+            target = _self_updated_target(update)
+            if target is None or target.type not in _MEMORY_TARGETS or _base(target) in locals_:
+                continue
+            if target.type == "pointer_expression" and _text(target).startswith("&"):
+                continue
+            if not _identifiers(target) & changed:
+                found.append(MemoryAccumulator(_line(update), loop.start_line, _text(target)))
+    return found
+
+
+# ---- pointer chases -------------------------------------------------------------------------------------------------
+
+def _loaded_through(expression: tree_sitter.Node | None, variable: str) -> bool:
+    """Whether the expression is a load whose address uses variable (`v->next`, `next[v]`, `*v`, `(T *) v->n`)."""
+    while expression is not None and expression.type in ("parenthesized_expression", "cast_expression"):
+        expression = expression.child_by_field_name("value") or expression.named_children[-1]
+    if expression is None or expression.type not in ("field_expression", "subscript_expression",
+                                                     "pointer_expression"):
+        return False
+    if expression.type == "pointer_expression" and _text(expression).startswith("&"):
+        return False
+    if expression.type == "field_expression" and _text(expression.child_by_field_name("operator")) == ".":
+        return _loaded_through(expression.child_by_field_name("argument"), variable)
+    return variable in _identifiers(expression)
+
+
+def pointer_chases(loop_nodes: LoopNodes) -> list[PointerChase]:
+    """Loops stepping a variable to a value loaded through it; each chase is reported for its innermost loop."""
+    found = []
+    for node, loop in loop_nodes:
+        inner_spans = [(other.start_line, other.end_line) for _, other in loop_nodes
+                       if other.depth > loop.depth and loop.start_line <= other.start_line <= loop.end_line]
+        for update in _walk(node):
+            if update.type != "assignment_expression" or _text(update.child_by_field_name("operator")) != "=":
+                continue
+            target = update.child_by_field_name("left")
+            if target is None or target.type != "identifier":
+                continue
+            line = _line(update)
+            if any(start <= line <= end for start, end in inner_spans):
+                continue  # an inner loop's chase
+            if _loaded_through(update.child_by_field_name("right"), _text(target)):
+                found.append(PointerChase(line, loop.start_line, loop.end_line, _text(target)))
+    return found
+
+
+# ---- per-thread slots (false sharing) -------------------------------------------------------------------------------
+
+def _parallel_regions(function: tree_sitter.Node) -> list[tuple[int, tree_sitter.Node]]:
+    """(pragma line, the statement it applies to) of each `#pragma omp parallel` of the function."""
+    regions = []
+    for node in _walk(function):
+        if node.type != "preproc_call" or _text(node.child_by_field_name("directive")) != "#pragma":
+            continue
+        if not re.match(r"omp\s+parallel\b", _text(node.child_by_field_name("argument")).strip()):
+            continue
+        statement = node.next_named_sibling
+        while statement is not None and statement.type == "preproc_call":
+            statement = statement.next_named_sibling
+        if statement is not None:
+            regions.append((_line(node), statement))
+    return regions
+
+
+def _padded_types(root: tree_sitter.Node) -> set[str]:
+    """Structures of the file aligned to a cache line or more: their array elements never share one."""
+    return {_text(n.child_by_field_name("name")) for n in _walk(root)
+            if n.type in ("struct_specifier", "class_specifier", "union_specifier")
+            and n.child_by_field_name("body") is not None and _LINE_ALIGNED_RE.search(_text(n))} - {""}
+
+
+def thread_slot_writes(root: tree_sitter.Node, function: tree_sitter.Node) -> list[ThreadSlotWrite]:
+    """Writes inside a loop of a parallel region to a shared array's element selected by the thread id."""
+    padded = _padded_types(root)
+    found = []
+    for pragma_line, region in _parallel_regions(function):
+        declared_inside = {_declared_name(d) for n in _walk(region) if n.type == "declaration"
+                           for d in _declarators(n)}
+        ids = {_declared_name(n.child_by_field_name("declarator")) for n in _walk(region)
+               if n.type == "init_declarator" and _THREAD_ID in _text(n.child_by_field_name("value"))} - {""}
+
+        # references and pointers bound to a slot: `auto &t = acc[tid];`, `T *p = &acc[omp_get_thread_num()];`
+        bound = {}
+        for n in _walk(region):
+            if n.type == "init_declarator":
+                array = _slot_array(n.child_by_field_name("value"), declared_inside, ids)
+                if array:
+                    bound[_declared_name(n.child_by_field_name("declarator"))] = array
+        for loop in (n for n in _walk(region) if n.type in _LOOP_TYPES):
+            for update in _walk(loop):
+                target = (update.child_by_field_name("left") if update.type == "assignment_expression"
+                          else update.child_by_field_name("argument") if update.type == "update_expression" else None)
+                if target is None:
+                    continue
+                array = _slot_array(target, declared_inside, ids) or bound.get(_base(target) or _text(target), "")
+                if array and not _padded(array, function, padded):
+                    found.append(ThreadSlotWrite(_line(update), array, pragma_line))
+    return sorted(set(found), key=lambda w: w.line)
+
+
+def _slot_array(expression: tree_sitter.Node | None, declared_inside: set[str], ids: set[str]) -> str:
+    """The array declared outside the region whose element, selected by a thread id, expression reaches, or ""."""
+    for node in _walk(expression) if expression is not None else ():
+        if node.type != "subscript_expression":
+            continue
+        index = node.child_by_field_name("index") or (node.named_children[-1] if node.named_children else None)
+        array = _base(node)
+        if index is not None and array and array not in declared_inside and \
+                (_THREAD_ID in _text(index) or _identifiers(index) & ids):
+            return array
+    return ""
+
+
+def _padded(array: str, function: tree_sitter.Node, padded: set[str]) -> bool:
+    """Whether the array is declared with an element type aligned to a cache line."""
+    for node in _walk(function):
+        if node.type in ("declaration", "parameter_declaration") and \
+                any(_declared_name(d) == array for d in _declarators(node)):
+            return bool(padded & {_text(n) for n in _walk(node) if n.type == "type_identifier"})
+    return False
