@@ -108,10 +108,18 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
     if result.timed_out:
         raise NcuError(f"ncu ran past {timeout_s:.0f} s: {shlex.join(command)}")
     if result.returncode != 0:
-        raise NcuError(f"ncu exited with status {result.returncode}: {shlex.join(command)}\n{result.stderr[-2000:]}")
+        raise NcuError(f"ncu exited with status {result.returncode}: {shlex.join(command)}\n{ncu_said(result)}")
     if stdout_path is not None:
         stdout_path.write_text(result.stdout_full, encoding="utf-8")
     return result.stdout_full
+
+
+def ncu_said(result: sandbox.RunResult) -> str:
+    """What ncu reported about a failure: its ==ERROR== and ==WARNING== lines (ncu writes them to stdout as often
+    as to stderr; `ncu --import` of a missing report says why on stdout only), else the tail of stderr."""
+    lines = [line for line in (result.stderr_full + "\n" + result.stdout_full).splitlines()
+             if line.startswith(("==ERROR==", "==WARNING=="))]
+    return "\n".join(lines)[-2000:] if lines else result.stderr[-2000:]
 
 
 # Whether ncu's fenced target may also not signal, nor reach by abstract socket, processes outside its fence (ABI 6).
@@ -138,8 +146,14 @@ def profile_and_export(program: Sequence[str], workdir: Path, *, kernel_regex: s
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.ncu-rep"
     program = fenced_program(program, [cwd or workdir, workdir, *writable], own_code=own_code)
-    run_ncu(profile_command(program, report.with_suffix(""), kernel_regex=kernel_regex, launch_count=launch_count,
-                            ncu=ncu, nvtx_range=nvtx_range), timeout_s, cwd=cwd or workdir, env=env)
+    said = run_ncu(profile_command(program, report.with_suffix(""), kernel_regex=kernel_regex,
+                                   launch_count=launch_count, ncu=ncu, nvtx_range=nvtx_range), timeout_s,
+                   cwd=cwd or workdir, env=env)
+    if not report.is_file():  # ncu exits 0 when its filters matched no launch, and writes no report
+        where = f" inside the NVTX range {nvtx_range!r}" if nvtx_range else ""
+        notes = [line for line in said.splitlines() if line.startswith(("==WARNING==", "==ERROR=="))]
+        raise NcuError(f"ncu profiled no kernel: no launch matched {kernel_regex or 'any kernel'!r}{where}"
+                       + (f" ({notes[-1]})" if notes else "") + "; check the kernel's name and the program's arguments")
     exports = NcuExports(report, workdir / "raw.csv", workdir / "source.csv")
     run_ncu(raw_page_command(report, ncu=ncu), timeout_s, exports.raw_csv, cwd=workdir)
     run_ncu(source_page_command(report, ncu=ncu), timeout_s, exports.source_csv, cwd=workdir)

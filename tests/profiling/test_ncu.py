@@ -258,6 +258,7 @@ echo "$*" >> {log}
 case "$*" in
   *"--page raw"*) cat {FIXTURES / "sum_atomic.slow.raw.csv"} ;;
   *"--page source"*) cat {FIXTURES / "sum_atomic.slow.source.csv"} ;;
+  *"--export"*) touch {tmp_path / "work" / "report.ncu-rep"} ;;
 esac
 """)
     fake.chmod(0o755)
@@ -276,3 +277,22 @@ def test_run_ncu_reports_a_missing_or_failing_ncu(tmp_path):
     failing.chmod(0o755)
     with pytest.raises(NcuError, match="no device"):
         run_ncu([str(failing)], timeout_s=10)
+
+
+def test_a_profile_that_matched_no_kernel_says_so(tmp_path):
+    """ncu exits 0 and writes no report when its filters match no launch (a wrong name, a program that exits
+    first): one error naming the filter and what ncu warned, not an `ncu --import` failure of a missing file."""
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\necho '==WARNING== No kernels were profiled.'\n")
+    fake.chmod(0o755)
+    with pytest.raises(NcuError, match=r"ncu profiled no kernel: no launch matched '\^sgemm' inside the NVTX "
+                                       r"range 'pf_profile' \(==WARNING== No kernels were profiled.\)"):
+        profile_and_export(["./bin"], tmp_path / "work", kernel_regex="^sgemm", ncu=str(fake))
+
+
+def test_a_failure_ncu_explains_on_stdout_is_in_the_error(tmp_path):
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\necho '==ERROR== Report file is not valid'\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(NcuError, match="Report file is not valid"):
+        run_ncu([str(fake), "--import", "r.ncu-rep"], timeout_s=10)
