@@ -24,9 +24,9 @@ def profile_cuda_application(argv: list[str], workdir: Path, *, top: int, work_d
     ranked = rank_kernels(read_application_page(page), top)
     profiles = []
     for index, kernel in enumerate(ranked):
-        exports = ncu.profile_and_export(argv, work_dir / f"kernel-{index}",
-                                         kernel_regex=f"^{re.escape(kernel.kernel)}$", launch_count=1,
-                                         timeout_s=APPLICATION_TIMEOUT_S, nvtx_range=None, cwd=workdir, own_code=True)
+        exports = ncu.profile_and_export(argv, work_dir / f"kernel-{index}", kernel_regex=kernel_pattern(kernel.kernel),
+                                         launch_count=1, timeout_s=APPLICATION_TIMEOUT_S, nvtx_range=None,
+                                         cwd=workdir, own_code=True, name_base="demangled")
         timing = Timing(median_ms=kernel.mean_ms, p10_ms=kernel.mean_ms, p90_ms=kernel.mean_ms, trials=kernel.launches,
                         method="ncu gpu__time_duration, mean over the application's launches (serialised under the "
                                "profiler: for ranking, not for verdicts)")
@@ -35,6 +35,14 @@ def profile_cuda_application(argv: list[str], workdir: Path, *, top: int, work_d
                                            machine="", tool_versions=f"ncu: {tool_version('ncu')}",
                                            kernel=kernel.kernel))
     return profiles
+
+
+def kernel_pattern(ranked_name: str) -> str:
+    """The regex that selects a ranked kernel's launches by their demangled name: the ranking's name (the demangled
+    name up to its parameter list: "layernorm_kernel1", "void cutlass::Kernel2<cutlass_80_simt_sgemm_...>") whole,
+    then its parameter list or nothing ("kernel1" must not select "kernel10"). Matching the bare function name
+    instead selected no launch of a namespaced template (`ncu --kernel-name-base function` drops both)."""
+    return f"^{re.escape(ranked_name)}(\\(|$)"
 
 
 def _kernel_source_file(source_csv: Path, kernel: str) -> str:
