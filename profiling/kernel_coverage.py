@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiling.cuda.launches import launch_duration_ms
+from profiling.cuda.launches import function_name, launch_duration_ms
 from profiling.cuda.raw_csv import KernelLaunch
 
 # Share of the answer's device time its own kernels must take. Half: an answer may keep a few PyTorch operators for
@@ -120,13 +120,6 @@ def defined_kernels(source: str) -> DefinedKernels:
             cuda.append(name)
     return DefinedKernels(tuple(dict.fromkeys(m.group(1) for m in _TRITON_KERNEL.finditer(source))),
                           tuple(dict.fromkeys(cuda)))
-
-
-def function_name(kernel: str) -> str:
-    """A launch's function name as ncu prints the kernel: "void relu_kernel<128>(const float *, float *)" and
-    "at::native::elementwise_kernel<...>(...)" give "relu_kernel" and "elementwise_kernel"."""
-    head = kernel.split("(", 1)[0].split("<", 1)[0].strip()
-    return head.split()[-1].rsplit("::", 1)[-1] if head else ""
 
 
 def coverage_of(launches: Sequence[KernelLaunch], defined: DefinedKernels, calls: int = 1) -> Coverage:

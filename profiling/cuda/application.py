@@ -10,7 +10,7 @@ from pathlib import Path
 
 from perfforge.records import Profile, Timing
 from profiling.cuda import ncu
-from profiling.cuda.launches import rank_kernels, read_application_page
+from profiling.cuda.launches import function_name, rank_kernels, read_application_page
 from profiling.cuda.profile import profile_from_files
 from profiling.cuda.source_csv import lines_of, read_source_page
 from profiling.machine import tool_version
@@ -26,7 +26,7 @@ def profile_cuda_application(argv: list[str], workdir: Path, *, top: int, work_d
     for index, kernel in enumerate(ranked):
         exports = ncu.profile_and_export(argv, work_dir / f"kernel-{index}", kernel_regex=kernel_pattern(kernel.kernel),
                                          launch_count=1, timeout_s=APPLICATION_TIMEOUT_S, nvtx_range=None,
-                                         cwd=workdir, own_code=True, name_base="demangled")
+                                         cwd=workdir, own_code=True)
         timing = Timing(median_ms=kernel.mean_ms, p10_ms=kernel.mean_ms, p90_ms=kernel.mean_ms, trials=kernel.launches,
                         method="ncu gpu__time_duration, mean over the application's launches (serialised under the "
                                "profiler: for ranking, not for verdicts)")
@@ -38,11 +38,11 @@ def profile_cuda_application(argv: list[str], workdir: Path, *, top: int, work_d
 
 
 def kernel_pattern(ranked_name: str) -> str:
-    """The regex that selects a ranked kernel's launches by their demangled name: the ranking's name (the demangled
-    name up to its parameter list: "layernorm_kernel1", "void cutlass::Kernel2<cutlass_80_simt_sgemm_...>") whole,
-    then its parameter list or nothing ("kernel1" must not select "kernel10"). Matching the bare function name
-    instead selected no launch of a namespaced template (`ncu --kernel-name-base function` drops both)."""
-    return f"^{re.escape(ranked_name)}(\\(|$)"
+    """The regex that selects a ranked kernel's launches under ncu's "function" name form: its bare function name
+    (no return type, namespace, template arguments nor parameters: "void cutlass::Kernel2<cutlass_80_simt_...>"
+    gives Kernel2), whole, after any namespace ("kernel1" must not select "kernel10"). The ranking's own name, the
+    raw page's, selected no launch of a template (ncu's forms spell template arguments differently)."""
+    return f"^(.*::)?{re.escape(function_name(ranked_name))}$"
 
 
 def _kernel_source_file(source_csv: Path, kernel: str) -> str:

@@ -49,12 +49,12 @@ class NcuExports:
 
 def profile_command(program: Sequence[str], report: Path, *, kernel_regex: str | None = None,
                     launch_count: int | None = None, sections: Sequence[str] = (), ncu: str = NCU,
-                    nvtx_range: str | None = PROFILE_RANGE, name_base: str = "function") -> list[str]:
+                    nvtx_range: str | None = PROFILE_RANGE) -> list[str]:
     """ncu over `program` (a harness in profile mode): launches in the pf_profile range (nvtx_range=None for a
     whole application), --set full unless `sections` names some, written to `report` (.ncu-rep). kernel_regex is
-    matched against the kernel's name in the `name_base` form: "function" (the bare name: a task's kernel) or
-    "demangled" (the whole demangled name, as the raw page prints it: a ranked application kernel, whose name may
-    carry a namespace and template arguments)."""
+    matched against ncu's "function" form of the name: no return type, parameters nor template arguments
+    (`sgemm_shared_mem_block` for "void sgemm_shared_mem_block<32>(int, ...)"). Its "demangled" form is not the
+    raw page's name: it spells template arguments with casts (`<(int)32>`), seen with ncu 2025.3.1 on the H100."""
     command = [ncu, "--clock-control", "none", "--import-source", "yes", "--force-overwrite", "--export", str(report)]
     if nvtx_range:
         command = [ncu, "--nvtx", "--nvtx-include", f"{nvtx_range}/", *command[1:]]
@@ -64,7 +64,7 @@ def profile_command(program: Sequence[str], report: Path, *, kernel_regex: str |
     else:
         command += ["--set", "full"]
     if kernel_regex:
-        command += ["--kernel-name-base", name_base, "--kernel-name", f"regex:{kernel_regex}"]
+        command += ["--kernel-name-base", "function", "--kernel-name", f"regex:{kernel_regex}"]
     if launch_count:
         command += ["--launch-count", str(launch_count)]
     return command + list(program)
@@ -143,16 +143,14 @@ def fenced_program(program: Sequence[str], writable: Sequence[Path], *, own_code
 def profile_and_export(program: Sequence[str], workdir: Path, *, kernel_regex: str | None = None,
                        launch_count: int | None = None, timeout_s: float = 600.0, ncu: str = NCU,
                        nvtx_range: str | None = PROFILE_RANGE, env: dict[str, str] | None = None,
-                       cwd: Path | None = None, writable: Sequence[Path] = (), own_code: bool = False,
-                       name_base: str = "function") -> NcuExports:
+                       cwd: Path | None = None, writable: Sequence[Path] = (), own_code: bool = False) -> NcuExports:
     """Profiles `program` into workdir/report.ncu-rep and exports raw.csv and source.csv beside it. The program may
     write beneath workdir, cwd and `writable` (anywhere if own_code: the user's own application)."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.ncu-rep"
     program = fenced_program(program, [cwd or workdir, workdir, *writable], own_code=own_code)
     said = run_ncu(profile_command(program, report.with_suffix(""), kernel_regex=kernel_regex,
-                                   launch_count=launch_count, ncu=ncu, nvtx_range=nvtx_range, name_base=name_base),
-                   timeout_s,
+                                   launch_count=launch_count, ncu=ncu, nvtx_range=nvtx_range), timeout_s,
                    cwd=cwd or workdir, env=env)
     if not report.is_file():  # ncu exits 0 when its filters matched no launch, and writes no report
         where = f" inside the NVTX range {nvtx_range!r}" if nvtx_range else ""
