@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiling.cuda.launches import function_name, launch_duration_ms
-from profiling.cuda.raw_csv import KernelLaunch
+from profiling.cuda.launches import launch_duration_ms
+from profiling.cuda.raw_csv import KernelLaunch, function_name
 
 # Share of the answer's device time its own kernels must take. Half: an answer may keep a few PyTorch operators for
 # layout (a .contiguous() copy, a view's materialisation, an output's allocation fill), which are short next to

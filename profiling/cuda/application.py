@@ -10,8 +10,9 @@ from pathlib import Path
 
 from perfforge.records import Profile, Timing
 from profiling.cuda import ncu
-from profiling.cuda.launches import function_name, rank_kernels, read_application_page
+from profiling.cuda.launches import rank_kernels, read_application_page
 from profiling.cuda.profile import profile_from_files
+from profiling.cuda.raw_csv import function_name
 from profiling.cuda.source_csv import lines_of, read_source_page
 from profiling.machine import tool_version
 

@@ -85,9 +85,3 @@ def launch_stats(launches: Sequence[KernelLaunch], calls: int) -> LaunchStats:
 def read_application_page(path: Path) -> list[KernelLaunch]:
     return read_raw_page(path)
 
-
-def function_name(kernel: str) -> str:
-    """A launch's function name as ncu prints the kernel: "void relu_kernel<128>(const float *, float *)" and
-    "at::native::elementwise_kernel<...>(...)" give "relu_kernel" and "elementwise_kernel"."""
-    head = kernel.split("(", 1)[0].split("<", 1)[0].strip()
-    return head.split()[-1].rsplit("::", 1)[-1] if head else ""

@@ -128,5 +128,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def function_name(kernel: str) -> str:
+    """A launch's function name as ncu prints the kernel: "void relu_kernel<128>(const float *, float *)" and
+    "at::native::elementwise_kernel<...>(...)" give "relu_kernel" and "elementwise_kernel"."""
+    head = kernel.split("(", 1)[0].split("<", 1)[0].strip()
+    return head.split()[-1].rsplit("::", 1)[-1] if head else ""
+
+
 if __name__ == "__main__":
     sys.exit(_main())
+

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from profiling.cuda.raw_csv import NcuCsvError, parse_number
+from profiling.cuda.raw_csv import NcuCsvError, function_name, parse_number
 
 SAMPLES_COLUMN = "Warp Stall Sampling (All Samples)"
 # ncu column -> (perfforge per-line metric name, unit). Stall columns keep ncu's names (stall_long_sb, ...).
@@ -112,15 +112,19 @@ def read_source_page(path: Path) -> list[SourceLine]:
 
 
 def lines_of(lines: Sequence[SourceLine], function: str | None = None) -> list[SourceLine]:
-    """The lines of one function: the first whose base name is `function` or starts with it (all if None)."""
+    """The lines of one function: the first whose base name is `function` or starts with it, else the first with
+    its bare function name (all if None). The page may spell a template's arguments otherwise than the raw page
+    that named the kernel: "void sgemm_shared_mem_block<(int)32>(int, ...)" for "void sgemm_shared_mem_block<32>"
+    (ncu 2025.3.1, H100)."""
     if function is None:
         return list(lines)
     names = list(dict.fromkeys(line.function for line in lines))
     base = {name: name.split("(", 1)[0].strip() for name in names}
     chosen = next((n for n in names if base[n] == function), None) or next(
-        (n for n in names if base[n].startswith(function)), None)
+        (n for n in names if base[n].startswith(function)), None) or next(
+        (n for n in names if function_name(n) == function_name(function)), None)
     if chosen is None:
-        raise NcuCsvError(f"no function {function!r} on the source page; functions: {', '.join(base.values())}")
+        raise NcuCsvError(f"no function {function!r} on the source page; functions: {', '.join(names)}")
     return [line for line in lines if line.function == chosen]
 
 

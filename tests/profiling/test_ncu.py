@@ -313,3 +313,15 @@ def test_an_application_kernel_is_selected_by_its_function_name(ranked, function
     from profiling.cuda.application import kernel_pattern
 
     assert bool(re.search(kernel_pattern(ranked), function_form)) is selected
+
+
+def test_a_template_kernel_is_found_on_the_source_page_whatever_its_arguments_spelling():
+    """The raw page named it "void sgemm_shared_mem_block<32>", the source page "void sgemm_shared_mem_block<(int)32>
+    (int, ...)" (ncu 2025.3.1 on the H100): its lines are found by the bare function name."""
+    from profiling.cuda.source_csv import SourceLine, lines_of
+
+    page = [SourceLine(path="sgemm.cu", function="void sgemm_shared_mem_block<(int)32>(int, int, int, float, "
+                       "const float *)", line=7, code="x")]
+    assert lines_of(page, "void sgemm_shared_mem_block<32>") == page
+    with pytest.raises(NcuCsvError, match="no function 'other_kernel'"):
+        lines_of(page, "other_kernel")
