@@ -68,6 +68,11 @@ class SourceLine:
         return {name: value for name, (value, _) in self.metrics.items() if name.startswith(STALL_COLUMN_PREFIX)}
 
 
+# What ncu's source page holds instead of lines for a kernel without line information (ncu 2025.3.1, H100:
+# "==WARNING== No lineinfo available to show CUDA-C source related to 'void Kernel2<cutlass_80_simt_...>(Params)'.")
+NO_LINEINFO = "No lineinfo available to show CUDA-C source"
+
+
 def parse_source_page(text: str) -> list[SourceLine]:
     """Every CUDA line row of a source page, in order; SASS rows are skipped."""
     lines: list[SourceLine] = []
@@ -85,6 +90,8 @@ def parse_source_page(text: str) -> list[SourceLine]:
         elif header and row[0].strip().isdigit():
             lines.append(_line(path, function, header, row))
     if not header:
+        if NO_LINEINFO in text:  # a kernel built without -lineinfo (a library's: cuBLAS): profiled, no source lines
+            return []
         raise NcuCsvError('no "Line No" header: not a source page exported with --print-source cuda,sass')
     return lines
 

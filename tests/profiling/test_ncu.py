@@ -325,3 +325,15 @@ def test_a_template_kernel_is_found_on_the_source_page_whatever_its_arguments_sp
     assert lines_of(page, "void sgemm_shared_mem_block<32>") == page
     with pytest.raises(NcuCsvError, match="no function 'other_kernel'"):
         lines_of(page, "other_kernel")
+
+
+def test_a_library_kernel_without_lineinfo_has_no_source_lines():
+    """SGEMM_CUDA's runner also launches cuBLAS (built without -lineinfo); its source page holds only ncu's warning
+    (captured on the H100). The application's other kernels must still be profiled: no lines, not an error."""
+    from profiling.cuda.source_csv import parse_source_page
+
+    page = ("==WARNING== No lineinfo available to show CUDA-C source related to 'void Kernel2<cutlass_80_simt_sgemm_"
+            "256x128_8x4_nn_align1>(Params)'.\n\n")
+    assert parse_source_page(page) == []
+    with pytest.raises(NcuCsvError, match='no "Line No" header'):
+        parse_source_page("\"ID\",\"Kernel Name\"\n")
