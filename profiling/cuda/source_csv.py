@@ -123,7 +123,7 @@ def lines_of(lines: Sequence[SourceLine], function: str | None = None) -> list[S
     its bare function name (all if None). The page may spell a template's arguments otherwise than the raw page
     that named the kernel: "void sgemm_shared_mem_block<(int)32>(int, ...)" for "void sgemm_shared_mem_block<32>"
     (ncu 2025.3.1, H100)."""
-    if function is None:
+    if function is None or not lines:  # no lines at all: a kernel without line information (NO_LINEINFO)
         return list(lines)
     names = list(dict.fromkeys(line.function for line in lines))
     base = {name: name.split("(", 1)[0].strip() for name in names}

@@ -330,10 +330,11 @@ def test_a_template_kernel_is_found_on_the_source_page_whatever_its_arguments_sp
 def test_a_library_kernel_without_lineinfo_has_no_source_lines():
     """SGEMM_CUDA's runner also launches cuBLAS (built without -lineinfo); its source page holds only ncu's warning
     (captured on the H100). The application's other kernels must still be profiled: no lines, not an error."""
-    from profiling.cuda.source_csv import parse_source_page
+    from profiling.cuda.source_csv import lines_of, parse_source_page
 
     page = ("==WARNING== No lineinfo available to show CUDA-C source related to 'void Kernel2<cutlass_80_simt_sgemm_"
             "256x128_8x4_nn_align1>(Params)'.\n\n")
     assert parse_source_page(page) == []
+    assert lines_of(parse_source_page(page), "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>") == []
     with pytest.raises(NcuCsvError, match='no "Line No" header'):
         parse_source_page("\"ID\",\"Kernel Name\"\n")
