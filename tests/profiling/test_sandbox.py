@@ -123,6 +123,21 @@ def test_what_a_run_leaves_in_dev_shm_is_its_own_and_goes_with_it(tmp_path: Path
     assert not Path(name).exists()
 
 
+@needs_landlock
+@pytest.mark.skipif(not sandbox.private_shared_memory_available(), reason="no mount namespace on this machine")
+def test_a_run_cannot_unmount_its_dev_shm_to_reach_the_machines(tmp_path: Path) -> None:
+    """Attack: the run is root in its own mount namespace; unmount the private /dev/shm (or mount another tmpfs)
+    to see and write the machine's /dev/shm beneath. Landlock forbids changing the mount topology."""
+    marker = Path("/dev/shm") / f"pf-host-{os.getpid()}"
+    marker.write_text("host")
+    try:
+        result = sandbox.run(["sh", "-c", f"umount /dev/shm; umount -l /dev/shm; mount -t tmpfs x /dev/shm; "
+                                          f"cat {marker}"], cwd=tmp_path / "run")
+        assert "host" not in result.stdout and "No such file" in result.stderr
+    finally:
+        marker.unlink()
+
+
 @pytest.mark.skipif(not sandbox.filesystem_isolation_available() or landlock.abi_version() < 6,
                     reason="signal scoping needs Landlock ABI 6")
 def test_a_run_cannot_signal_a_process_outside_its_fence(tmp_path: Path) -> None:
