@@ -158,12 +158,12 @@ def _run_train(config: Any) -> int:
 
 
 def _iterate_config() -> type:
-    from training.config import IterateConfig
+    from iteration.config import IterateConfig
     return IterateConfig
 
 
 def _run_iterate(config: Any) -> int:
-    from training.commands import run_iterate
+    from iteration.commands import run_iterate
     return run_iterate(config)
 
 

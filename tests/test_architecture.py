@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = "perfforge"
-STAGES = ("mining", "synth", "profiling", "inference", "eval", "training")
+STAGES = ("mining", "synth", "profiling", "inference", "eval", "training", "iteration")
 
 # (importing stage, imported module or package): the stage-to-stage edges docs/architecture.md allows.
 ALLOWED = {
@@ -34,6 +34,12 @@ ALLOWED = {
     ("synth", "mining.functions"),  # function extraction
     ("synth", "mining.gitlog"),  # git plumbing
     ("synth", "mining.licence"),
+    ("iteration", "inference.run"),  # expert iteration samples through the loop's one entry point
+    ("iteration", "inference.config"),
+    ("iteration", "inference.backends"),  # one engine lent to every run of a round
+    ("iteration", "profiling"),  # the loop's judge
+    ("iteration", "training.trainer"),  # and fine-tunes on what the judge proved
+    ("iteration", "training.config"),
 }
 # What the command line may import from a stage: each stage's config and command modules.
 CLI_MODULES = ("config", "commands", "card")

@@ -27,12 +27,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import tree_sitter
 
-if TYPE_CHECKING:
-    from profiling.cpu.loops import Loop
+
+class Loop(Protocol):
+    """What these facts read of profiling.cpu.loops.Loop (which imports this module: a protocol, not an import)."""
+
+    start_line: int
+    end_line: int
+    depth: int
+    innermost: bool
 
 # Vector register types and intrinsics of x86 (SSE to AVX-512) and Arm NEON.
 _VECTOR_TYPE_RE = re.compile(r"^(__m(64|128|256|512)[dhi]?|(u?int|float|poly|bfloat)(8|16|32|64)x\d+(x\d+)?_t)$")
@@ -45,7 +51,7 @@ _MEMORY_TARGETS = frozenset({"subscript_expression", "field_expression", "pointe
 _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
 _THREAD_ID = "omp_get_thread_num"
 
-LoopNodes = Sequence[tuple[tree_sitter.Node, "Loop"]]
+LoopNodes = Sequence[tuple[tree_sitter.Node, Loop]]
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iteration.config import IterateConfig
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, write_json
 from perfforge.naming import ATTEMPTS_FILE, RunLayout
 from perfforge.task import Task, find_tasks
 from perfforge.verdict import Status
-from training.config import IterateConfig, TrainConfig
+from training.config import TrainConfig
 
 STATE_FILE = "iterate.json"
 

@@ -1,4 +1,4 @@
-"""`perfforge iterate` (training/iterate.py): expert iteration end to end on the CPU, with the real loop, judge and
+"""`perfforge iterate` (iteration/expert.py): expert iteration end to end on the CPU, with the real loop, judge and
 trainer and a tiny model built in the test.
 
 A random tiny model proves nothing, so the first test also shows that path: the round samples, the judge rejects
@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 import perfforge.records as records
+from iteration.config import IterateConfig
+from iteration.expert import IterationLayout, iterate, round_seeds, training_tasks
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, read_parquet, write_parquet
 from tests.inference.conftest import FAST_TASK_TOML, invoke
 from tests.profiling.conftest import FAST_C, write_task
-from training.config import IterateConfig
-from training.iterate import IterationLayout, iterate, round_seeds, training_tasks
 
 TASK = "matvec_colwalk"
 
