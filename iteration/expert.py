@@ -23,7 +23,6 @@ attempts is the documented second step (`perfforge train --method dpo OUT/round_
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any
 
 from iteration.config import IterateConfig
 from perfforge.errors import PerfforgeError
-from perfforge.io import read_json, write_json
+from perfforge.io import read_json, write_json, write_text
 from perfforge.naming import ATTEMPTS_FILE, RunLayout
 from perfforge.task import Task, find_tasks
 from perfforge.verdict import Status
@@ -78,10 +77,12 @@ class IterationLayout:
     def train_dir(self, number: int) -> Path:
         return self.round_dir(number) / "train"
 
-    def attempts(self, up_to: int) -> list[Path]:
-        """Every attempts.parquet of rounds 1..up_to."""
-        return sorted(path for n in range(1, up_to + 1)
-                      for path in (self.round_dir(n) / "sample").glob(f"*/*/{ATTEMPTS_FILE}"))
+    def attempts(self, up_to: int, tasks: list[Task], config: IterateConfig) -> list[Path]:
+        """The attempts.parquet of these tasks' runs in rounds 1..up_to, at each round's seeds: never a run left on
+        disk by a task since moved out of the training set."""
+        runs = (self.run_dir(n, task, seed) / ATTEMPTS_FILE for n in range(1, up_to + 1) for task in tasks
+                for seed in round_seeds(config, n))
+        return [path for path in runs if path.is_file()]
 
 
 def training_tasks(paths: list[Path]) -> list[Task]:
@@ -98,6 +99,30 @@ def training_tasks(paths: list[Path]) -> list[Task]:
     return list(tasks.values())
 
 
+# What a rerun may change in an output directory: more rounds go on from where it stopped (and the task paths may be
+# spelt otherwise: the fingerprint holds them resolved); anything else would mix runs of other tasks or settings into
+# the kept set and reuse trainings made on other data.
+_MAY_CHANGE = ("out", "rounds", "tasks")
+
+
+def _fingerprint(config: IterateConfig, tasks: list[Task]) -> dict[str, Any]:
+    settings = json.loads(json.dumps(asdict(config), default=str))
+    return {**{k: v for k, v in settings.items() if k not in _MAY_CHANGE},
+            "tasks": sorted(str(task.root.resolve()) for task in tasks)}
+
+
+def _check_same_run(layout: IterationLayout, fingerprint: dict[str, Any]) -> None:
+    """One error line when OUT holds an expert iteration of other tasks or settings (--rounds may grow)."""
+    if not layout.state.is_file():
+        return
+    before = read_json(layout.state).get("fingerprint")
+    if before is None or before == fingerprint:
+        return
+    changed = sorted(k for k in {*before, *fingerprint} if before.get(k) != fingerprint.get(k))
+    raise PerfforgeError(f"{layout.out} holds an expert iteration with other {', '.join(changed)}: resume it with the "
+                         "same tasks and settings (only --rounds may grow), or give a new --out")
+
+
 def round_seeds(config: IterateConfig, number: int) -> list[int]:
     """Round `number`'s sampling seeds: disjoint from every other round's, so no draw repeats."""
     return list(range((number - 1) * config.seeds, number * config.seeds))
@@ -111,6 +136,8 @@ def iterate(config: IterateConfig, log: Callable[[str], None] = print,
 
     tasks = training_tasks(config.tasks)
     layout = IterationLayout(config.out)
+    fingerprint = _fingerprint(config, tasks)
+    _check_same_run(layout, fingerprint)
     engine_of = make_engine or (lambda model: make_backend(config.backend, model))
     log(f"expert iteration: {len(tasks)} training task(s), {config.rounds} round(s) of {config.samples} candidates x "
         f"{config.seeds} seed(s) per task")
@@ -122,7 +149,7 @@ def iterate(config: IterateConfig, log: Callable[[str], None] = print,
     for number in range(1, config.rounds + 1):
         record = RoundRecord(number=number, model=model)
         _sample(config, tasks, number, model, layout, profiles, engine_of, record, log)
-        kept = _kept(layout.attempts(number))
+        kept = _kept(layout.attempts(number, tasks, config))
         record.kept_total = kept
         previous = records[-1].kept_total if records else 0
         if kept == previous:
@@ -130,13 +157,15 @@ def iterate(config: IterateConfig, log: Callable[[str], None] = print,
                            else "no new proven improvement: the model stays")
             log(f"round {number}: {record.note}")
         else:
-            metrics = _train(config, [*config.seed_data, *layout.attempts(number)], layout.train_dir(number), log)
+            metrics = _train(config, [*config.seed_data, *layout.attempts(number, tasks, config)],
+                             layout.train_dir(number), log)
             record.trained, record.train_steps = True, metrics.get("steps")
             record.train_last_loss = metrics.get("last_logged_loss")
             model = str(layout.train_dir(number) / "merged")
         records.append(record)
         write_json(layout.state, {"rounds": [asdict(r) for r in records], "model": model,
-                                  "settings": json.loads(json.dumps(asdict(config), default=str))})
+                                  "settings": json.loads(json.dumps(asdict(config), default=str)),
+                                  "fingerprint": fingerprint})
         log(f"round {number}: {record.candidates} candidates, {record.parsed} parsed, {record.correct} correct, "
             f"{record.improved} proven faster ({record.kept_total} kept in all)"
             + (f"; trained {record.train_steps} steps, loss {record.train_last_loss}" if record.trained else ""))
@@ -166,8 +195,7 @@ def _sample(config: IterateConfig, tasks: list[Task], number: int, model: str, l
                 out = layout.run_dir(number, task, seed)
                 run_layout = RunLayout(out)
                 if task.name in profiles and not run_layout.original_profile.is_file():
-                    run_layout.original_profile.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(profiles[task.name], run_layout.original_profile)
+                    write_text(run_layout.original_profile, profiles[task.name].read_text())  # atomic
                 loop = OptimizeConfig(task=task.root, out=out, model=model, candidates=config.samples, rounds=1,
                                       temperature=config.temperature, max_tokens=config.max_tokens, seed=seed,
                                       constrain=config.constrain, profile_candidates=False)

@@ -13,6 +13,7 @@ samples from that model.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,8 @@ def test_rounds_keep_proven_improvements_and_sample_from_the_model_they_trained(
     # each round fine-tunes the base model on the seed data and every improvement kept so far
     settings = read_json(config.out / "round_02" / "train" / "metrics.json")["settings"]
     assert settings["base_model"] == str(config.base_model)
-    assert sorted(settings["data"]) == sorted(map(str, [config.seed_data[0], *IterationLayout(config.out).attempts(2)]))
+    kept = IterationLayout(config.out).attempts(2, training_tasks(config.tasks), config)
+    assert sorted(settings["data"]) == sorted(map(str, [config.seed_data[0], *kept]))
     assert f"round 1: {first['improved']} of 2 candidates proven faster" in iterated["stdout"]
 
 
@@ -93,6 +95,21 @@ def test_a_rerun_resumes_without_sampling_or_training_again(iterated: dict[str, 
     again = iterate(config, log=lambda _: None, make_engine=refuse)
     assert [r.improved for r in again] == [r["improved"] for r in before["rounds"]]
     assert read_json(config.out / "iterate.json")["rounds"] == before["rounds"]
+
+
+def test_a_rerun_with_other_tasks_or_settings_is_one_error(iterated: dict[str, Any], tmp_path: Path) -> None:
+    """A task moved out of the training set (say, into the held-out eval) must not stay in the kept set through
+    its old runs, and trainings on other data must not be reused: the output directory refuses the change."""
+    config = iterated["config"]
+    other = tmp_path / "other_tasks"
+    write_task(other / "matvec", toml=FAST_TASK_TOML.replace('name = "matvec_colwalk"', 'name = "matvec_other"'))
+    for changed, message in ((replace(config, tasks=[other]), "other tasks"),
+                             (replace(config, samples=3), "other samples"),
+                             (replace(config, tasks=[*config.tasks, other]), "other tasks")):
+        with pytest.raises(PerfforgeError, match=message):
+            iterate(changed, log=lambda _: None)
+    iterate(replace(config, tasks=[Path(str(config.tasks[0]) + "/.")]), log=lambda _: None,
+            make_engine=lambda model: pytest.fail(f"loaded {model}"))  # the same tasks spelt otherwise: resumes
 
 
 def test_rounds_never_repeat_a_sampling_seed() -> None:
