@@ -49,7 +49,7 @@ class NcuExports:
 
 def profile_command(program: Sequence[str], report: Path, *, kernel_regex: str | None = None,
                     launch_count: int | None = None, sections: Sequence[str] = (), ncu: str = NCU,
-                    nvtx_range: str | None = PROFILE_RANGE) -> list[str]:
+                    nvtx_range: str | None = PROFILE_RANGE, launch_skip: int = 0) -> list[str]:
     """ncu over `program` (a harness in profile mode): launches in the pf_profile range (nvtx_range=None for a
     whole application), --set full unless `sections` names some, written to `report` (.ncu-rep). kernel_regex is
     matched against ncu's "function" form of the name: no return type, parameters nor template arguments
@@ -65,6 +65,8 @@ def profile_command(program: Sequence[str], report: Path, *, kernel_regex: str |
         command += ["--set", "full"]
     if kernel_regex:
         command += ["--kernel-name-base", "function", "--kernel-name", f"regex:{kernel_regex}"]
+    if launch_skip:  # launches matching the filter to pass over first (another instantiation of the same name)
+        command += ["--launch-skip", str(launch_skip)]
     if launch_count:
         command += ["--launch-count", str(launch_count)]
     return command + list(program)
@@ -143,14 +145,16 @@ def fenced_program(program: Sequence[str], writable: Sequence[Path], *, own_code
 def profile_and_export(program: Sequence[str], workdir: Path, *, kernel_regex: str | None = None,
                        launch_count: int | None = None, timeout_s: float = 600.0, ncu: str = NCU,
                        nvtx_range: str | None = PROFILE_RANGE, env: dict[str, str] | None = None,
-                       cwd: Path | None = None, writable: Sequence[Path] = (), own_code: bool = False) -> NcuExports:
+                       cwd: Path | None = None, writable: Sequence[Path] = (), own_code: bool = False,
+                       launch_skip: int = 0) -> NcuExports:
     """Profiles `program` into workdir/report.ncu-rep and exports raw.csv and source.csv beside it. The program may
     write beneath workdir, cwd and `writable` (anywhere if own_code: the user's own application)."""
     workdir.mkdir(parents=True, exist_ok=True)
     report = workdir / "report.ncu-rep"
     program = fenced_program(program, [cwd or workdir, workdir, *writable], own_code=own_code)
     said = run_ncu(profile_command(program, report.with_suffix(""), kernel_regex=kernel_regex,
-                                   launch_count=launch_count, ncu=ncu, nvtx_range=nvtx_range), timeout_s,
+                                   launch_count=launch_count, ncu=ncu, nvtx_range=nvtx_range,
+                                   launch_skip=launch_skip), timeout_s,
                    cwd=cwd or workdir, env=env)
     if not report.is_file():  # ncu exits 0 when its filters matched no launch, and writes no report
         where = f" inside the NVTX range {nvtx_range!r}" if nvtx_range else ""

@@ -22,6 +22,7 @@ from pathlib import Path
 from perfforge.errors import PerfforgeError
 from perfforge.records import CounterValue
 
+ANONYMOUS = "(anonymous namespace)::"  # in a demangled name: a namespace, not the start of the parameter list
 _NUMBER_RE = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d*)?([eE][+-]?\d+)?$|^[+-]?\.\d+([eE][+-]?\d+)?$")
 # Identity columns of a launch (the rest are metrics).
 _IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
@@ -46,8 +47,9 @@ class KernelLaunch:
 
     @property
     def kernel_base(self) -> str:
-        """The kernel's name without parameters or template arguments' closing text."""
-        return self.kernel.split("(", 1)[0].strip()
+        """The kernel's name without parameters or template arguments' closing text (an anonymous namespace's
+        parentheses are not the parameter list)."""
+        return self.kernel.replace(ANONYMOUS, "\0").split("(", 1)[0].replace("\0", ANONYMOUS).strip()
 
     def value(self, metric: str) -> float | None:
         counter = self.counters.get(metric)
@@ -130,8 +132,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 def function_name(kernel: str) -> str:
     """A launch's function name as ncu prints the kernel: "void relu_kernel<128>(const float *, float *)" and
-    "at::native::elementwise_kernel<...>(...)" give "relu_kernel" and "elementwise_kernel"."""
-    head = kernel.split("(", 1)[0].split("<", 1)[0].strip()
+    "at::native::elementwise_kernel<...>(...)" give "relu_kernel" and "elementwise_kernel"; an anonymous namespace
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<...>(...)") is not the parameter list."""
+    head = kernel.replace(ANONYMOUS, "").split("(", 1)[0].split("<", 1)[0].strip()
     return head.split()[-1].rsplit("::", 1)[-1] if head else ""
 
 

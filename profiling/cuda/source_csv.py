@@ -127,9 +127,10 @@ def lines_of(lines: Sequence[SourceLine], function: str | None = None) -> list[S
         return list(lines)
     names = list(dict.fromkeys(line.function for line in lines))
     base = {name: name.split("(", 1)[0].strip() for name in names}
+    same_function = [n for n in names if function_name(n) == function_name(function)]
     chosen = next((n for n in names if base[n] == function), None) or next(
-        (n for n in names if base[n].startswith(function)), None) or next(
-        (n for n in names if function_name(n) == function_name(function)), None)
+        (n for n in names if base[n].startswith(function)), None) or (
+        same_function[0] if len(same_function) == 1 else None)  # never another instantiation's lines
     if chosen is None:
         raise NcuCsvError(f"no function {function!r} on the source page; functions: {', '.join(names)}")
     return [line for line in lines if line.function == chosen]

@@ -338,3 +338,42 @@ def test_a_library_kernel_without_lineinfo_has_no_source_lines():
     assert lines_of(parse_source_page(page), "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>") == []
     with pytest.raises(NcuCsvError, match='no "Line No" header'):
         parse_source_page("\"ID\",\"Kernel Name\"\n")
+
+
+def test_each_instantiation_of_one_kernel_name_is_profiled_at_its_own_launch():
+    """Captured on the H200: KernelBench GELU's PyTorch launches are all vectorized_elementwise_kernel<4, ...>, one
+    bare name; ncu's filter selects them all, so each ranked instantiation skips the earlier launches of the others."""
+    from profiling.cuda.application import launch_skip
+
+    launches = read_application_page(FIXTURES / "kb088_gelu_dead.launches.csv")
+    ranked = [k.kernel for k in rank_kernels(launches, 3)]
+    skips = [launch_skip(launches, name) for name in ranked]
+    assert len(set(skips)) == 3 and skips[0] == 0
+    for name, skip in zip(ranked, skips, strict=True):
+        same = [x for x in launches if "vectorized_elementwise_kernel" in x.kernel]
+        assert same[skip].kernel_base == name
+    command = profile_command(["./prog"], Path("r"), kernel_regex="^k$", launch_count=1, launch_skip=skips[1])
+    assert command[command.index("--launch-skip") + 1] == str(skips[1])
+
+
+def test_a_kernel_that_cannot_be_profiled_leaves_the_others(monkeypatch, tmp_path):
+    """One ranked kernel failing (a library's without line information, a name ncu spells otherwise) is reported and
+    left out; the application's other kernels are still profiled. Only when none is does the error stand."""
+    from profiling.cuda import application
+
+    page = FIXTURES / "rownorm_launches.slow.launches.csv"
+    monkeypatch.setattr(application.ncu, "export_application_page", lambda *a, **k: page)
+
+    def profile(argv, workdir, kernel_dir, kernel, skip):
+        if kernel.kernel == "rownorm_sum_squares":
+            raise NcuCsvError("no \"Line No\" header")
+        return kernel.kernel
+
+    monkeypatch.setattr(application, "_profile_kernel", profile)
+    said = []
+    assert application.profile_cuda_application(["./app"], tmp_path, top=2, work_dir=tmp_path,
+                                                 log=said.append) == ["rownorm_scale"]
+    assert said == ['kernel rownorm_sum_squares: not profiled (no "Line No" header)']
+    monkeypatch.setattr(application, "_profile_kernel", lambda *a: (_ for _ in ()).throw(NcuCsvError("none")))
+    with pytest.raises(NcuCsvError, match="none"):
+        application.profile_cuda_application(["./app"], tmp_path, top=2, work_dir=tmp_path, log=said.append)
