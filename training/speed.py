@@ -7,8 +7,9 @@ Each choice is exact up to floating-point rounding, so it changes tokens per sec
   transformers' mask builder (masking_utils.find_packed_sequence_indices) turns those restarts into a
   block-diagonal causal mask, so no token attends across examples (tests/training/test_speed.py checks the
   logits of a packed row against each example alone).
-- **Fused kernels** from liger-kernel (RMSNorm, RoPE, SwiGLU and a linear + cross-entropy that never materialises
-  the logits), on CUDA only: they are Triton kernels.
+- **Fused kernels** from liger-kernel (RMSNorm, RoPE, SwiGLU), on CUDA only: they are Triton kernels. Its fused
+  linear + cross-entropy is not used: trl 1.16 turns it off and computes the loss through its own chunked LM head
+  (`add_fused_lm_head`), so no step keeps the whole logits, with or without liger.
 - **Gradient checkpointing** recomputes the forward pass in the backward one (a third more compute, and many more
   launches for small models); it is turned on only when the estimated activations do not fit.
 
@@ -32,6 +33,9 @@ LIGER_MODEL_TYPES = frozenset({"llama", "mistral", "mixtral", "gemma", "gemma2",
 # Share of the GPU's memory the estimate may fill before checkpointing is turned on: the estimate leaves out the
 # allocator's fragmentation, cuBLAS workspaces and the CUDA context (about 0.5-1 GiB), hence the margin.
 MEMORY_SHARE = 0.7
+# trl 1.16's SFT and DPO trainers compute the loss through their own chunked LM head (add_fused_lm_head): no step
+# keeps the whole logits, with or without liger-kernel.
+TRL_FUSED_LM_HEAD = True
 BF16_BYTES = 2
 FP32_BYTES = 4
 
@@ -62,7 +66,7 @@ def activation_bytes(shape: ModelShape, tokens_per_step: int, fused_loss: bool) 
     backends): attention 11h (inputs of the QKV and output projections, Q, K, V, the output) plus two norms 4h,
     and a gated MLP's input 2h plus gate, up and activation outputs 6i, where the paper's GELU MLP has 19h. The
     logits add, per token, bf16 logits, their fp32 upcast and its gradient (2 + 4 + 4 bytes per vocabulary entry)
-    unless the loss is fused with the last projection (liger's), which keeps none."""
+    unless the loss is fused with the last projection, chunk by chunk (trl 1.16's LM head), which keeps none."""
     per_token_layer = (17 * shape.hidden + 6 * shape.intermediate)  # bytes in bf16: the coefficients count bytes
     logits = 0 if fused_loss else (BF16_BYTES + 2 * FP32_BYTES) * shape.vocab
     return tokens_per_step * (shape.layers * per_token_layer + logits)
@@ -128,8 +132,8 @@ def resolve(*, method: str, packing: bool | None, kernels: str, gradient_checkpo
             gradient_checkpointing = False
             reasons.append("gradient checkpointing off: the CPU default")
         else:
-            gradient_checkpointing = needs_checkpointing(shape, tokens_per_step, liger, gpu_memory_bytes)
-            estimate = BF16_BYTES * shape.parameters + activation_bytes(shape, tokens_per_step, liger)
+            gradient_checkpointing = needs_checkpointing(shape, tokens_per_step, TRL_FUSED_LM_HEAD, gpu_memory_bytes)
+            estimate = BF16_BYTES * shape.parameters + activation_bytes(shape, tokens_per_step, TRL_FUSED_LM_HEAD)
             reasons.append(f"gradient checkpointing {'on' if gradient_checkpointing else 'off'}: weights and "
                            f"activations {estimate / 2**30:.1f} GiB against {MEMORY_SHARE:.0%} of "
                            f"{gpu_memory_bytes / 2**30:.0f} GiB")

@@ -62,10 +62,12 @@ def speed_choices(config: TrainConfig, model: Any) -> speed.SpeedChoices:
 
     gpu = torch.cuda.is_available()
     memory = torch.cuda.get_device_properties(0).total_memory if gpu else 0
+    sequences = 2 if config.method == "dpo" else 1  # DPO runs the chosen and the rejected answer in one step
     return speed.resolve(method=config.method, packing=config.packing, kernels=config.kernels,
                          gradient_checkpointing=config.gradient_checkpointing, gpu=gpu,
-                         model_type=getattr(model.config, "model_type", ""), shape=speed.ModelShape.of(model),
-                         tokens_per_step=config.batch_size * config.max_length, gpu_memory_bytes=memory,
+                         model_type=getattr(model.config, "model_type", ""),
+                         shape=speed.ModelShape.of(model) if gpu else None,
+                         tokens_per_step=sequences * config.batch_size * config.max_length, gpu_memory_bytes=memory,
                          installed=speed.liger_installed())
 
 
