@@ -83,6 +83,9 @@ class EvalConfig:
         if self.bundle and self.executor != "local":
             raise ConfigError("--bundle takes the hardware work elsewhere by hand: leave out --executor with it")
         self.executor_config()
+        if self.servers > 1 and self.url is not None:
+            raise ConfigError("--servers starts eval's own servers; with --url, list every running server in it "
+                              "(comma-separated) instead")
         for name in ("instances", "rounds", "max_tokens", "token_budget", "servers"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")

@@ -132,7 +132,7 @@ class Endpoints:
         started = []
         for index in range(self.servers):
             config = ServeConfig(model=self.base_model, lora=adapters, port=_free_port(),
-                                 gpus=str(index) if self.servers > 1 else None)
+                                 gpus=_gpu(index) if self.servers > 1 else None)
             log_name = "vllm.log" if self.servers == 1 else f"vllm_{index}.log"
             server = Server(config, self.log_dir / log_name)
             where = f" on GPU {index}" if self.servers > 1 else ""
@@ -149,6 +149,20 @@ class Endpoints:
 
         self.log(f"asking {url} for the base model and the adapters by name")
         return served_name(ServeConfig(model=self.base_model), resolve_model(self.base_model))
+
+
+def _gpu(index: int) -> str:
+    """The GPU server `index` runs on: the index-th of those this process may use (CUDA_VISIBLE_DEVICES, e.g. 2,3
+    on a shared node), else GPU `index`."""
+    import os
+
+    visible = [g.strip() for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+    if not visible:
+        return str(index)
+    if index >= len(visible):
+        raise ConfigError(f"--servers asks for a server on GPU {index + 1} of {len(visible)} visible "
+                          f"(CUDA_VISIBLE_DEVICES={','.join(visible)}); lower --servers")
+    return visible[index]
 
 
 def _free_port() -> int:

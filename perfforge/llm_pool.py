@@ -2,17 +2,18 @@
 tensor-parallel group, behind the loop and eval).
 
 A request for n candidates is shared out: each endpoint that is up gets a part (as even as possible, the larger
-parts to the endpoints with the fewest requests in flight from this process, so callers in several threads spread
-over the servers too), the parts run at once, and the completions come back in endpoint order. Standard library
-only, like perfforge.llm_client.
+parts to the endpoints with the fewest requests in flight from this process, counted when assigned, so callers in
+several threads spread over the servers too), the parts run at once, and the completions come back in part order.
+Standard library only, like perfforge.llm_client.
 
-Seeds: part i of a request seeded s is seeded s + i * SEED_STRIDE, so every part draws differently and a run is
-reproducible for a given list of endpoints (not across different numbers of endpoints: the parts change).
+Seeds: part i of a request seeded s is seeded s + i * SEED_STRIDE, so every part draws differently. The parts'
+sizes depend on n and the number of servers up only, so a run is reproducible for a given list of servers whatever
+the load (which part a server runs may change; the draws do not). Not across different numbers of servers.
 
 Failures: an endpoint that stops answering (llm_client.EndpointDown, after its own retries) is left out for
-DOWN_COOL_OFF_S and its part goes to the others; when every endpoint is down the request fails with one line naming
-them. Any other refusal (a model the endpoint does not serve, a malformed request) is a configuration error and is
-raised at once, as from a single endpoint.
+DOWN_COOL_OFF_S and its part goes to the others; when every endpoint is down, each is tried once more, then the
+request fails with one line naming them. Any other refusal (a model the endpoint does not serve, a malformed
+request) is a configuration error and is raised at once, as from a single endpoint.
 """
 
 from __future__ import annotations
@@ -66,23 +67,31 @@ class ChatPool:
 
     def complete(self, messages: list[dict[str, str]], *, max_tokens: int = 512, temperature: float = 0.0,
                  n: int = 1, seed: int | None = None, regex: str | None = None) -> list[Completion]:
+        if n < 1:
+            return []
         request = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature, "regex": regex}
         done: dict[int, list[Completion]] = {}  # part number -> its completions
         pending = {0: n}  # part number -> candidates still to get; part numbers only grow (their seeds differ)
         next_part = 1
+        retried_all = False
         while pending:
             up = self._up()
+            if not up and not retried_all:  # every server failed once: try them all again before giving up
+                retried_all, up = True, list(range(len(self.clients)))
             if not up:
                 raise BackendError(f"none of the {len(self.clients)} endpoints of {self.model!r} is answering "
                                    f"({self.base_url}); start the servers or fix --url")
             work = []  # (part, endpoint, count)
-            for count in pending.values():
-                with self._lock:
-                    parts = shares(count, [self._in_flight[i] for i in up])
-                for endpoint, part_count in zip(up, parts, strict=True):
-                    if part_count:
-                        work.append((next_part, endpoint, part_count))
-                        next_part += 1
+            with self._lock:
+                for count in pending.values():
+                    # the parts' sizes depend on n and the servers up only (reproducible); the larger parts go to the
+                    # least loaded servers, counted as taken at once so that callers at the same moment spread
+                    order = sorted(up, key=lambda i: (self._in_flight[i], i))
+                    for endpoint, part_count in zip(order, shares(count, [0] * len(up)), strict=True):
+                        if part_count:
+                            work.append((next_part, endpoint, part_count))
+                            self._in_flight[endpoint] += 1
+                            next_part += 1
             pending = {}
             with ThreadPoolExecutor(max_workers=len(work)) as threads:
                 futures = [(part, endpoint, count, threads.submit(self._one, endpoint, request, count,
@@ -103,8 +112,7 @@ class ChatPool:
             return [i for i, until in enumerate(self._down_until) if until <= now]
 
     def _one(self, endpoint: int, request: dict[str, Any], n: int, seed: int | None) -> list[Completion]:
-        with self._lock:
-            self._in_flight[endpoint] += 1
+        """One part on one server (counted in flight from when it was assigned)."""
         try:
             return self.clients[endpoint].complete(request["messages"], max_tokens=request["max_tokens"],
                                                    temperature=request["temperature"], n=n, seed=seed,

@@ -66,6 +66,7 @@ def test_a_request_is_shared_among_the_servers_and_its_parts_run_at_once() -> No
     assert [r["n"] for r in a.requests] == [3] and [r["n"] for r in b.requests] == [2]
     assert [c.text for c in completions] == [f"a seed {7 + SEED_STRIDE}"] * 3 + [f"b seed {7 + 2 * SEED_STRIDE}"] * 2
     assert elapsed_s < 0.75  # both parts in flight together: one server's delay, not two
+    assert ChatPool(urls, MODEL).complete(MESSAGES, n=0) == []
 
 
 def test_concurrent_callers_go_to_the_least_loaded_server() -> None:

@@ -59,3 +59,15 @@ def test_eval_starts_one_server_per_gpu_and_shares_each_request(tiny_model: Path
                                        seed=0)
     assert sorted(c.text for c in completions) == ["gpu 0", "gpu 0", "gpu 1", "gpu 1"]
     assert sorted(p.name for p in (tmp_path / "serve").iterdir()) == ["vllm_0.log", "vllm_1.log"]
+
+
+def test_servers_follow_the_gpus_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    from eval.configurations import _gpu
+    from perfforge.errors import ConfigError
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert [_gpu(i) for i in range(2)] == ["0", "1"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert [_gpu(i) for i in range(2)] == ["2", "3"]
+    with pytest.raises(ConfigError, match="GPU 3 of 2 visible"):
+        _gpu(2)
