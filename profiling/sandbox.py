@@ -336,7 +336,9 @@ def _start(argv: Sequence[str], cwd: Path, limits: Limits, env: Mapping[str, str
     directories = landlock.prepare([cwd, *writable])  # made where missing, fenced or not
     isolated = not limits.network and network_namespace_available()
     fenced = not limits.filesystem and filesystem_isolation_available()
-    private_shm = not limits.filesystem and private_shared_memory_available()
+    # every run, the user's own too: ncu runs unfenced (filesystem=True) around the candidate it profiles, and both
+    # share the run's tmpfs, which is all ncu needs of /dev/shm
+    private_shm = private_shared_memory_available()
     write_dirs = directories if fenced else None
     _adopt_orphans()
     with _running_lock:
