@@ -92,9 +92,12 @@ def _claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
     return {line.line for line in _aos_lines(profile, th)}
 
 
-def _chase_claimed(profile: Profile) -> set[int]:
+def _chase_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
     """Lines of loops that chase pointers: their misses are serial, which walking in order or blocking does not
-    fix (dependency_chain names them)."""
+    fix (dependency_chain names them). Claimed only when dependency_chain reports them: a line no rule reports
+    would drop out of every diagnosis."""
+    if _check_chain(profile, th) is None:
+        return set()
     return {line.line for line in profile.hot_lines if _m(line, "static.pointer_chase_loop")}
 
 
@@ -103,16 +106,26 @@ def _search_claimed(profile: Profile) -> set[int]:
     return {line.line for line in profile.hot_lines if _m(line, "static.linear_search_loop")}
 
 
-def _accumulator_claimed(profile: Profile) -> set[int]:
+def _accumulator_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
     """Lines updating a loop-invariant memory location: the loop cannot be vectorised before the accumulator is a
-    register (gcc sees a possibly aliased load and store per iteration), so that is the fix to name first."""
-    return {line.line for line in profile.hot_lines if _m(line, "static.memory_accumulators")}
+    register (gcc sees a possibly aliased load and store per iteration), so that is the fix to name first. Claimed
+    only when accumulator_in_memory reports them."""
+    if _check_accumulator(profile, th) is None:
+        return set()
+    return {line.line for line in _accumulator_lines(profile)}
+
+
+def _accumulator_lines(profile: Profile) -> list[HotLine]:
+    """Lines with a memory accumulator that gcc did not vectorise (where it did, it proved the location unaliased
+    and keeps it in a register: `restrict`, or a local it can see through)."""
+    return [line for line in profile.hot_lines if _m(line, "static.memory_accumulators") >= 1
+            and line.metric("gcc.vectorized") != 1.0 and line.line not in _slot_claimed(profile)]
 
 
 # ---- cache_miss_bound -----------------------------------------------------------------------------------------------
 
 def _check_cache(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
-    total, claimed = _total_cycles(profile, th), _claimed(profile, th) | _chase_claimed(profile)
+    total, claimed = _total_cycles(profile, th), _claimed(profile, th) | _chase_claimed(profile, th)
     lines = [line for line in profile.hot_lines if line.line not in claimed and _big_enough(line, total, th)
              and (_m(line, "D1_miss_rate") >= th["line_d1_miss_rate"].value
                   or _m(line, "LLd_miss_rate") >= th["line_ll_miss_rate"].value)]
@@ -360,7 +373,7 @@ def _missed_reasons(line: HotLine) -> list[str]:
 
 def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     total = _total_cycles(profile, th)
-    claimed = _claimed(profile, th) | _search_claimed(profile) | _accumulator_claimed(profile)
+    claimed = _claimed(profile, th) | _search_claimed(profile) | _accumulator_claimed(profile, th)
     # A loop written with vector registers by hand (intrinsics, vector types) is vectorised already: gcc's "not
     # vectorized" (unsupported type) is about its own vectoriser, not a loop left scalar.
     lines = [line for line in profile.hot_lines if line.metric("gcc.vectorized") == 0.0
@@ -415,8 +428,7 @@ def _check_accumulator(profile: Profile, th: dict[str, Threshold]) -> Diagnosis 
     and stores it back, and the next iteration's load waits on that store (store-to-load forwarding) on the
     loop-carried chain. A local variable accumulating in a register and stored once after the loop has neither."""
     total = _total_cycles(profile, th)
-    lines = [line for line in profile.hot_lines if _m(line, "static.memory_accumulators") >= 1
-             and line.line not in _slot_claimed(profile)]
+    lines = _accumulator_lines(profile)
     own = sum(_m(line, "Ir_self") for line in lines)
     if not lines or total <= 0 or own / total < th["min_line_share"].value:
         return None
