@@ -193,6 +193,22 @@ def _promotable_locals(function: tree_sitter.Node) -> set[str]:
     return found - {""}
 
 
+_RESTRICT = {"restrict", "__restrict", "__restrict__"}
+
+
+def _restrict_pointers(function: tree_sitter.Node) -> set[str]:
+    """Parameters declared `T *restrict p`: nothing else in the function reaches their memory, so the compiler may
+    keep an accumulator at a fixed address in a register (`out[i] += ...` over j is then not in memory)."""
+    found = set()
+    declarator = function.child_by_field_name("declarator")
+    parameters = declarator.child_by_field_name("parameters") if declarator is not None else None
+    for node in _walk(parameters) if parameters is not None else ():
+        if node.type == "pointer_declarator" and any(
+                child.type == "type_qualifier" and _text(child) in _RESTRICT for child in node.children):
+            found.add(_declared_name(node))
+    return found - {""}
+
+
 def _self_updated_target(node: tree_sitter.Node) -> tree_sitter.Node | None:
     """The target of `t op= e`, `t++` or `t = t op e`, else None."""
     if node.type == "update_expression":
@@ -218,8 +234,9 @@ def _base(node: tree_sitter.Node) -> str:
 
 
 def memory_accumulators(function: tree_sitter.Node, loop_nodes: LoopNodes) -> list[MemoryAccumulator]:
-    """Updates of a memory location at a loop-invariant address from its own value, in innermost loops."""
-    locals_ = _promotable_locals(function)
+    """Updates of a memory location at a loop-invariant address from its own value, in innermost loops (not of
+    locals the compiler keeps in registers, nor through `restrict` parameters)."""
+    locals_ = _promotable_locals(function) | _restrict_pointers(function)
     found = []
     for node, loop in loop_nodes:
         if not loop.innermost:

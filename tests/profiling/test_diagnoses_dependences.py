@@ -98,6 +98,20 @@ def test_an_update_of_memory_at_an_address_its_loop_does_not_change_is_an_accumu
     assert [(a.line, a.target) for a in found] == [(4, "C(0, 1)"), (5, "c[0]")]
 
 
+def test_an_accumulator_behind_a_restrict_pointer_is_not_in_memory() -> None:
+    """Reviewer's case: with `float *restrict out`, gcc keeps out[i] in a register over j (nothing aliases it)."""
+    source = """\
+void mv(int n, const float *a, const float *x, float *%s out) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            out[i] += a[i * n + j] * x[j];
+}
+"""
+    assert [a.target for a in loops.analyze_loops(source % "", "mv").accumulators] == ["out[i]"]
+    for qualifier in ("restrict", "__restrict__"):
+        assert loops.analyze_loops(source % qualifier, "mv").accumulators == []
+
+
 CHASE = """\
 struct node { int value; struct node *next; };
 int walk(struct node *head, const int *perm, int n) {
