@@ -8,6 +8,7 @@ import http.server
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -251,13 +252,21 @@ class Spawned:
         return found
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def spawn_perfforge(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> Spawned:
-    """`python -m perfforge.cli ARGV` from this checkout, its stdout and stderr piped as text."""
+    """`python -m perfforge.cli ARGV` from this checkout, its stdout and stderr piped as text. SIGINT is restored to
+    its default in the child, as a terminal gives it: a test run started in the background by a non-interactive shell
+    (`cmd &`) inherits SIGINT ignored, and Python then installs no Ctrl-C handler, so the interrupt tests would
+    test nothing but the shell."""
     marker = uuid.uuid4().hex
     full_env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PERFFORGE_TEST_RUN": marker,
                 **(env or {})}
     process = subprocess.Popen([sys.executable, "-m", "perfforge.cli", *argv], cwd=cwd, env=full_env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=_default_sigint)
     return Spawned(process, marker)
 
 
