@@ -12,6 +12,7 @@ The human-optimised reference is not a model: it is the configuration "human" (e
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,8 +155,6 @@ class Endpoints:
 def _gpu(index: int) -> str:
     """The GPU server `index` runs on: the index-th of those this process may use (CUDA_VISIBLE_DEVICES, e.g. 2,3
     on a shared node), else GPU `index`."""
-    import os
-
     visible = [g.strip() for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
     if not visible:
         return str(index)

@@ -149,7 +149,8 @@ def iterate(config: IterateConfig, log: Callable[[str], None] = print,
     for number in range(1, config.rounds + 1):
         record = RoundRecord(number=number, model=model)
         _sample(config, tasks, number, model, layout, profiles, engine_of, record, log)
-        kept = _kept(layout.attempts(number, tasks, config))
+        attempts = layout.attempts(number, tasks, config)
+        kept = _kept(attempts)
         record.kept_total = kept
         previous = records[-1].kept_total if records else 0
         if kept == previous:
@@ -157,8 +158,7 @@ def iterate(config: IterateConfig, log: Callable[[str], None] = print,
                            else "no new proven improvement: the model stays")
             log(f"round {number}: {record.note}")
         else:
-            metrics = _train(config, [*config.seed_data, *layout.attempts(number, tasks, config)],
-                             layout.train_dir(number), log)
+            metrics = _train(config, [*config.seed_data, *attempts], layout.train_dir(number), log)
             record.trained, record.train_steps = True, metrics.get("steps")
             record.train_last_loss = metrics.get("last_logged_loss")
             model = str(layout.train_dir(number) / "merged")

@@ -33,11 +33,7 @@ LIGER_MODEL_TYPES = frozenset({"llama", "mistral", "mixtral", "gemma", "gemma2",
 # Share of the GPU's memory the estimate may fill before checkpointing is turned on: the estimate leaves out the
 # allocator's fragmentation, cuBLAS workspaces and the CUDA context (about 0.5-1 GiB), hence the margin.
 MEMORY_SHARE = 0.7
-# trl 1.16's SFT and DPO trainers compute the loss through their own chunked LM head (add_fused_lm_head): no step
-# keeps the whole logits, with or without liger-kernel.
-TRL_FUSED_LM_HEAD = True
 BF16_BYTES = 2
-FP32_BYTES = 4
 
 
 @dataclass(frozen=True)
@@ -58,25 +54,27 @@ class ModelShape:
                    vocab=config.vocab_size)
 
 
-def activation_bytes(shape: ModelShape, tokens_per_step: int, fused_loss: bool) -> int:
+def activation_bytes(shape: ModelShape, tokens_per_step: int) -> int:
     """Activations kept for the backward pass of one step without recomputation, in bytes (bf16).
 
     Per token and layer, after Korthikanti et al. 2022 ("Reducing activation recomputation in large transformer
     models", table 2) with an attention kernel that keeps no score matrix (SDPA's flash and memory-efficient
     backends): attention 11h (inputs of the QKV and output projections, Q, K, V, the output) plus two norms 4h,
-    and a gated MLP's input 2h plus gate, up and activation outputs 6i, where the paper's GELU MLP has 19h. The
-    logits add, per token, bf16 logits, their fp32 upcast and its gradient (2 + 4 + 4 bytes per vocabulary entry)
-    unless the loss is fused with the last projection, chunk by chunk (trl 1.16's LM head), which keeps none."""
+    and a gated MLP's input 2h plus gate, up and activation outputs 6i, where the paper's GELU MLP has 19h. No
+    logits: trl 1.16's SFT and DPO trainers compute the loss through their own chunked LM head
+    (add_fused_lm_head), which never keeps them whole, with or without liger-kernel."""
     per_token_layer = (17 * shape.hidden + 6 * shape.intermediate)  # bytes in bf16: the coefficients count bytes
-    logits = 0 if fused_loss else (BF16_BYTES + 2 * FP32_BYTES) * shape.vocab
-    return tokens_per_step * (shape.layers * per_token_layer + logits)
+    return tokens_per_step * shape.layers * per_token_layer
 
 
-def needs_checkpointing(shape: ModelShape, tokens_per_step: int, fused_loss: bool, gpu_memory_bytes: int) -> bool:
+def needs_checkpointing(shape: ModelShape, tokens_per_step: int, gpu_memory_bytes: int) -> bool:
     """Whether the weights (bf16) and the step's activations would exceed MEMORY_SHARE of the GPU. LoRA's own
     parameters, gradients and optimiser states are a fraction of a percent of the weights and are left out."""
-    weights = BF16_BYTES * shape.parameters
-    return weights + activation_bytes(shape, tokens_per_step, fused_loss) > MEMORY_SHARE * gpu_memory_bytes
+    return _estimate_bytes(shape, tokens_per_step) > MEMORY_SHARE * gpu_memory_bytes
+
+
+def _estimate_bytes(shape: ModelShape, tokens_per_step: int) -> int:
+    return BF16_BYTES * shape.parameters + activation_bytes(shape, tokens_per_step)
 
 
 def liger_installed() -> bool:
@@ -132,8 +130,8 @@ def resolve(*, method: str, packing: bool | None, kernels: str, gradient_checkpo
             gradient_checkpointing = False
             reasons.append("gradient checkpointing off: the CPU default")
         else:
-            gradient_checkpointing = needs_checkpointing(shape, tokens_per_step, TRL_FUSED_LM_HEAD, gpu_memory_bytes)
-            estimate = BF16_BYTES * shape.parameters + activation_bytes(shape, tokens_per_step, TRL_FUSED_LM_HEAD)
+            gradient_checkpointing = needs_checkpointing(shape, tokens_per_step, gpu_memory_bytes)
+            estimate = _estimate_bytes(shape, tokens_per_step)
             reasons.append(f"gradient checkpointing {'on' if gradient_checkpointing else 'off'}: weights and "
                            f"activations {estimate / 2**30:.1f} GiB against {MEMORY_SHARE:.0%} of "
                            f"{gpu_memory_bytes / 2**30:.0f} GiB")

@@ -119,11 +119,15 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
     return result.stdout_full
 
 
+def ncu_messages(text: str) -> list[str]:
+    """ncu's own ==ERROR== and ==WARNING== lines in its output (it writes them to stdout as often as to stderr;
+    `ncu --import` of a missing report says why on stdout only)."""
+    return [line for line in text.splitlines() if line.startswith(("==ERROR==", "==WARNING=="))]
+
+
 def ncu_said(result: sandbox.RunResult) -> str:
-    """What ncu reported about a failure: its ==ERROR== and ==WARNING== lines (ncu writes them to stdout as often
-    as to stderr; `ncu --import` of a missing report says why on stdout only), else the tail of stderr."""
-    lines = [line for line in (result.stderr_full + "\n" + result.stdout_full).splitlines()
-             if line.startswith(("==ERROR==", "==WARNING=="))]
+    """What ncu reported about a failure: its messages, else the tail of stderr."""
+    lines = ncu_messages(result.stderr_full + "\n" + result.stdout_full)
     return "\n".join(lines)[-2000:] if lines else result.stderr[-2000:]
 
 
@@ -158,7 +162,7 @@ def profile_and_export(program: Sequence[str], workdir: Path, *, kernel_regex: s
                    cwd=cwd or workdir, env=env)
     if not report.is_file():  # ncu exits 0 when its filters matched no launch, and writes no report
         where = f" inside the NVTX range {nvtx_range!r}" if nvtx_range else ""
-        notes = [line for line in said.splitlines() if line.startswith(("==WARNING==", "==ERROR=="))]
+        notes = ncu_messages(said)
         raise NcuError(f"ncu profiled no kernel: no launch matched {kernel_regex or 'any kernel'!r}{where}"
                        + (f" ({notes[-1]})" if notes else "") + "; check the kernel's name and the program's arguments")
     exports = NcuExports(report, workdir / "raw.csv", workdir / "source.csv")

@@ -78,6 +78,7 @@ def test_every_example_task_names_a_kernel_its_source_defines() -> None:
 def test_a_mixed_distribution_needs_a_target_whose_judge_draws(tmp_path: Path) -> None:
     served = write_task(tmp_path / "served", toml=TASK_TOML.replace("calls = 2", 'calls = 2\ndistribution = "mixed"'))
     assert load_task(served).validate.distribution.value == "mixed"
-    hip = TASK_TOML.replace('target = "cpu"', 'target = "hip"').replace("calls = 2", 'calls = 2\ndistribution = "mixed"')
+    hip = TASK_TOML.replace('target = "cpu"', 'target = "hip"')
+    hip = hip.replace("calls = 2", 'calls = 2\ndistribution = "mixed"')
     with pytest.raises(TaskError, match="needs a target whose inputs the judge draws"):
         load_task(write_task(tmp_path / "hip", toml=hip))

@@ -11,14 +11,13 @@ import pytest
 from perfforge.records import CounterValue
 from profiling.cuda.launches import read_application_page
 from profiling.cuda.metrics import DURATION
-from profiling.cuda.raw_csv import KernelLaunch
+from profiling.cuda.raw_csv import KernelLaunch, function_name
 from profiling.kernel_coverage import (
     MAX_PROFILED_OVER_SERVED,
     MIN_OWN_SHARE,
     DefinedKernels,
     coverage_of,
     defined_kernels,
-    function_name,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ncu"
