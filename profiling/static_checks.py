@@ -18,6 +18,7 @@ from perfforge.records import blank_comments
 from perfforge.registry import Registry
 from perfforge.targets import TARGETS
 from perfforge.task import Task
+from profiling.python_precision import low_precision_uses
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ _LOW_PRECISION = {
     # type and intrinsic names only: `half` or `tf32` as a variable's name is innocent
     "c_like": r"\b(__half2?|__nv_bfloat16\w*|__float2half\w*|__float2bfloat16\w*|_Float16|__fp16|__bf16|"
               r"nv_bfloat16|wmma::precision::tf32|__float_to_tf32|fast-math|ffast-math|__fmul_rn_fast)\b",
+    # only where the source does not parse (python_precision reads the tree otherwise)
     "python": r"(tl\.(float16|bfloat16|float8\w*)|torch\.(float16|half|bfloat16)|allow_tf32\s*=\s*True|"
               r"input_precision\s*=\s*[\"'](tf32|tf32x3)[\"'])",
 }
@@ -110,8 +112,12 @@ def _precision_downgrade(code: str, task: Task) -> list[tuple[int, str]]:
     declared = {o.dtype for o in task.outputs}
     if not declared & {"float32", "float64"}:
         return []  # a half-precision task may use half types
-    pattern = _LOW_PRECISION["python" if task.language == "python" else "c_like"]
-    problems = _matches(code, pattern, "lower precision than declared: {}")
+    tree_uses = low_precision_uses(code) if task.language == "python" else None
+    if tree_uses is not None:  # the tree knows what a name is bound to: `half = n // 2` is innocent
+        problems = [(line, f"lower precision than declared: {what}") for line, what in tree_uses]
+    else:
+        pattern = _LOW_PRECISION["python" if task.language == "python" else "c_like"]
+        problems = _matches(code, pattern, "lower precision than declared: {}")
     dot = re.search(r"\btl\.dot\s*\(", code) if task.language == "python" else None
     if dot and not re.search(r"input_precision\s*=\s*[\"']ieee[\"']", code):
         line = code.count("\n", 0, dot.start()) + 1

@@ -126,6 +126,29 @@ def row_sum(x, out, m, n):
 ''') == []
 
 
+def test_legit_names_like_low_precision_types_are_not_flagged(task_dir: Path) -> None:
+    """Legitimate (static only): a variable `half`, a helper `half()`, an attribute `.half` of the candidate's own
+    object, the word in a string and torch.float32 itself raise no precision finding: the tree knows what each
+    name is bound to, where a word check rejected them."""
+    assert static_messages(task_dir, KERNEL + '''
+LABEL = "half of the rows, float16 is not used"
+
+
+class Split:
+    half = 2
+
+
+def half(n):
+    return n // 2
+
+
+def row_sum(x, out, m, n):
+    rows = half(m) + Split().half
+    assert x.dtype == torch.float32 and rows >= 0
+    launch(x, out, m, n)
+''') == []
+
+
 def test_an_import_after_a_semicolon_is_flagged(task_dir: Path) -> None:
     """Attack (static): `LABEL = "#"; import os`: a statement before `;` puts the import mid-line."""
     assert static_messages(task_dir, KERNEL + '\nLABEL = "#"; import os\n')
@@ -146,15 +169,18 @@ EVASIONS = {
     "ctypes_through_perfforge_serve": "from perfforge_serve import ctypes\nctypes.CDLL(None)\n",
     # precision downgrade by method: .half() is not `torch.float16`
     "half_method": "def cast(x):\n    return x.half().float()\n",
+    # the dtype through an alias of its module, or imported by another name
+    "dtype_through_module_alias": "import torch as t\ndef cast(x):\n    return x.to(t.float16).float()\n",
+    "dtype_imported_under_another_name": "from torch import bfloat16 as b16\ndef cast(x):\n    return x.to(b16)\n",
+    "triton_dtype_through_from_import": "from triton import language as lang\n\n@triton.jit\ndef k(p):\n"
+                                        "    tl.store(p, tl.load(p).to(lang.float16).to(tl.float32))\n",
+    # a dtype by its string name, and TF32 switched on for every matmul
+    "dtype_as_a_string": "import numpy\ndef cast(a):\n    return a.astype('float16')\n",
+    "tf32_for_every_matmul": "torch.set_float32_matmul_precision('high')\n",
 }
 
 
-STILL_MISSED = pytest.mark.xfail(strict=True, reason="the static check still misses this spelling (an ast-based "
-                                 "check would see it)")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=STILL_MISSED) if n == "half_method" else n
-                                  for n in sorted(EVASIONS)])
+@pytest.mark.parametrize("name", sorted(EVASIONS))
 def test_static_check_evasion_is_flagged(task_dir: Path, name: str) -> None:
     """Attack (static, no run): each snippet reaches something the python patterns mean to refuse (os, processes,
     ctypes, the harness's own modules, half precision) by a spelling they miss."""
