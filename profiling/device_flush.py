@@ -67,8 +67,12 @@ class DeviceFlusher:
             raise FlusherError(f"the judge's L2 flusher said {answer[:80]!r} while starting")
         return answer == "ready"
 
-    def flush(self) -> None:
+    def flush(self) -> float:
+        """Flush the L2; returns how long it took by the judge's clock (ms). The fill is a kernel of the
+        flusher's context: it waits while another context still has work on the device (contexts take turns), so
+        the flush right after a call measures what that call left running (validate._device_busy_after)."""
         assert self._process is not None and self._process.stdin is not None
+        started = time.perf_counter()
         try:
             self._process.stdin.write("flush\n")
             self._process.stdin.flush()
@@ -76,6 +80,7 @@ class DeviceFlusher:
             raise FlusherError(f"the judge's L2 flusher is gone ({error})") from None
         if self._read(FLUSH_TIMEOUT_S, "a flush") != "ok":
             raise FlusherError("the judge's L2 flusher did not flush")
+        return (time.perf_counter() - started) * 1e3
 
     def _read(self, timeout_s: float, during: str) -> str:
         assert self._process is not None and self._process.stdout is not None

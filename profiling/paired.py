@@ -235,12 +235,11 @@ class Pair:
         checked and returned now, else the judge's later fetch() checks them once (no second round trip)."""
         with _failures_of(side):
             staging_ms = process.stage(timeout_s)
-            if flush and self.flusher is not None:
-                self.flusher.flush()
+            flush_ms = self.flusher.flush() if flush and self.flusher is not None else 0.0
             timed = process.call(timeout_s)
             staging_ms += process.fetch(timeout_s)
         outputs = self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None
-        return SideResult(outputs, replace(timed, staging_ms=staging_ms))
+        return SideResult(outputs, replace(timed, staging_ms=staging_ms, flush_ms=flush_ms))
 
     def fetch(self, side: str, inputs: Inputs, *, timeout_s: float) -> Outputs:
         """The last call's outputs of `side` (views of the judge's mapping), once its buffers passed every check;

@@ -8,7 +8,14 @@ import random
 import pytest
 
 from perfforge.verdict import Status
-from profiling.validate import HIDDEN_WORK_SHARE, _hidden_work, _lingering_work, _Stop
+from profiling.validate import (
+    FLUSH_WAIT_FLOOR_MS,
+    HIDDEN_WORK_SHARE,
+    _device_busy_after,
+    _hidden_work,
+    _lingering_work,
+    _Stop,
+)
 
 
 def _outside(shift_ms: float, *, calls: int = 120, noise_ms: float = 0.3, seed: int = 1) -> dict[str, list[float]]:
@@ -74,3 +81,41 @@ def test_work_left_running_after_done_is_refused() -> None:
     with pytest.raises(_Stop) as stopped:
         _lingering_work(*_abba({"original": 1.0, "candidate": 0.3}, second_ms=0.14, lingering_ms=0.5))
     assert stopped.value.status is Status.REJECTED and "leaves work running" in stopped.value.reason
+
+
+def _flushes(wait_ms: float, *, calls: int = 60, noise_ms: float = 0.03, seed: int = 1) -> dict[str, list[float]]:
+    """The judge's flush before each of the original's calls, by the side whose call came just before it: 0.3 ms
+    with noise, plus `wait_ms` after the candidate's (work it left on the device, which the flush waits for)."""
+    rng = random.Random(seed)
+    return {"original": [0.3 + rng.gauss(0, noise_ms) for _ in range(calls)],
+            "candidate": [0.3 + wait_ms + rng.gauss(0, noise_ms) for _ in range(calls)]}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_flushes_alike_after_both_sides_pass(seed: int) -> None:
+    """Legitimate: a candidate whose calls end with the device idle (its harness synchronised) leaves the judge's
+    flush no slower than the original's calls do, whatever its speed."""
+    _device_busy_after(_flushes(0.0, seed=seed), baseline_ms=1.0)
+    _device_busy_after(_flushes(0.0, seed=seed, noise_ms=0.001), baseline_ms=0.01)
+
+
+def test_a_spin_left_running_after_done_holds_the_flush_and_is_refused() -> None:
+    """Attack (the Triton red team's 2M-round spin): outputs right, then a spin of a few milliseconds on a side
+    stream with synchronisation disabled, so the original's next call shares the device. The judge's flush right
+    after the candidate's call waits for it."""
+    with pytest.raises(_Stop) as stopped:
+        _device_busy_after(_flushes(2.0), baseline_ms=1.0)
+    assert stopped.value.status is Status.REJECTED and "leaves work running" in stopped.value.reason
+
+
+def test_the_flush_wait_allowed_is_bounded_below_by_the_floor_and_a_share_of_the_call() -> None:
+    """Quiet measurements refuse a wait above both a tenth of the original's call and the floor, not below."""
+    _device_busy_after(_flushes(0.9 * FLUSH_WAIT_FLOOR_MS, noise_ms=0.0005), baseline_ms=0.1)
+    with pytest.raises(_Stop):
+        _device_busy_after(_flushes(1.5 * FLUSH_WAIT_FLOOR_MS, noise_ms=0.0005), baseline_ms=0.1)
+    _device_busy_after(_flushes(1.5 * FLUSH_WAIT_FLOOR_MS, noise_ms=0.0005), baseline_ms=1.0)
+
+
+def test_no_flusher_means_no_check() -> None:
+    """Without a GPU no flush ran (0 ms recorded on both sides): nothing to compare."""
+    _device_busy_after({"original": [0.0] * 10, "candidate": [0.0] * 10}, baseline_ms=1.0)
