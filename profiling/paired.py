@@ -229,17 +229,22 @@ class Pair:
 
     def _run_interpreted(self, side: str, process: KernelProcess, inputs: Inputs, *, timeout_s: float,
                          flush: bool, fetch: bool) -> SideResult:
-        """Stage, flush (the judge's own process), call, fetch: three round trips of the kernel process, each timed
-        by the judge's clock; the call is only the kernel. Its outputs are copied back at once, every call, so work
-        that outlived the call shows in the fetch's time or in outputs not yet there; with `fetch` they are also
-        checked and returned now, else the judge's later fetch() checks them once (no second round trip)."""
+        """Stage, flush (the judge's own process), call, fetch, flush again: three round trips of the kernel
+        process, each timed by the judge's clock; the call is only the kernel; the second flush, timed, shows work
+        the call left running on the device (validate._device_busy_after). Its outputs are copied back at once,
+        every call, so work that outlived the call shows in the fetch's time or in outputs not yet there; with
+        `fetch` they are also checked and returned now, else the judge's later fetch() checks them once (no second
+        round trip)."""
         with _failures_of(side):
             staging_ms = process.stage(timeout_s)
-            flush_ms = self.flusher.flush() if flush and self.flusher is not None else 0.0
+            if flush and self.flusher is not None:
+                self.flusher.flush()
             timed = process.call(timeout_s)
             staging_ms += process.fetch(timeout_s)
+            # at once, before anything else reaches the device: a flush waits while this call left work running
+            settle_ms = self.flusher.flush() if flush and self.flusher is not None else 0.0
         outputs = self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None
-        return SideResult(outputs, replace(timed, staging_ms=staging_ms, flush_ms=flush_ms))
+        return SideResult(outputs, replace(timed, staging_ms=staging_ms, settle_ms=settle_ms))
 
     def fetch(self, side: str, inputs: Inputs, *, timeout_s: float) -> Outputs:
         """The last call's outputs of `side` (views of the judge's mapping), once its buffers passed every check;

@@ -86,9 +86,9 @@ class CallTime:
     # an interpreted staged process: the judge-timed round trips around the call that copy its buffers (inputs up
     # on "stage", outputs back on "fetch"), where work moved out of the call would show
     staging_ms: float = 0.0
-    # the judge's own L2 flush just before the call (interpreted GPU processes; 0 where none ran): it waits while
-    # the call before it left work on the device
-    flush_ms: float = 0.0
+    # the judge's own L2 flush right after the call's outputs were fetched (interpreted GPU processes; 0 where none
+    # ran): it waits while the call left work running on the device
+    settle_ms: float = 0.0
 
 
 class ProtocolError(Exception):

@@ -74,8 +74,9 @@ HIDDEN_WORK_SE = 4.0
 ALONE_CALLS = 15
 ALONE_SLOWDOWN_SHARE = 0.5
 # The least wait of the judge's flush after the candidate's calls, beyond that after the original's, refused as
-# work left running (_device_busy_after): a flush takes 0.2-0.4 ms (a switch of contexts, a fill of twice the L2,
-# a pipe round trip) and varies by tens of microseconds between calls; a spin of the red team's waits milliseconds.
+# work left running (_device_busy_after): on an H100 a flush took 0.3-0.9 ms within a verdict (a switch of
+# contexts, a fill of twice the L2, a pipe round trip), with medians equal on both sides to 0.01 ms for honest and
+# identical code; work of another context holds it for a time slice (about 2 ms).
 FLUSH_WAIT_FLOOR_MS = 0.05
 # ncu over one profiled call of a torch-target answer (Python and torch start-up, its kernels compiled from cache)
 COVERAGE_TIMEOUT_S = 300.0
@@ -433,9 +434,8 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     times: dict[str, list[list[CallTime]]] = {"original": [], "candidate": []}
     follows_other: dict[str, list[bool]] = {"original": [], "candidate": []}  # per timed call: the other side's
     # call came just before it (else its own did)
-    # the judge's flush just before each of the original's calls (warm-up ones too), by the side whose call came
-    # before it: only the original's staging lies between that call and the flush (_device_busy_after)
-    flushes_before_original: dict[str, list[float]] = {"original": [], "candidate": []}
+    # the judge's flush right after each call, warm-up ones too (_device_busy_after)
+    settle_ms: dict[str, list[float]] = {"original": [], "candidate": []}
     flip, last_side = False, ""
     for round_index in range(spec.rounds):
         times["original"].append([])
@@ -449,8 +449,7 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
             for side in order:
                 follows[side] = last_side not in ("", side)
                 results[side] = pair.run(side, inputs, timeout_s=_timeout_s(session, side), flush=True, fetch=False)
-                if side == "original" and last_side:
-                    flushes_before_original[last_side].append(results[side].time.flush_ms)
+                settle_ms[side].append(results[side].time.settle_ms)
                 if side == "candidate" and whole_call:
                     sample = pair.sample_outputs("candidate", picker)  # at once, while it is stopped
                 last_side = side
@@ -480,7 +479,7 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     if whole_call:  # work moved into the staging round trips, left running after a call, or left for good
         _hidden_work({side: [t.staging_ms for r in times[side] for t in r] for side in times}, baseline_ms,
                      where="in the round trips that copy its buffers (before and after the call)")
-        _device_busy_after(flushes_before_original, baseline_ms)
+        _device_busy_after(settle_ms, baseline_ms)
         _lingering_work({"original": baseline, "candidate": candidate}, follows_other)
         _original_alone(session, pair, overhead_ms)
     elif pair.candidate.staged:
@@ -520,17 +519,17 @@ def _lingering_work(durations: dict[str, list[list[float]]], follows_other: dict
                                      "leaves work running on the device after its call says 'done'")
 
 
-def _device_busy_after(flush_ms: dict[str, list[float]], baseline_ms: float) -> None:
+def _device_busy_after(settle_ms: dict[str, list[float]], baseline_ms: float) -> None:
     """The judge's L2 flush is a kernel of its own context, and contexts take turns on the device: while a call
-    left work running (a spin on a side stream after a disabled synchronisation), the flush right after it waits
-    for that work or for the end of its time slice. Only the flushes just before the original's calls are
-    compared, by the side whose call came before them; between that call and the flush only the original's
-    staging ran, so nothing of the candidate's can slow the flushes after the original's to hide its own.
-    Refused when those after the candidate's calls took longer by more than HIDDEN_WORK_SHARE of the original's
-    call, HIDDEN_WORK_SE standard errors and FLUSH_WAIT_FLOOR_MS. Unlike _lingering_work this does not depend on
-    how much the work slows the original's kernel: a spin short enough to hide in that comparison's noise still
-    holds the flush for as long as it runs."""
-    after_candidate, after_original = flush_ms["candidate"], flush_ms["original"]
+    left work running (a spin on a side stream after a disabled synchronisation), a flush made the moment its
+    outputs are fetched waits for that work or for the end of its time slice (about 2 ms on an H100: a flush of
+    0.05 ms took 2.1-2.4 ms while a spin ran in another process). Nothing of the other side runs in between, and
+    an honest harness synchronised the whole device before "fetched". Refused when the flushes right after the
+    candidate's calls took longer than those right after the original's by more than HIDDEN_WORK_SHARE of the
+    original's call, HIDDEN_WORK_SE standard errors and FLUSH_WAIT_FLOOR_MS. Unlike _lingering_work this does not
+    depend on the work overlapping the original's next call: between calls the judge draws and compares on the
+    host for longer than a spin of milliseconds runs."""
+    after_candidate, after_original = settle_ms["candidate"], settle_ms["original"]
     if len(after_candidate) < 3 or len(after_original) < 3 or not any(after_candidate + after_original):
         return  # no flusher (no GPU), or too few calls to compare
     wait_ms = statistics.median(after_candidate) - statistics.median(after_original)

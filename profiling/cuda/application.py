@@ -14,7 +14,7 @@ from perfforge.records import Profile, Timing
 from profiling.cuda import ncu
 from profiling.cuda.launches import KernelTime, rank_kernels, read_application_page
 from profiling.cuda.profile import profile_from_files
-from profiling.cuda.raw_csv import KernelLaunch, NcuCsvError, function_name, read_raw_page
+from profiling.cuda.raw_csv import ANONYMOUS, KernelLaunch, NcuCsvError, function_name, read_raw_page
 from profiling.cuda.source_csv import lines_of, read_source_page
 from profiling.machine import tool_version
 
@@ -52,7 +52,7 @@ def _profile_kernel(argv: list[str], workdir: Path, kernel_dir: Path, kernel: Ke
                                      timeout_s=APPLICATION_TIMEOUT_S, nvtx_range=None, cwd=workdir, own_code=True,
                                      launch_skip=skip)
     profiled = {launch.kernel_base for launch in read_raw_page(exports.raw_csv)}
-    if kernel.kernel not in profiled:  # the program launched in another order than in the ranking run
+    if not any(same_kernel(kernel.kernel, name) for name in profiled):  # launched in another order than ranked
         raise ncu.NcuError(f"the profiled launch was {', '.join(sorted(profiled))}, not the ranked {kernel.kernel}")
     timing = Timing(median_ms=kernel.mean_ms, p10_ms=kernel.mean_ms, p90_ms=kernel.mean_ms, trials=kernel.launches,
                     method="ncu gpu__time_duration, mean over the application's launches (serialised under the "
@@ -68,6 +68,18 @@ def launch_skip(launches: Sequence[KernelLaunch], ranked_name: str) -> int:
     name = function_name(ranked_name)
     same = [launch for launch in launches if function_name(launch.kernel) == name]
     return next((index for index, launch in enumerate(same) if launch.kernel_base == ranked_name), 0)
+
+
+def same_kernel(ranked_name: str, profiled_name: str) -> bool:
+    """Whether two of ncu's spellings name one instantiation. The ranking and the profiled raw page differ in
+    namespaces ("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>" against "void Kernel2<...>",
+    seen on the H100 for cuBLAS's kernel) and in how template arguments are cast ("<32>" against "<(int)32>")."""
+    return _unqualified(ranked_name) == _unqualified(profiled_name)
+
+
+def _unqualified(name: str) -> str:
+    name = re.sub(r"\((unsigned |signed )?(int|long|short|char|bool|unsigned)\)", "", name.replace(ANONYMOUS, ""))
+    return re.sub(r"\s+", " ", re.sub(r"\b\w+::", "", name)).strip()
 
 
 def kernel_pattern(ranked_name: str) -> str:

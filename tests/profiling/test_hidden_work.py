@@ -84,8 +84,8 @@ def test_work_left_running_after_done_is_refused() -> None:
 
 
 def _flushes(wait_ms: float, *, calls: int = 60, noise_ms: float = 0.03, seed: int = 1) -> dict[str, list[float]]:
-    """The judge's flush before each of the original's calls, by the side whose call came just before it: 0.3 ms
-    with noise, plus `wait_ms` after the candidate's (work it left on the device, which the flush waits for)."""
+    """The judge's flush right after each side's calls: 0.3 ms with noise, plus `wait_ms` after the candidate's
+    (work it left running on the device, which the flush waits for)."""
     rng = random.Random(seed)
     return {"original": [0.3 + rng.gauss(0, noise_ms) for _ in range(calls)],
             "candidate": [0.3 + wait_ms + rng.gauss(0, noise_ms) for _ in range(calls)]}

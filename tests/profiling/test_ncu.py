@@ -315,6 +315,23 @@ def test_an_application_kernel_is_selected_by_its_function_name(ranked, function
     assert bool(re.search(kernel_pattern(ranked), function_form)) is selected
 
 
+@pytest.mark.parametrize(("ranked", "profiled", "same"), [
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>",
+     "void Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>", True),
+    ("void sgemm_shared_mem_block<32>", "void sgemm_shared_mem_block<(int)32>", True),
+    ("void sgemm_shared_mem_block<32>", "void sgemm_shared_mem_block<64>", False),
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>",
+     "void Kernel2<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>", False),
+])
+def test_the_profiled_launch_is_recognised_as_the_ranked_one_in_either_spelling(ranked, profiled, same):
+    """SGEMM_CUDA on the H100: cuBLAS's kernel was ranked as "void cutlass::Kernel2<...>" and its profiled launch
+    read "void Kernel2<...>": the check that the profiled launch is the ranked one refused its own kernel. Another
+    instantiation is still another kernel."""
+    from profiling.cuda.application import same_kernel
+
+    assert same_kernel(ranked, profiled) is same
+
+
 def test_a_template_kernel_is_found_on_the_source_page_whatever_its_arguments_spelling():
     """The raw page named it "void sgemm_shared_mem_block<32>", the source page "void sgemm_shared_mem_block<(int)32>
     (int, ...)" (ncu 2025.3.1 on the H100): its lines are found by the bare function name."""
