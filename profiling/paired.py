@@ -239,12 +239,12 @@ class Pair:
             staging_ms = process.stage(timeout_s)
             if flush and self.flusher is not None:
                 self.flusher.flush()
-            timed = process.call(timeout_s)
-            staging_ms += process.fetch(timeout_s)
-            # at once, before anything else reaches the device: a flush waits while this call left work running
-            settle_ms = self.flusher.flush() if flush and self.flusher is not None else 0.0
+            # the outputs fetched at "done", then the judge's flush, timed: it waits while the call left work
+            # running on the device
+            timed = process.call(timeout_s, fetch=True,
+                                 settle=self.flusher.flush if flush and self.flusher is not None else None)
         outputs = self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None
-        return SideResult(outputs, replace(timed, staging_ms=staging_ms, settle_ms=settle_ms))
+        return SideResult(outputs, replace(timed, staging_ms=staging_ms))
 
     def fetch(self, side: str, inputs: Inputs, *, timeout_s: float) -> Outputs:
         """The last call's outputs of `side` (views of the judge's mapping), once its buffers passed every check;

@@ -37,6 +37,7 @@ import signal
 import socket
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -83,9 +84,12 @@ class CallTime:
 
     duration_ms: float
     outer_ms: float
-    # an interpreted staged process: the judge-timed round trips around the call that copy its buffers (inputs up
-    # on "stage", outputs back on "fetch"), where work moved out of the call would show
+    # an interpreted staged process: the judge-timed round trips around the call that copy its buffers, inputs up
+    # on "stage" and outputs back on "fetch", where work moved out of the call would show. Kept apart: a fetch of
+    # a few kilobytes varies by microseconds, a stage of 64 MB by a millisecond, and work hidden in the fetch must
+    # not hide in the stage's noise
     staging_ms: float = 0.0
+    fetch_ms: float = 0.0
     # the judge's own L2 flush right after the call's outputs were fetched (interpreted GPU processes; 0 where none
     # ran): it waits while the call left work running on the device
     settle_ms: float = 0.0
@@ -214,11 +218,20 @@ class KernelProcess:
 
     # ---- one call
 
-    def call(self, timeout_s: float) -> CallTime:
+    def call(self, timeout_s: float, *, fetch: bool = False, settle: Callable[[], float] | None = None) -> CallTime:
         """Run the loop body once on what the buffers hold now, timed by the judge's clock. The process is stopped
-        again when this returns; a staged process's buffers can be read after fetch(), any other's at once."""
-        timed = self._round_trip(b"call", timeout_s, f"call {self.calls}")
+        again when this returns; a staged process's buffers can be read after fetch(), any other's at once.
+
+        With `fetch` (a staged process), its outputs are fetched the moment it says "done", before it is stopped
+        and checked: stopping it and reading /proc takes the judge a millisecond or more, and work it left running
+        on a stream the copy does not wait for (the Triton red team's side stream, measured on an H100) would
+        finish in that untimed gap and its outputs read right. `settle` (the judge's timed flush) runs right after
+        the fetch, before the stop too."""
+        timed = self._round_trip(b"call", timeout_s, f"call {self.calls}", fetch=fetch and self.staged,
+                                 settle=settle)
         self.calls += 1
+        if fetch and self.staged:
+            self._fetched = self.calls
         return timed
 
     def fetch(self, timeout_s: float) -> float:
@@ -247,7 +260,8 @@ class KernelProcess:
         self._stop()
         return elapsed_ms
 
-    def _round_trip(self, word: bytes, timeout_s: float, during: str) -> CallTime:
+    def _round_trip(self, word: bytes, timeout_s: float, during: str, *, fetch: bool = False,
+                    settle: Callable[[], float] | None = None) -> CallTime:
         assert self._process is not None and self._channel is not None
         self._refuse_pending()
         self._channel.send(word)
@@ -262,10 +276,18 @@ class KernelProcess:
             finished = time.perf_counter_ns()
         self._expect("done", deadline, during)
         done = time.perf_counter_ns()
+        fetch_ms = settle_ms = 0.0
+        if fetch:  # at once: nothing of the judge's between "done" and the copy back
+            self._channel.send(b"fetch")
+            self._expect("fetched", deadline, f"fetching call {self.calls}")
+            fetch_ms = (time.perf_counter_ns() - done) / 1e6
+        if settle is not None:
+            settle_ms = settle()
         self._stop()
         if not self.staged:
             finished = done
-        return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6)
+        return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
+                        settle_ms=settle_ms)
 
     def overhead_ms(self, pings: int, timeout_s: float, *, whole_call: bool = False) -> float:
         """The median of `pings` null calls: the protocol's own round trip, which every call's duration includes

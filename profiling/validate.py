@@ -478,7 +478,9 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     baseline_ms = statistics.median(x for r in baseline for x in r)
     if whole_call:  # work moved into the staging round trips, left running after a call, or left for good
         _hidden_work({side: [t.staging_ms for r in times[side] for t in r] for side in times}, baseline_ms,
-                     where="in the round trips that copy its buffers (before and after the call)")
+                     where="in the round trip that copies its inputs up (before the call)")
+        _hidden_work({side: [t.fetch_ms for r in times[side] for t in r] for side in times}, baseline_ms,
+                     where="in the round trip that copies its outputs back (after the call)")
         _device_busy_after(settle_ms, baseline_ms)
         _lingering_work({"original": baseline, "candidate": candidate}, follows_other)
         _original_alone(session, pair, overhead_ms)
