@@ -10,6 +10,13 @@ lists every kernel launch the driver saw with its GPU duration. The launches are
 (PyTorch's, cuBLAS's, ...), as KernelGYM checks that an answer's kernels appear in a profiler trace and cover its
 device time.
 
+A name alone does not say whose a launch is: ncu prints a CUDA template named after a PyTorch kernel family
+("void vectorized_elementwise_kernel<4, ...>(int, T2, T3)") exactly as it prints PyTorch's, and a Triton kernel
+named after a library kernel (cuBLAS's "sm90_xmma_gemm_...") bare, as it prints the library's. So the reference
+(the PyTorch original) is profiled the same way once per build of it, and a launch printed as the reference
+itself launches is never the answer's: an answer defining a kernel of such a name is refused and told to rename
+it.
+
 The profiled run is the candidate's interpreter too, and it can tell it is profiled (its arguments say "profile";
 ncu's injection is visible). An answer that launches its kernel only when profiled and answers with PyTorch when
 served would be faster served than its profiled kernels can be: the profiled kernel time per call must fit in the
@@ -19,10 +26,11 @@ served call's median (MAX_PROFILED_OVER_SERVED).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfforge.io import read_json, write_json
 from profiling.cuda.launches import launch_duration_ms
 from profiling.cuda.raw_csv import KernelLaunch, function_name
 
@@ -52,7 +60,8 @@ class DefinedKernels:
     return type and arguments ("void tile<64>(float *)"). A launch is the answer's only in its definition's form:
     a @triton.jit function named after a PyTorch kernel ("vectorized_elementwise_kernel", never launched) does not
     make PyTorch's "void vectorized_elementwise_kernel<4, ...>(int, T2, T3)" its own. A CUDA template named after a
-    PyTorch template prints in the same form as PyTorch's and is not told apart (docs/validation.md)."""
+    PyTorch template prints in the same form as PyTorch's: that is told apart by the reference's own launches
+    (coverage_of's reference_kernels)."""
 
     triton: tuple[str, ...] = ()
     cuda: tuple[str, ...] = ()
@@ -79,6 +88,9 @@ class Coverage:
     own_kernels: tuple[str, ...]  # function names that ran, the answer's own
     other_kernels: tuple[str, ...]  # function names that ran, the rest, longest first
     defined: tuple[str, ...]  # the answer's kernels found in its source
+    # launches its definitions would own but that print as the reference's own launches do (ncu's forms): whose
+    # they are cannot be told, so they count as the rest, and the answer is refused
+    ambiguous_kernels: tuple[str, ...] = ()
 
     @property
     def own_share(self) -> float:
@@ -88,6 +100,10 @@ class Coverage:
     def problem(self, served_call_ms: float | None) -> str:
         """Why the answer's kernels did not do the work ("" when they did); served_call_ms: the served call's median
         (None when the call was not timed)."""
+        if self.ambiguous_kernels:
+            names = ", ".join(self.ambiguous_kernels[:3])
+            return (f"its kernel name(s) {names} print as kernels the PyTorch reference "
+                    "itself launches, so whose launches they are cannot be told: rename its kernels")
         if not self.own_kernels:
             ran = ", ".join(self.other_kernels[:4]) or "no kernel at all"
             return (f"none of its kernels ({', '.join(self.defined) or 'none found in the source'}) ran in a profiled "
@@ -122,24 +138,33 @@ def defined_kernels(source: str) -> DefinedKernels:
                           tuple(dict.fromkeys(cuda)))
 
 
-def coverage_of(launches: Sequence[KernelLaunch], defined: DefinedKernels, calls: int = 1) -> Coverage:
-    """Split `launches` (an application-mode page over `calls` calls) by whether `defined` owns each."""
+def coverage_of(launches: Sequence[KernelLaunch], defined: DefinedKernels, calls: int = 1, *,
+                reference_kernels: Collection[str] = ()) -> Coverage:
+    """Split `launches` (an application-mode page over `calls` calls) by whether `defined` owns each; a launch
+    printed as one of `reference_kernels` (the reference's own launches, reference_kernel_forms) is never owned."""
     own: dict[str, float] = {}
     other: dict[str, float] = {}
+    ambiguous: set[str] = set()
+    reference = {kernel.strip() for kernel in reference_kernels}
     for launch in launches:
         name = function_name(launch.kernel)
-        side = own if defined.owns(launch.kernel) else other
+        owned = defined.owns(launch.kernel)
+        if owned and launch.kernel.strip() in reference:
+            ambiguous.add(name)
+            owned = False
+        side = own if owned else other
         side[name] = side.get(name, 0.0) + launch_duration_ms(launch)
 
     def ranked(times: dict[str, float]) -> tuple[str, ...]:
         return tuple(sorted(times, key=lambda n: (-times[n], n)))
 
     return Coverage(own_ms=sum(own.values()) / calls, other_ms=sum(other.values()) / calls,
-                    own_kernels=ranked(own), other_kernels=ranked(other), defined=defined.names)
+                    own_kernels=ranked(own), other_kernels=ranked(other), defined=defined.names,
+                    ambiguous_kernels=tuple(sorted(ambiguous)))
 
 
-def measure_coverage(argv: Sequence[str], env: dict[str, str], args: Sequence[str], work_dir: Path, *,
-                     source: str, writable: Sequence[Path], timeout_s: float) -> Coverage:
+def profiled_launches(argv: Sequence[str], env: dict[str, str], args: Sequence[str], work_dir: Path, *,
+                      writable: Sequence[Path], timeout_s: float) -> list[KernelLaunch]:
     """ncu (application mode, the pf_profile range) over one profiled call of a built harness: `argv` the harness
     command, `args` the configuration's arguments."""
     from profiling.cuda import ncu
@@ -150,4 +175,19 @@ def measure_coverage(argv: Sequence[str], env: dict[str, str], args: Sequence[st
     program = [*argv, "profile", "--seed", "0", "--out", str(out), *args]
     page = ncu.export_application_page(program, work_dir / "coverage", timeout_s=timeout_s, env=env,
                                        nvtx_range=ncu.PROFILE_RANGE, writable=[out, *writable])
-    return coverage_of(read_application_page(page), defined_kernels(source))
+    return read_application_page(page)
+
+
+def reference_kernel_forms(argv: Sequence[str], env: dict[str, str], args: Sequence[str], cache: Path, *,
+                           writable: Sequence[Path], timeout_s: float) -> frozenset[str]:
+    """The kernels (as ncu prints them) that one profiled call of the reference launches, kept in `cache` (a file
+    in the reference build's directory, written atomically): the same build and arguments launch the same
+    kernels, and profiling it costs 10-15 s."""
+    key = " ".join(args)
+    cached = read_json(cache) if cache.exists() else {}
+    if key not in cached:
+        launches = profiled_launches(argv, env, args, cache.parent / "reference-coverage", writable=writable,
+                                     timeout_s=timeout_s)
+        cached[key] = sorted({launch.kernel.strip() for launch in launches})
+        write_json(cache, cached)
+    return frozenset(cached[key])

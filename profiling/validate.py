@@ -40,7 +40,13 @@ from profiling.correctness import compare_run, degenerate_reason
 from profiling.cuda.ncu import NcuError
 from profiling.cuda.raw_csv import NcuCsvError
 from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, TamperedBuild, run_harness
-from profiling.kernel_coverage import Coverage, measure_coverage
+from profiling.kernel_coverage import (
+    Coverage,
+    coverage_of,
+    defined_kernels,
+    profiled_launches,
+    reference_kernel_forms,
+)
 from profiling.machine import describe_machine, describe_tools, gpu_peaks
 from profiling.paired import Mismatch, OriginalFailed, Pair
 from profiling.score import SpeedupEstimate, estimate_speedup, plausibility_problems
@@ -80,6 +86,8 @@ ALONE_SLOWDOWN_SHARE = 0.5
 FLUSH_WAIT_FLOOR_MS = 0.05
 # ncu over one profiled call of a torch-target answer (Python and torch start-up, its kernels compiled from cache)
 COVERAGE_TIMEOUT_S = 300.0
+# Beside the original's build: the kernels one profiled call of it launches, per configuration's arguments
+REFERENCE_LAUNCHES_FILE = "reference-launches.json"
 
 
 class _Phases:
@@ -332,12 +340,18 @@ def _served(session: _Session, verdict: Verdict, timing: bool, phase: _Phases) -
 def _kernel_coverage(session: _Session, verdict: Verdict) -> None:
     """Rule 9 at run time (torch target): the answer's own kernels must have done the work of a profiled call
     (profiling/kernel_coverage.py). Fails closed: a win that could not be profiled is held for review."""
-    task, built = session.task, session.candidate
+    task, built, original = session.task, session.candidate, session.original
     served_ms = verdict.candidate_timing.median_ms if verdict.candidate_timing else None
+    args = task.config().args()
     try:
-        coverage = measure_coverage(built.argv, dict(built.env), task.config().args(), session.work_dir / "coverage",
-                                    source=(built.directory / task.source).read_text(errors="replace"),
-                                    writable=built.cache_dirs, timeout_s=COVERAGE_TIMEOUT_S)
+        # the reference's own launches first: a launch printed as one of them is never the answer's
+        reference = reference_kernel_forms(original.argv, dict(original.env), args,
+                                           original.directory / REFERENCE_LAUNCHES_FILE,
+                                           writable=original.cache_dirs, timeout_s=COVERAGE_TIMEOUT_S)
+        launches = profiled_launches(built.argv, dict(built.env), args, session.work_dir / "coverage",
+                                     writable=built.cache_dirs, timeout_s=COVERAGE_TIMEOUT_S)
+        coverage = coverage_of(launches, defined_kernels((built.directory / task.source).read_text(errors="replace")),
+                               reference_kernels=reference)
     except (NcuError, NcuCsvError) as error:
         session.coverage_failure = str(error).splitlines()[0][:300]
         verdict.review.append(f"its kernels' share of the device time could not be measured: "
