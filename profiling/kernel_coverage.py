@@ -13,9 +13,9 @@ device time.
 A name alone does not say whose a launch is: ncu prints a CUDA template named after a PyTorch kernel family
 ("void vectorized_elementwise_kernel<4, ...>(int, T2, T3)") exactly as it prints PyTorch's, and a Triton kernel
 named after a library kernel (cuBLAS's "sm90_xmma_gemm_...") bare, as it prints the library's. So the reference
-(the PyTorch original) is profiled the same way once per build of it, and a launch printed as the reference
-itself launches is never the answer's: an answer defining a kernel of such a name is refused and told to rename
-it.
+(the PyTorch original) is profiled the same way, once per build of it and kind of GPU, and a launch printed as
+the reference itself launches is never the answer's: an answer defining a kernel of such a name is refused and
+told to rename it.
 
 The profiled run is the candidate's interpreter too, and it can tell it is profiled (its arguments say "profile";
 ncu's injection is visible). An answer that launches its kernel only when profiled and answers with PyTorch when
@@ -178,16 +178,14 @@ def profiled_launches(argv: Sequence[str], env: dict[str, str], args: Sequence[s
     return read_application_page(page)
 
 
-def reference_kernel_forms(argv: Sequence[str], env: dict[str, str], args: Sequence[str], cache: Path, *,
-                           writable: Sequence[Path], timeout_s: float) -> frozenset[str]:
-    """The kernels (as ncu prints them) that one profiled call of the reference launches, kept in `cache` (a file
-    in the reference build's directory, written atomically): the same build and arguments launch the same
-    kernels, and profiling it costs 10-15 s."""
-    key = " ".join(args)
+def reference_kernel_forms(argv: Sequence[str], env: dict[str, str], args: Sequence[str], cache: Path, key: str, *,
+                           work_dir: Path, writable: Sequence[Path], timeout_s: float) -> frozenset[str]:
+    """The kernels (as ncu prints them) that one profiled call of the reference launches, kept in `cache` under
+    `key` (written atomically by the judge only; candidates cannot write there): the same build, arguments and
+    kind of GPU launch the same kernels, and profiling the reference costs 10-15 s of every verdict otherwise."""
     cached = read_json(cache) if cache.exists() else {}
     if key not in cached:
-        launches = profiled_launches(argv, env, args, cache.parent / "reference-coverage", writable=writable,
-                                     timeout_s=timeout_s)
+        launches = profiled_launches(argv, env, args, work_dir, writable=writable, timeout_s=timeout_s)
         cached[key] = sorted({launch.kernel.strip() for launch in launches})
         write_json(cache, cached)
     return frozenset(cached[key])

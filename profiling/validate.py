@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from perfforge.models import cache_dir
 from perfforge.targets import target_spec
 from perfforge.task import Task, TaskConfig
 from perfforge.verdict import RuleCheck, RuleStatus, Status, Verdict
@@ -86,8 +87,9 @@ ALONE_SLOWDOWN_SHARE = 0.5
 FLUSH_WAIT_FLOOR_MS = 0.05
 # ncu over one profiled call of a torch-target answer (Python and torch start-up, its kernels compiled from cache)
 COVERAGE_TIMEOUT_S = 300.0
-# Beside the original's build: the kernels one profiled call of it launches, per configuration's arguments
-REFERENCE_LAUNCHES_FILE = "reference-launches.json"
+# Under perfforge's cache, one file per build of a torch task's reference (its digest): the kernels one profiled
+# call of it launches, per compute capability and configuration's arguments
+REFERENCE_LAUNCHES_DIR = "reference-launches"
 
 
 class _Phases:
@@ -344,12 +346,15 @@ def _kernel_coverage(session: _Session, verdict: Verdict) -> None:
     served_ms = verdict.candidate_timing.median_ms if verdict.candidate_timing else None
     args = task.config().args()
     try:
-        # the reference's own launches first: a launch printed as one of them is never the answer's
-        reference = reference_kernel_forms(original.argv, dict(original.env), args,
-                                           original.directory / REFERENCE_LAUNCHES_FILE,
-                                           writable=original.cache_dirs, timeout_s=COVERAGE_TIMEOUT_S)
         launches = profiled_launches(built.argv, dict(built.env), args, session.work_dir / "coverage",
                                      writable=built.cache_dirs, timeout_s=COVERAGE_TIMEOUT_S)
+        # the reference's own launches on this kind of GPU: a launch printed as one of them is never the answer's
+        capability = launches[0].compute_capability if launches else "none"
+        reference = reference_kernel_forms(original.argv, dict(original.env), args,
+                                           cache_dir() / REFERENCE_LAUNCHES_DIR / f"{original.digest}.json",
+                                           f"sm {capability}: {' '.join(args)}",
+                                           work_dir=session.work_dir / "reference-coverage",
+                                           writable=original.cache_dirs, timeout_s=COVERAGE_TIMEOUT_S)
         coverage = coverage_of(launches, defined_kernels((built.directory / task.source).read_text(errors="replace")),
                                reference_kernels=reference)
     except (NcuError, NcuCsvError) as error:

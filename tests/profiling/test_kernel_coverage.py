@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from perfforge.io import read_json
 from perfforge.records import CounterValue
 from profiling.cuda.launches import read_application_page
 from profiling.cuda.metrics import DURATION
@@ -16,6 +19,7 @@ from profiling.kernel_coverage import (
     DefinedKernels,
     coverage_of,
     defined_kernels,
+    reference_kernel_forms,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ncu"
@@ -157,10 +161,30 @@ def test_a_triton_kernel_named_after_pytorchs_does_not_make_pytorchs_launches_it
 
 
 def _reference_forms() -> frozenset[str]:
-    """KernelBench 88's PyTorch reference as ncu prints its launches. The dead-kernel answer's forward is the
-    reference's own expression, so its real capture holds exactly the reference's launches."""
-    return frozenset(launch.kernel.strip()
-                     for launch in read_application_page(FIXTURES / "kb088_gelu_dead.launches.csv"))
+    """KernelBench 88's PyTorch reference as ncu printed its launches on an H100 (the judge's cache file,
+    captured): the same six forms as the dead-kernel answer's, whose forward is the reference's expression."""
+    return frozenset(read_json(FIXTURES / "kb088_reference.forms.json")[""])
+
+
+def test_the_reference_is_profiled_once_per_key_and_read_from_the_cache_after(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference's forms come from one ncu run per (build, GPU kind, arguments), then from the cache file."""
+    import profiling.kernel_coverage as coverage_module
+
+    runs = []
+
+    def profile(*args: object, **kwargs: object) -> list[KernelLaunch]:
+        runs.append(args)
+        return read_application_page(FIXTURES / "kb088_gelu_dead.launches.csv")
+
+    monkeypatch.setattr(coverage_module, "profiled_launches", profile)
+    cache = tmp_path / "cache" / "digest.json"
+    options = {"work_dir": tmp_path / "work", "writable": (), "timeout_s": 1.0}
+    first = reference_kernel_forms(["harness"], {}, [], cache, "sm 9.0: ", **options)
+    again = reference_kernel_forms(["harness"], {}, [], cache, "sm 9.0: ", **options)
+    assert first == again == _reference_forms() and len(runs) == 1
+    reference_kernel_forms(["harness"], {}, ["--n", "2"], cache, "sm 9.0: --n 2", **options)
+    assert len(runs) == 2 and set(read_json(cache)) == {"sm 9.0: ", "sm 9.0: --n 2"}
 
 
 def test_a_cuda_template_named_after_pytorchs_kernels_is_not_counted_as_the_answers() -> None:
