@@ -36,6 +36,7 @@ import select
 import signal
 import socket
 import statistics
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,6 +69,10 @@ HANDSHAKE_TIMEOUT_S = 60.0  # starting the process and the harness's set-up (a l
 STOP_TIMEOUT_S = 5.0  # every thread of a stopped process reports stopped long before this
 MAX_BUFFER_BYTES = 16 << 30  # all buffers of one process: more is a harness bug, not a task
 MESSAGE_BYTES = 512
+# Kernel receive timestamps on the judge's end of the channel (Linux's SO_TIMESTAMPNS and its SCM message, which
+# Python's socket module does not name): a struct timespec of when the sender queued each message (CLOCK_REALTIME)
+SO_TIMESTAMPNS = 35
+STAMP_BYTES = 16
 # OpenMP's threads sleep as soon as they wait: threads that spin (libgomp's default for a while, ACTIVE for good)
 # fight the judge and each other for the cores every time the process is resumed. Measured on the H100 host's 16
 # cores, modes_missing_openmp's fast version per call: ACTIVE 7.6 ms (spread 0.3-14 ms), PASSIVE 0.36 ms, against
@@ -158,6 +163,8 @@ class KernelProcess:
         # its buffers are copied to and from a device around each call, and it says "start" and "synced" around
         # the body: the kernel's time is between them (CUDA)
         self.staged = False
+        self.windowed = False  # says "start" and "synced" around the body (the judge times that window)
+        self._stamp_ns = 0  # when the last message read was sent, by the kernel's clock (SO_TIMESTAMPNS)
         self.calls = 0
         self._channel: socket.socket | None = None
         self._process: sandbox.Spawned | None = None
@@ -173,6 +180,7 @@ class KernelProcess:
         """Start the process (its set-up runs while the judge starts the other side: handshake() waits for it)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._channel = ours
+        ours.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)  # each message stamped when it is sent
         argv = [*self.built.argv, "serve", "--channel", str(theirs.fileno()), *self.config.args()]
         try:
             # reads only its build (binary and libraries' directories are the system's) and its scratch directory
@@ -189,6 +197,8 @@ class KernelProcess:
             message = self._receive(deadline, "starting")
             if message.startswith("ready "):
                 self.staged = message.split()[-1] == "staged"
+                # a C harness says "start" and "synced" around the body: CUDA's (staged) and the CPU's
+                self.windowed = message.split()[-1] in ("staged", "windowed")
                 break
             if not message.startswith("buf "):
                 raise ProtocolError(f"the {self.who} sent {message[:80]!r} while declaring its buffers", "deviation")
@@ -253,10 +263,10 @@ class KernelProcess:
         assert self._process is not None and self._channel is not None
         self._refuse_pending()
         self._channel.send(word)
-        resumed = time.perf_counter_ns()
+        resumed = _realtime_ns()
         self._process.signal(signal.SIGCONT)
         self._expect(answer, time.monotonic() + timeout_s, during)
-        elapsed_ms = (time.perf_counter_ns() - resumed) / 1e6
+        elapsed_ms = (self._stamp_ns - resumed) / 1e6  # to when it answered
         self._stop()
         return elapsed_ms
 
@@ -265,26 +275,29 @@ class KernelProcess:
         assert self._process is not None and self._channel is not None
         self._refuse_pending()
         self._channel.send(word)
-        resumed = time.perf_counter_ns()
+        # every time here by the clock the kernel stamps messages with: from resuming the process to when it sent
+        # each word, however late the judge wakes to read it
+        resumed = _realtime_ns()
         self._process.signal(signal.SIGCONT)
         deadline = time.monotonic() + timeout_s
         started = resumed
-        if self.staged:
+        if self.windowed:
             self._expect("start", deadline, during)
-            started = time.perf_counter_ns()
+            started = self._stamp_ns
             self._expect("synced", deadline, during)
-            finished = time.perf_counter_ns()
+            finished = self._stamp_ns
         self._expect("done", deadline, during)
-        done = time.perf_counter_ns()
+        done = self._stamp_ns
         fetch_ms = settle_ms = 0.0
         if fetch:  # at once: nothing of the judge's between "done" and the copy back
             self._channel.send(b"fetch")
+            asked = _realtime_ns()
             self._expect("fetched", deadline, f"fetching call {self.calls}")
-            fetch_ms = (time.perf_counter_ns() - done) / 1e6
+            fetch_ms = (self._stamp_ns - asked) / 1e6
         if settle is not None:
             settle_ms = settle()
         self._stop()
-        if not self.staged:
+        if not self.windowed:
             finished = done
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
                         settle_ms=settle_ms)
@@ -326,6 +339,9 @@ class KernelProcess:
         self.buffers.append(buffer)
 
     def _receive(self, deadline: float, during: str) -> str:
+        """The next message; self._stamp_ns is when it was sent (the kernel stamps each message on the judge's
+        socket as the sender's call queues it: SO_TIMESTAMPNS), so a window between two messages is the sender's,
+        not when the judge woke to read them (a sleeping judge saw "start" and "synced" at once)."""
         assert self._channel is not None and self._process is not None
         limit_s = deadline - time.monotonic()
         while True:
@@ -335,8 +351,9 @@ class KernelProcess:
                                     "slow)", "timeout")
             ready, _, _ = select.select([self._channel], [], [], min(left, 0.5))
             if ready:
-                data = self._channel.recv(MESSAGE_BYTES)
+                data, ancillary, _, _ = self._channel.recvmsg(MESSAGE_BYTES, socket.CMSG_SPACE(STAMP_BYTES))
                 if data:
+                    self._stamp_ns = _sent_at_ns(ancillary)
                     return data.decode("ascii", errors="replace")
                 raise ProtocolError(self._death(during))
             if self._process.poll() is not None:
@@ -387,3 +404,19 @@ class KernelProcess:
             raise ProtocolError(f"the {self.who} has {len(others)} other process(es) running (pids "
                                 f"{', '.join(map(str, sorted(others)[:5]))}): a kernel process must be alone, since a "
                                 "process of its own is not stopped between calls", "deviation")
+
+
+def _realtime_ns() -> int:
+    """The clock of the kernel's message stamps (CLOCK_REALTIME: a step of the system's clock mid-call would
+    misread that call; NTP slews it gradually)."""
+    return time.clock_gettime_ns(time.CLOCK_REALTIME)
+
+
+def _sent_at_ns(ancillary: list[tuple[int, int, bytes]]) -> int:
+    """The kernel's stamp of when a message was sent (ns, CLOCK_REALTIME); the same clock now where a kernel gives
+    none (then a time is as late as the judge's reading)."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= STAMP_BYTES:
+            seconds, nanoseconds = struct.unpack("qq", data[:STAMP_BYTES])
+            return seconds * 1_000_000_000 + nanoseconds
+    return _realtime_ns()

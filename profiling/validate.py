@@ -447,6 +447,7 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     picker = random.SystemRandom()
     share = 1.0 if pair.output_bytes <= TIMED_CHECK_ALL_BYTES else TIMED_CHECK_SHARE
     whole_call = pair.candidate.interpreted and pair.candidate.staged
+    windows = pair.candidate.windowed  # each call's body timed (its harness's "start" to "synced"), or the whole call
     # the protocol's own round trip, measured on the original's process (the candidate's could slow its own null
     # calls down to have more subtracted), taken off every call of both sides
     overhead_ms = pair.original.overhead_ms(NULL_CALLS, task.validate.timeout_s, whole_call=whole_call)
@@ -503,13 +504,14 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
         _device_busy_after(settle_ms, baseline_ms)
         _lingering_work({"original": baseline, "candidate": candidate}, follows_other)
         _original_alone(session, pair, overhead_ms)
-    elif pair.candidate.staged:
+    elif windows:
         _hidden_work({side: [t.outer_ms - t.duration_ms for r in times[side] for t in r] for side in times},
                      baseline_ms)
     estimate = estimate_speedup(baseline, candidate, "judge_clock")
     _score(session, verdict, estimate, pair.config, context={})
-    what = "whole call (copies staged in round trips of their own, the L2 flushed by the judge)" if whole_call \
-        else "call"
+    what = ("whole call (copies staged in round trips of their own, the L2 flushed by the judge)" if whole_call
+            else "call's body (its harness's 'start' to 'synced', stamped by the kernel as they were sent)" if windows
+            else "call")
     verdict.reason += (f"; each {what} timed by the judge's clock, the protocol's round trip "
                        f"({overhead_ms * 1e3:.0f} us, {NULL_CALLS} null calls) taken off")
 

@@ -27,6 +27,9 @@
  *            checks, after the call. No code of the candidate's runs outside the body: its filter refuses new
  *            threads and executable mappings, and the judge's clock also runs from "call" to "done", so work
  *            moved outside "start"-"synced" shows (profiling/validate.py).
+ *            CPU ("ready ... windowed"): "start" right before the body and "synced" right after it too, so the
+ *            judge, polling the channel while a call runs, times the body alone: a call of a few microseconds is
+ *            not lost in what resuming this process costs.
  *
  * Arguments: MODE --seed N --out DIR [--calls C] [--warmup W] [--trials T] [--no-flush] [--dump-inputs]
  *            [--channel FD] [key=value ...] (--dump-inputs: inputs written whole as .npy too, for debugging).
@@ -780,7 +783,7 @@ static int pf_serve_begin(pf_run *r) {
         pf_cuda_check(cudaDeviceSynchronize(), "set-up");
         pf_serve_send(r, pf_install_filter() == 0 ? "ready seccomp staged" : "ready unfiltered staged");
 #else
-        pf_serve_send(r, pf_install_filter() == 0 ? "ready seccomp" : "ready unfiltered");
+        pf_serve_send(r, pf_install_filter() == 0 ? "ready seccomp windowed" : "ready unfiltered windowed");
 #endif
         r->ready = 1;
     }
@@ -796,10 +799,8 @@ static int pf_serve_begin(pf_run *r) {
         }
 #endif
         if (strcmp(text, "ping") != 0) break;
-#ifdef __CUDACC__
         pf_serve_send(r, "start");
         pf_serve_send(r, "synced");
-#endif
         pf_serve_send(r, "done");
     }
     if (strcmp(text, "call") != 0) return 0;
@@ -807,15 +808,13 @@ static int pf_serve_begin(pf_run *r) {
     pf_serve_stage_in(r);
     pf_flush_cache(r);  /* the L2 holds the copied inputs: flushed, as before a timed call of time mode */
     pf_cuda_check(cudaDeviceSynchronize(), "the L2 flush");
-    pf_serve_send(r, "start");
 #endif
+    pf_serve_send(r, "start");  /* the body runs next: the judge's window opens */
     return 1;
 }
 
 static void pf_serve_end(pf_run *r) {
-#ifdef __CUDACC__
-    pf_serve_send(r, "synced");  /* pf_end synchronised the whole device and checked the launch */
-#endif
+    pf_serve_send(r, "synced");  /* the body returned (CUDA: pf_end synchronised the whole device, checked the launch) */
     pf_serve_send(r, "done");
     r->iter++;
 }
