@@ -45,7 +45,7 @@ from mining.pairs import CommitContext, pairs_of_commit
 from mining.prefilter import MAX_KERNEL_FILES, kernel_python_files_at, prefilter
 from mining.sources import Source, resolve_sources
 from perfforge.errors import ConfigError, PerfforgeError
-from perfforge.executor import Failure, open_executor
+from perfforge.executor import Failure, WorkerTally, open_executor
 from perfforge.io import read_json, write_json, write_parquet, write_parquet_batches
 from perfforge.naming import COMMITS_FILE, PAIRS_FILE, STATS_FILE
 from perfforge.records import (
@@ -301,13 +301,15 @@ def _run_tasks(todo: list[ChunkTask], config: MineConfig) -> bool:
     with tqdm(total=total, unit="commit", desc="mining", disable=not config.progress or not todo) as bar:
         try:
             with open_executor(config.executor_config(), log) as executor:
+                tally = WorkerTally(executor.workers)
                 for done in executor.map_unordered(run_chunk, todo):
                     task = todo[done.index]
+                    tally.add(done)
+                    bar.set_postfix_str(tally.line(), refresh=False)
                     if isinstance(done.result, Failure):
                         failed.append((task, done.result))
                         continue
                     write_json(task.shard_path, done.result, compact=True)
-                    bar.set_postfix_str(done.worker, refresh=False)
                     bar.update(len(task.commits))
         except KeyboardInterrupt:
             return False

@@ -29,7 +29,9 @@ import logging
 import os
 import signal
 import socket
+import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -91,6 +93,44 @@ class Done:
     @property
     def failed(self) -> bool:
         return isinstance(self.result, Failure)
+
+
+class WorkerTally:
+    """What each worker has finished, for a job's progress line: "2 workers up | cpu-0 12, cpu-1 11 | 1 failed".
+    `live` counts the workers up now (Executor.workers: a Dask scheduler's list), asked at most every LIVE_EVERY_S
+    so that a fast job does not query the scheduler per item."""
+
+    LIVE_EVERY_S = 5.0
+    SHOWN = 4  # workers named on the line, busiest first; the rest as "+N more"
+
+    def __init__(self, live: Callable[[], int] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.finished: Counter[str] = Counter()
+        self.failed = 0
+        self._live, self._clock = live, clock
+        self._live_count: int | None = None
+        self._asked_at = -float("inf")
+
+    def add(self, done: Done) -> None:
+        if done.failed:
+            self.failed += 1
+        else:
+            self.finished[done.worker] += 1
+
+    def line(self) -> str:
+        parts = []
+        if self._live is not None:
+            if self._clock() - self._asked_at >= self.LIVE_EVERY_S:
+                self._live_count, self._asked_at = self._live(), self._clock()
+            parts.append(f"{self._live_count} worker{'s' if self._live_count != 1 else ''} up")
+        busiest = self.finished.most_common()
+        named = ", ".join(f"{worker} {count}" for worker, count in busiest[:self.SHOWN])
+        if len(busiest) > self.SHOWN:
+            named += f", +{len(busiest) - self.SHOWN} more"
+        if named:
+            parts.append(named)
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        return " | ".join(parts)
 
 
 def _call(fn: Callable[[Any], Any], item: Any) -> tuple[str, Any]:

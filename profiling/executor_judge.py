@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from perfforge.errors import PerfforgeError
-from perfforge.executor import Executor, Failure
+from perfforge.executor import Executor, Failure, WorkerTally
 from perfforge.records import Profile
 from perfforge.targets import target_spec
 from perfforge.task import Task, load_task
@@ -85,8 +85,10 @@ class ExecutorJudge:
         gpu = target_spec(task.target).gpu
         results: dict[str, Judgement] = {}
         profile: Profile | None = None
+        tally = WorkerTally(self.executor.workers)
         for done in self.executor.map_unordered(judge_item, items, gpu=gpu, cpu_timing=not gpu):
             item = items[done.index]
+            tally.add(done)
             if item.name == ORIGINAL:
                 if isinstance(done.result, Failure):
                     raise PerfforgeError(f"profiling the original of {task.name} failed on the executor: "
@@ -100,6 +102,8 @@ class ExecutorJudge:
             results[item.name] = judgement
             if on_judged is not None:
                 on_judged(item.name, judgement)
+        if len(items) > 1:
+            self.log(f"judged on the executor: {tally.line()}")
         return {name: results[name] for name, _ in candidates if name in results}, profile
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from perfforge.errors import PerfforgeError
-from perfforge.executor import Failure, open_executor
+from perfforge.executor import Failure, WorkerTally, open_executor
 from perfforge.io import read_json, write_json, write_text
 from perfforge.naming import STATS_FILE
 from perfforge.targets import target_spec
@@ -192,8 +192,11 @@ def _run_checks(config: SynthPatternsConfig, todo: list[tuple[Path, Path]]) -> I
         target_spec(t).gpu for t in ("cuda", "triton"))
     items = [CheckItem.of(directory, work / path.stem, config.timing) for directory, path in todo]
     with _progress_bar(len(todo), config.progress) as bar, open_executor(config.executor_config()) as executor:
+        tally = WorkerTally(executor.workers)
         for done in executor.map_unordered(check_item, items, gpu=gpu, cpu_timing=config.timing and not gpu):
             directory, path = todo[done.index]
+            tally.add(done)
+            bar.set_postfix_str(tally.line(), refresh=False)
             if isinstance(done.result, Failure):  # the worker was lost for good, or the check could not start
                 yield _record(_failed_check(directory, f"check failed on the executor: {done.result.error}"),
                               path, bar)
@@ -209,6 +212,9 @@ class _NoBar:
         pass
 
     def update(self, n: int) -> None:
+        pass
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
         pass
 
 

@@ -8,7 +8,15 @@ import os
 import pytest
 
 from perfforge.errors import ConfigError
-from perfforge.executor import ExecutorConfig, ExecutorKind, Failure, LocalExecutor, visible_gpus
+from perfforge.executor import (
+    Done,
+    ExecutorConfig,
+    ExecutorKind,
+    Failure,
+    LocalExecutor,
+    WorkerTally,
+    visible_gpus,
+)
 
 
 def square_or_fail(item: int) -> int:
@@ -62,3 +70,25 @@ def test_a_local_cluster_gives_each_listed_gpu_a_worker(monkeypatch: pytest.Monk
     assert visible_gpus() == []
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert visible_gpus() == []
+
+
+def test_the_progress_line_tallies_what_each_worker_finished() -> None:
+    """The line a job shows: workers up (asked of the executor at most every LIVE_EVERY_S), the busiest workers by
+    items finished, the rest counted, and failures."""
+    asked: list[int] = []
+    now = [0.0]
+
+    def live() -> int:
+        asked.append(1)
+        return 2 if len(asked) == 1 else 1
+
+    tally = WorkerTally(live, clock=lambda: now[0])
+    for index, worker in enumerate(["cpu-0", "cpu-1", "cpu-0", "gpu-0", "gpu-1", "cpu-2", "cpu-0"]):
+        tally.add(Done(index, worker, index))
+    tally.add(Done(7, "cpu-1", Failure("lost")))
+    assert tally.line() == "2 workers up | cpu-0 3, cpu-1 1, gpu-0 1, gpu-1 1, +1 more | 1 failed"
+    now[0] = WorkerTally.LIVE_EVERY_S / 2
+    assert tally.line().startswith("2 workers up") and len(asked) == 1  # not asked again yet
+    now[0] = WorkerTally.LIVE_EVERY_S
+    assert tally.line().startswith("1 worker up |") and len(asked) == 2
+    assert WorkerTally().line() == ""
