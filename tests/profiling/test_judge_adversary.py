@@ -170,12 +170,12 @@ static open_fn find_open(void) {
 
 def test_synced_said_early_through_stdouts_descriptor(cpu_task_dir: Path, tmp_path: Path) -> None:
     """The judge times a CPU call from its harness's "start" to its "synced", as the kernel stamped them. The
-    candidate points stdout's descriptor at each low fd in turn (the channel among them: the allowed fwrite then
+    candidate points stdout's descriptor at every fd in turn (the channel among them: the allowed fwrite then
     sends on it) and says "synced" before doing the work, so the window would close at once. The harness's own
     "synced" still follows the body: a word out of turn, refused."""
     prelude = "#include <stdio.h>\n"
     body = ("    int saved = stdout->_fileno;\n    fflush(stdout);\n"
-            "    for (int fd = 3; fd < 16; fd++) { stdout->_fileno = fd; fwrite(\"synced\", 1, 6, stdout); "
+            "    for (int fd = 3; fd < 1024; fd++) { stdout->_fileno = fd; fwrite(\"synced\", 1, 6, stdout); "
             "fflush(stdout); }\n    stdout->_fileno = saved;\n" + ROWS)
     verdict = judge(cpu_task_dir, tmp_path, kernel(body, prelude), timing=True)
     assert verdict.status is Status.REJECTED and "answered 'synced'" in verdict.reason, verdict.reason
