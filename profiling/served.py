@@ -9,21 +9,25 @@ from its own mapping of the shared memory:
     sandbox.spawn(bin serve --channel FD k=v ...)  ->    pf_init
                           <-  "buf NAME DTYPE ROLE COUNT LO HI"   pf_input/pf_output/... (the harness's set-up)
     a sealed memfd per buffer, "ok BYTES"  ->            mapped: [guard | data | guard]
-                          <-  "ready seccomp"            the system-call filter is in (first pf_begin)
+                          <-  "ready seccomp windowed"   the system-call filter is in (first pf_begin)
     per call, while it is stopped (SIGSTOP): inputs written, outputs poisoned, guards armed, caches flushed
-    "call", SIGCONT; the clock starts  ->                the loop body: the kernel
-    the clock stops at "done"; SIGSTOP  <-               pf_end
-    outputs, inputs and guards read from the judge's mapping while every thread of it is stopped
+    "call", SIGCONT; the clock starts  ->
+                          <-  "start"                    the loop body: the kernel
+                          <-  "synced", "done"           pf_end
+    SIGSTOP; outputs, inputs and guards read from the judge's mapping while every thread of it is stopped
+
+Every time is read from the kernel's stamp of when a word was sent (SO_TIMESTAMPNS on the judge's end), not from
+when the judge woke to read it: a call's time is its body's, from "start" to "synced", and the whole call runs
+from the judge's SIGCONT to "done"'s stamp (work moved outside the body shows in the difference).
 
 Between calls the process is stopped, so no thread of it can work ahead on inputs being written or finish its
 outputs after saying "done". A CUDA kernel process is "staged": its buffers also live on the device. On "call" the
 harness copies the inputs up, poisons the outputs on the device and says "start"; after the body and a whole-device
-synchronisation it says "synced", then "done". The judge's clock gives two times: the kernel's, from "start" to
-"synced", and the whole call's, from resuming the process to "done"; work moved outside the first shows in the
-second (profiling/validate.py compares both sides). Only the calls the judge checks are copied back, on "fetch",
-after the call: its filter refuses new threads and executable mappings, so nothing of the candidate's runs
-between a call and its fetch. Any deviation (an early exit, a signal, a
-message out of turn, a hang) is a ProtocolError with its reason: a failing verdict, never a crash of the validator.
+synchronisation it says "synced", then "done": the same two times (profiling/validate.py compares both sides).
+Only the calls the judge checks are copied back, on "fetch", after the call: its filter refuses new threads and
+executable mappings, so nothing of the candidate's runs between a call and its fetch. Any deviation (an early
+exit, a signal, a message out of turn, a hang) is a ProtocolError with its reason: a failing verdict, never a
+crash of the validator.
 """
 
 from __future__ import annotations
