@@ -306,6 +306,17 @@ class KernelProcess:
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
                         settle_ms=settle_ms)
 
+    def last_cpu(self) -> int | None:
+        """The CPU its main thread last ran on (field 39 of /proc/PID/stat), where a stopped process resumes; None
+        when it cannot be read."""
+        if self._process is None:
+            return None
+        try:
+            fields = Path(f"/proc/{self._process.pid}/stat").read_text().rpartition(")")[2].split()
+            return int(fields[36])  # field 39 counted from 1, the first two (pid, comm) cut off
+        except (OSError, IndexError, ValueError):
+            return None
+
     def overhead_ms(self, pings: int, timeout_s: float, *, whole_call: bool = False) -> float:
         """The median of `pings` null calls: the protocol's own round trip, which every call's duration includes
         (whole_call: as the whole call from resuming to "done" measures it)."""
