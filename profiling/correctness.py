@@ -194,9 +194,10 @@ def _as_unsigned(array: np.ndarray) -> np.ndarray:
     return array.view(np.dtype(f"u{array.dtype.itemsize}"))
 
 
-def copy_into(destination: np.ndarray, source: np.ndarray) -> None:
-    """destination[:] = source, in chunks on the judge's threads when large (hundreds of MB per GPU call)."""
-    if destination.size <= COMPARE_CHUNK:
+def copy_into(destination: np.ndarray, source: np.ndarray, *, threads: bool = True) -> None:
+    """destination[:] = source, in chunks on the judge's threads when large (hundreds of MB per GPU call) unless
+    `threads` is off (the copy must come from the calling thread's core)."""
+    if destination.size <= COMPARE_CHUNK or not threads:
         destination[:] = source
         return
     starts = range(0, destination.size, COMPARE_CHUNK)

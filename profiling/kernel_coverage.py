@@ -183,7 +183,12 @@ def reference_kernel_forms(argv: Sequence[str], env: dict[str, str], args: Seque
     """The kernels (as ncu prints them) that one profiled call of the reference launches, kept in `cache` under
     `key` (written atomically by the judge only; candidates cannot write there): the same build, arguments and
     kind of GPU launch the same kernels, and profiling the reference costs 10-15 s of every verdict otherwise."""
-    cached = read_json(cache) if cache.exists() else {}
+    try:
+        cached = read_json(cache) if cache.exists() else {}
+    except (OSError, ValueError):  # unreadable: profiled again and rewritten, never a crash of the judge
+        cached = {}
+    if not isinstance(cached, dict) or not all(isinstance(v, list) for v in cached.values()):
+        cached = {}
     if key not in cached:
         launches = profiled_launches(argv, env, args, work_dir, writable=writable, timeout_s=timeout_s)
         cached[key] = sorted({launch.kernel.strip() for launch in launches})

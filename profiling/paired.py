@@ -37,33 +37,21 @@ FALLBACK_LLC_BYTES = 8 << 20
 
 
 @contextlib.contextmanager
-def _on_core_of(cpu: int | None) -> Iterator[None]:
-    """Run the judge's writes and cache flush on the core the kernel process last ran on (it resumes there): a
-    kernel that reads pages another core wrote pays the transfers between cores in its call. Measured on the 2-core
-    VM: filter_branchy's fast version took 0.43 ms on inputs another process wrote and flushed from the other
-    core, 0.21 ms from the same core, as when its own harness wrote them (the old path's 0.22 ms)."""
-    if cpu is None:
-        yield
-        return
-    allowed = os.sched_getaffinity(0)
-    if cpu not in allowed or len(allowed) < 2:
-        yield
-        return
-    os.sched_setaffinity(0, {cpu})
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, allowed)
+def _judge_thread(cpu: int | None, *, on: bool) -> Iterator[None]:
+    """This thread of the judge's on `cpu` alone (on) or on every allowed CPU but it (off), restored after; nothing
+    where there is no CPU to go by or only one to run on.
 
-
-@contextlib.contextmanager
-def _off_core(cpu: int | None) -> Iterator[None]:
-    """While the kernel process runs, keep the judge's waiting thread off its core (it wakes on each message)."""
+    On: the judge writes a CPU call's inputs, poisons its outputs and flushes the caches on the core the kernel
+    process last ran on (a stopped process resumes there): a kernel that reads pages another core wrote pays the
+    transfers between cores in its call. Measured on the 2-core VM: filter_branchy's fast version took 0.43 ms on
+    inputs another process wrote and flushed from the other core, 0.21 ms from the same core, as when its own
+    harness wrote them (the old path's 0.22 ms). Off: while the kernel runs, the judge's waiting thread (woken by
+    each message) keeps off its core."""
     allowed = os.sched_getaffinity(0)
     if cpu is None or cpu not in allowed or len(allowed) < 2:
         yield
         return
-    os.sched_setaffinity(0, allowed - {cpu})
+    os.sched_setaffinity(0, {cpu} if on else allowed - {cpu})
     try:
         yield
     finally:
@@ -246,11 +234,14 @@ class Pair:
         the judge may still fetch() this call's before the side's next call)."""
         process = self._process(side)
         on_host = not process.staged  # its kernel reads the judge's pages from the host's caches
-        with _on_core_of(process.last_cpu() if on_host else None):
+        cpu = process.last_cpu() if on_host else None
+        with _judge_thread(cpu, on=True):
             for buffer in process.buffers:
                 data = buffer.data()
                 if buffer.role in (Role.INPUT, Role.INOUT):
-                    copy_into(data, inputs[buffer.name])
+                    # on this thread where it is pinned: the judge's pool threads would write from other cores
+                    # (and one started now would stay pinned for good)
+                    copy_into(data, inputs[buffer.name], threads=not on_host)
                 elif buffer.role is Role.OUTPUT and (process.interpreted or not process.staged):
                     # a staged C process poisons on the device; an interpreted one copies back what it computed, and
                     # what it did not write by its "done" must read as poison here
@@ -260,7 +251,7 @@ class Pair:
                 return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush, fetch=fetch)
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
                 self._flush_cache()
-        with _failures_of(side), _off_core(process.last_cpu() if on_host else None):
+        with _failures_of(side), _judge_thread(cpu, on=False):
             timed = process.call(timeout_s)
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)
 

@@ -26,6 +26,8 @@ LOW_DTYPES = frozenset({
     "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "HalfTensor",
     "BFloat16Tensor", "chalf", "complex32",
 })
+# the same as strings ("half" alone is too common a word in strings to be read as one)
+LOW_DTYPE_STRINGS = LOW_DTYPES - {"half"}
 # tensor methods that convert to a low precision when called without arguments
 LOW_METHODS = frozenset({"half", "bfloat16"})
 # modules whose attributes are dtypes (any submodule counts: torch.cuda.HalfTensor, triton.language.float16)
@@ -84,10 +86,9 @@ def _low_precision(node: ast.AST, modules: set[str], imported_low: set[str]) -> 
         return ast.unparse(node)
     if isinstance(node, ast.Name) and node.id in imported_low and isinstance(node.ctx, ast.Load):
         return node.id
-    # a dtype by its string name (astype, np.dtype, Tensor.type); the last dotted part is the dtype ("half" alone is
-    # too common a word in strings to be read as one)
+    # a dtype by its string name (astype, np.dtype, Tensor.type); the last dotted part is the dtype
     if (isinstance(node, ast.Constant) and isinstance(node.value, str) and " " not in node.value
-            and node.value.rsplit(".", 1)[-1] in LOW_DTYPES - {"half"}):
+            and node.value.rsplit(".", 1)[-1] in LOW_DTYPE_STRINGS):
         return repr(node.value)
     if isinstance(node, ast.Call):
         return _low_precision_call(node)

@@ -241,10 +241,10 @@ class KernelProcess:
         on a stream the copy does not wait for (the Triton red team's side stream, measured on an H100) would
         finish in that untimed gap and its outputs read right. `settle` (the judge's timed flush) runs right after
         the fetch, before the stop too."""
-        timed = self._round_trip(b"call", timeout_s, f"call {self.calls}", fetch=fetch and self.staged,
-                                 settle=settle)
+        fetch = fetch and self.staged
+        timed = self._round_trip(b"call", timeout_s, f"call {self.calls}", fetch=fetch, settle=settle)
         self.calls += 1
-        if fetch and self.staged:
+        if fetch:
             self._fetched = self.calls
         return timed
 

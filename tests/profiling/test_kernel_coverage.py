@@ -185,6 +185,9 @@ def test_the_reference_is_profiled_once_per_key_and_read_from_the_cache_after(tm
     assert first == again == _reference_forms() and len(runs) == 1
     reference_kernel_forms(["harness"], {}, ["--n", "2"], cache, "sm 9.0: --n 2", **options)
     assert len(runs) == 2 and set(read_json(cache)) == {"sm 9.0: ", "sm 9.0: --n 2"}
+    cache.write_text("{ not json")  # a file the judge cannot read is profiled again, never a crash
+    assert reference_kernel_forms(["harness"], {}, [], cache, "sm 9.0: ", **options) == _reference_forms()
+    assert len(runs) == 3 and set(read_json(cache)) == {"sm 9.0: "}
 
 
 def test_a_cuda_template_named_after_pytorchs_kernels_is_not_counted_as_the_answers() -> None:
