@@ -295,9 +295,10 @@ class KernelProcess:
         fetch_ms = settle_ms = 0.0
         if fetch:  # at once: nothing of the judge's between "done" and the copy back
             self._channel.send(b"fetch")
-            asked = _realtime_ns()
             self._expect("fetched", deadline, f"fetching call {self.calls}")
-            fetch_ms = (self._stamp_ns - asked) / 1e6
+            # from "done", not from the judge's asking: device work left running through the judge's wake-up
+            # (the copy back waits for it in stream order) must show in this round trip
+            fetch_ms = (self._stamp_ns - done) / 1e6
         if settle is not None:
             settle_ms = settle()
         self._stop()
