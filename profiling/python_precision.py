@@ -32,6 +32,10 @@ LOW_DTYPE_STRINGS = LOW_DTYPES - {"half"}
 LOW_METHODS = frozenset({"half", "bfloat16"})
 # modules whose attributes are dtypes (any submodule counts: torch.cuda.HalfTensor, triton.language.float16)
 DTYPE_MODULES = ("torch", "triton", "numpy")
+# calls that read a dtype's limits without computing in it
+TYPE_QUERIES = frozenset({"finfo", "iinfo"})
+# Triton's dot precisions that are TF32 (as strings anywhere: held in a variable they are still these words)
+TF32_DOT_PRECISIONS = frozenset({"tf32", "tf32x3"})
 # matmul precisions that allow TF32 (PyTorch's "high" and "medium")
 TF32_PRECISIONS = frozenset({"high", "medium"})
 
@@ -44,8 +48,17 @@ def low_precision_uses(code: str) -> list[tuple[int, str]] | None:
     except (SyntaxError, ValueError):
         return None
     modules, imported_low = _bindings(tree)
+    # a comparison or a type-limit query reads a dtype without converting anything (`x.dtype == torch.float16`,
+    # torch.finfo(torch.float16).max): innocent
+    innocent = {id(child) for node in ast.walk(tree) if isinstance(node, ast.Compare) or _is_type_query(node)
+                for child in ast.iter_child_nodes(node)}
+    innocent |= {id(element) for node in ast.walk(tree) if isinstance(node, ast.Compare)
+                 for side in node.comparators if isinstance(side, ast.Tuple | ast.List | ast.Set)
+                 for element in side.elts}
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
+        if id(node) in innocent:
+            continue
         what = _low_precision(node, modules, imported_low)
         if what:
             found.append((node.lineno, what))
@@ -72,7 +85,28 @@ def _bindings(tree: ast.AST) -> tuple[set[str], set[str]]:
                     imported_low.add(alias.asname or alias.name)
                 else:  # `from triton import language as tl`, `from torch import cuda`
                     modules.add(alias.asname or alias.name)
+    # names assigned from those (`T = torch`, `L = triton.language`, `h = torch.float16`), to a fixed point
+    assignments = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)]
+    for _ in range(len(assignments)):
+        grown = False
+        for node in assignments:
+            value = node.value
+            is_low = (isinstance(value, ast.Attribute) and value.attr in LOW_DTYPES and _root(value.value) in modules
+                      or isinstance(value, ast.Name) and value.id in imported_low)
+            is_module = not is_low and isinstance(value, ast.Name | ast.Attribute) and _root(value) in modules
+            bound = imported_low if is_low else modules if is_module else None
+            for target in node.targets if bound is not None else ():
+                if isinstance(target, ast.Name) and target.id not in bound:
+                    bound.add(target.id)
+                    grown = True
+        if not grown:
+            break
     return modules, imported_low
+
+
+def _is_type_query(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name)
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) in TYPE_QUERIES)
 
 
 def _root(node: ast.expr) -> str | None:
@@ -88,15 +122,14 @@ def _low_precision(node: ast.AST, modules: set[str], imported_low: set[str]) -> 
         return node.id
     # a dtype by its string name (astype, np.dtype, Tensor.type); the last dotted part is the dtype
     if (isinstance(node, ast.Constant) and isinstance(node.value, str) and " " not in node.value
-            and node.value.rsplit(".", 1)[-1] in LOW_DTYPE_STRINGS):
+            and (node.value.rsplit(".", 1)[-1] in LOW_DTYPE_STRINGS or node.value in TF32_DOT_PRECISIONS)):
         return repr(node.value)
     if isinstance(node, ast.Call):
         return _low_precision_call(node)
     if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        enables = isinstance(node.value, ast.Constant) and node.value.value is True
-        if enables and any(isinstance(t, ast.Attribute) and t.attr == "allow_tf32" for t in targets):
-            return "allow_tf32 = True"
+        if _truthy(node.value) and any(isinstance(t, ast.Attribute) and t.attr == "allow_tf32" for t in targets):
+            return "allow_tf32 switched on"
     return None
 
 
@@ -111,8 +144,11 @@ def _low_precision_call(node: ast.Call) -> str | None:
             return f"set_float32_matmul_precision({argument.value!r})"
     for keyword in node.keywords:
         value = keyword.value
-        if keyword.arg == "input_precision" and isinstance(value, ast.Constant) and value.value in ("tf32", "tf32x3"):
-            return f"input_precision={value.value!r}"
-        if keyword.arg == "allow_tf32" and isinstance(value, ast.Constant) and value.value is True:
-            return "allow_tf32=True"
+        if keyword.arg == "allow_tf32" and _truthy(value):
+            return "allow_tf32 switched on"
     return None
+
+
+def _truthy(node: ast.expr | None) -> bool:
+    """A constant that switches a flag on (True, 1, "yes"); a name or call is not known here."""
+    return isinstance(node, ast.Constant) and bool(node.value)

@@ -128,8 +128,9 @@ def row_sum(x, out, m, n):
 
 def test_legit_names_like_low_precision_types_are_not_flagged(task_dir: Path) -> None:
     """Legitimate (static only): a variable `half`, a helper `half()`, an attribute `.half` of the candidate's own
-    object, the word in a string and torch.float32 itself raise no precision finding: the tree knows what each
-    name is bound to, where a word check rejected them."""
+    object, the word in a string, torch.float32 itself, a dtype test against half types, torch.finfo of one and
+    TF32 switched off raise no precision finding: the tree knows what each name is bound to and that a comparison
+    converts nothing, where a word check rejected them."""
     assert static_messages(task_dir, KERNEL + '''
 LABEL = "half of the rows, float16 is not used"
 
@@ -145,7 +146,9 @@ def half(n):
 def row_sum(x, out, m, n):
     rows = half(m) + Split().half
     assert x.dtype == torch.float32 and rows >= 0
-    launch(x, out, m, n)
+    assert x.dtype not in (torch.float16, torch.bfloat16) and torch.finfo(torch.float16).max > 0
+    with torch.backends.cudnn.flags(allow_tf32=False):
+        launch(x, out, m, n)
 ''') == []
 
 
@@ -177,6 +180,12 @@ EVASIONS = {
     # a dtype by its string name, and TF32 switched on for every matmul
     "dtype_as_a_string": "import numpy\ndef cast(a):\n    return a.astype('float16')\n",
     "tf32_for_every_matmul": "torch.set_float32_matmul_precision('high')\n",
+    # the red team's review: a module or a dtype aliased by assignment, a truthy non-True switch, a precision word
+    # held in a variable
+    "module_aliased_by_assignment": "T = torch\ndef cast(x):\n    return x.to(T.float16).float()\n",
+    "dtype_aliased_by_assignment": "h = torch.bfloat16\ndef cast(x):\n    return x.to(h).float()\n",
+    "tf32_switched_on_by_one": "def lin(x):\n    with torch.backends.cudnn.flags(allow_tf32=1):\n        return x\n",
+    "tf32_word_in_a_variable": "PRECISION = 'tf32'\n",
 }
 
 
