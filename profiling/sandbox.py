@@ -273,6 +273,17 @@ class Spawned:
         """Whether every thread is stopped by a signal (state T in /proc/PID/task/*/stat)."""
         return self._every_thread("stat", lambda text: text.rpartition(")")[2].split()[:1] in (["T"], ["t"]))
 
+    def thread_cpu_ns(self) -> dict[int, int]:
+        """Each live thread's time on a CPU so far (ns, the first field of /proc/PID/task/TID/schedstat; a thread
+        running while this reads shows what the scheduler last accounted, up to a tick behind; a stopped thread's
+        is exact). Empty when the process is gone."""
+        times = {}
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{self.pid}/task"):
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    times[int(tid)] = int(Path(f"/proc/{self.pid}/task/{tid}/schedstat").read_text().split()[0])
+        return times
+
     def _every_thread(self, name: str, holds: Callable[[str], object]) -> bool:
         """Whether /proc/PID/task/*/NAME holds for every thread (a thread that just ended is passed over); False
         when the process is gone."""

@@ -82,6 +82,10 @@ STAMP_BYTES = 16
 # cores, modes_missing_openmp's fast version per call: ACTIVE 7.6 ms (spread 0.3-14 ms), PASSIVE 0.36 ms, against
 # the serial original's 2.1 ms (scratch run of profiling/paired.py, 20 calls per side).
 SERVED_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+# CPU time a thread of a stopped CPU harness may show between the judge's waking at "done" and its stop without
+# having worked on: a sleeping thread is woken to take the SIGSTOP. Measured on the 2-core VM: at most 0.006 ms for
+# the harness alone, an OpenMP pool or two pthreads (scratch/after_done_probe.py, 200 calls each)
+AFTER_DONE_SLACK_NS = 50_000
 LIFETIME_S = 3600.0  # CPU seconds a kernel process may use in all (twice this, by sandbox.Limits' rule)
 
 
@@ -102,6 +106,9 @@ class CallTime:
     # the judge's own L2 flush right after the call's outputs were fetched (interpreted GPU processes; 0 where none
     # ran): it waits while the call left work running on the device
     settle_ms: float = 0.0
+    # a CPU harness's threads once it said "done" (0 when none worked on): from "done" to when the judge woke, and
+    # the busiest thread's CPU time from then until it stopped; nothing of a call may run after "done"
+    after_done_ms: float = 0.0
 
 
 class ProtocolError(Exception):
@@ -224,6 +231,11 @@ class KernelProcess:
             with contextlib.suppress(BufferError):  # a view still held elsewhere: freed with it
                 buffer.memory.close()
 
+    @property
+    def pid(self) -> int | None:
+        """Its process id (None before spawn())."""
+        return self._process.pid if self._process is not None else None
+
     def __enter__(self) -> KernelProcess:
         return self
 
@@ -292,6 +304,11 @@ class KernelProcess:
             finished = self._stamp_ns
         self._expect("done", deadline, during)
         done = self._stamp_ns
+        # a CPU harness's threads must rest once it says "done" (a worker it only signalled would finish the
+        # outputs while the judge wakes and stops it): their CPU time now and once stopped
+        watch = self.windowed and not self.staged
+        if watch:
+            woke, awake = _realtime_ns(), self._process.thread_cpu_ns()
         fetch_ms = settle_ms = 0.0
         if fetch:  # at once: nothing of the judge's between "done" and the copy back
             self._channel.send(b"fetch")
@@ -302,10 +319,16 @@ class KernelProcess:
         if settle is not None:
             settle_ms = settle()
         self._stop()
+        if watch:
+            stopped_ns = _realtime_ns()
+            after_done_ms = work_after_done_ms(awake, self._process.thread_cpu_ns(), main=self._process.pid,
+                                               waking_ns=woke - done, stopping_ns=stopped_ns - woke)
+        else:
+            after_done_ms = 0.0
         if not self.windowed:
             finished = done
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
-                        settle_ms=settle_ms)
+                        settle_ms=settle_ms, after_done_ms=after_done_ms)
 
     def last_cpu(self) -> int | None:
         """The CPU its main thread last ran on (field 39 of /proc/PID/stat), where a stopped process resumes; None
@@ -420,6 +443,26 @@ class KernelProcess:
             raise ProtocolError(f"the {self.who} has {len(others)} other process(es) running (pids "
                                 f"{', '.join(map(str, sorted(others)[:5]))}): a kernel process must be alone, since a "
                                 "process of its own is not stopped between calls", "deviation")
+
+
+def work_after_done_ms(awake: dict[int, int], stopped: dict[int, int], *, main: int, waking_ns: int,
+                       stopping_ns: int) -> float:
+    """What a CPU harness's threads did after its "done" (ms; 0 when none worked on), from each thread's CPU time
+    (ns) when the judge woke to "done" (`awake`, `waking_ns` after it) and once the process stopped (`stopping_ns`
+    after the waking). When a thread gained more than AFTER_DONE_SLACK_NS between (a thread born after the waking:
+    all its time), the whole stretch from "done" to the stop counts: whatever it finished there is in the outputs
+    the judge reads. A thread's gain is bounded by the stretch's length: a thread running at the waking reads up to
+    a scheduler tick stale (a spinning pool's worker read up to 4 ms on the H100 host for 0.1 ms of wall time).
+
+    The main thread is passed over: the harness's own, it sends "done" from the body's end and blocks for the next
+    word, and its reading at the waking is stale the same way (it ran the body without sleeping). A thread that
+    finished before the judge woke is not seen: that much (the judge's wake-up, tens of microseconds) stays open.
+    On 2 cores the judge's waking thread often takes the core such a thread runs on, which then shows no time: it
+    is caught half done, or its work is timed in the next call it shares a core with."""
+    busiest_ns = max((cpu - awake.get(tid, 0) for tid, cpu in stopped.items() if tid != main), default=0)
+    if min(busiest_ns, max(stopping_ns, 0)) <= AFTER_DONE_SLACK_NS:
+        return 0.0
+    return (max(waking_ns, 0) + max(stopping_ns, 0)) / 1e6
 
 
 def _realtime_ns() -> int:

@@ -458,6 +458,8 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     settle_ms: dict[str, list[float]] = {"original": [], "candidate": []}
     flip, last_side = False, ""
     for round_index in range(spec.rounds):
+        if round_index and not pair.candidate.staged:
+            pair.renew(swap=round_index % 2 == 1)  # fresh processes every round (Pair.renew): milliseconds on a CPU
         times["original"].append([])
         times["candidate"].append([])
         for trial in range(spec.warmup + spec.trials):
@@ -507,6 +509,8 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     elif windows:
         _hidden_work({side: [t.outer_ms - t.duration_ms for r in times[side] for t in r] for side in times},
                      baseline_ms)
+        _hidden_work({side: [t.after_done_ms for r in times[side] for t in r] for side in times}, baseline_ms,
+                     where="after its call said 'done' (threads of it still working when the judge woke)")
     estimate = estimate_speedup(baseline, candidate, "judge_clock")
     _score(session, verdict, estimate, pair.config, context={})
     what = ("whole call (copies staged in round trips of their own, the L2 flushed by the judge)" if whole_call

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from perfforge.verdict import Status
+from profiling.served import work_after_done_ms
 from profiling.validate import (
     FLUSH_WAIT_FLOOR_MS,
     HIDDEN_WORK_SHARE,
@@ -119,3 +120,56 @@ def test_the_flush_wait_allowed_is_bounded_below_by_the_floor_and_a_share_of_the
 def test_no_flusher_means_no_check() -> None:
     """Without a GPU no flush ran (0 ms recorded on both sides): nothing to compare."""
     _device_busy_after({"original": [0.0] * 10, "candidate": [0.0] * 10}, baseline_ms=1.0)
+
+
+# --- a CPU harness's threads after "done" (served.work_after_done_ms) ------------------------------------------
+
+MAIN = 100  # the harness's main thread
+
+
+def test_threads_asleep_at_done_show_nothing() -> None:
+    """A pool whose threads slept before "done" (an OpenMP pool, joined pthreads): taking the SIGSTOP costs each a
+    few microseconds, under the slack."""
+    awake = {MAIN: 5_000_000, 101: 2_000_000, 102: 2_100_000}
+    stopped = {MAIN: 5_200_000, 101: 2_004_000, 102: 2_106_000}
+    assert work_after_done_ms(awake, stopped, main=MAIN, waking_ns=40_000, stopping_ns=120_000) == 0.0
+
+
+def test_the_main_threads_stale_reading_is_passed_over() -> None:
+    """The main thread ran the body without sleeping: its reading at the waking lags by up to a tick (the 2-core
+    VM showed up to 0.17 ms), which is not work after "done"."""
+    assert work_after_done_ms({MAIN: 1_000_000}, {MAIN: 4_000_000}, main=MAIN, waking_ns=40_000,
+                              stopping_ns=120_000) == 0.0
+
+
+def test_a_worker_still_running_counts_from_done_to_the_stop() -> None:
+    """Attack: the body signals a worker and returns; the worker computes on after "done". It worked after the
+    judge's waking, so everything from "done" to the stop counts (0.04 ms of waking, 0.3 ms to the stop)."""
+    awake = {MAIN: 1_000_000, 101: 2_000_000}
+    stopped = {MAIN: 1_010_000, 101: 2_300_000}
+    assert work_after_done_ms(awake, stopped, main=MAIN, waking_ns=40_000, stopping_ns=300_000) == pytest.approx(0.34)
+
+
+def test_a_stale_reading_counts_no_more_than_the_stretch() -> None:
+    """A spinning worker was running at the waking: its reading lagged by a tick (4 ms), but it cannot have worked
+    longer than the 0.12 ms from the waking to the stop."""
+    awake = {MAIN: 1_000_000, 101: 2_000_000}
+    stopped = {MAIN: 1_010_000, 101: 6_000_000}
+    assert work_after_done_ms(awake, stopped, main=MAIN, waking_ns=40_000, stopping_ns=120_000) == pytest.approx(0.16)
+
+
+def test_a_thread_born_after_the_waking_counts() -> None:
+    """Attack: a thread started on the way out of the call, after the judge's reading: all its time is after."""
+    assert work_after_done_ms({MAIN: 1_000_000}, {MAIN: 1_000_000, 103: 900_000}, main=MAIN, waking_ns=10_000,
+                              stopping_ns=950_000) == pytest.approx(0.96)
+
+
+def test_work_after_done_in_most_calls_is_refused_and_a_rare_one_is_noise() -> None:
+    """The check takes the median of the paired calls: a worker caught in transit once (a stale reading) passes,
+    one that works on after every call is refused once it exceeds a tenth of the original's call."""
+    rare = {"original": [0.0] * 40, "candidate": [0.0] * 39 + [3.0]}
+    _hidden_work(rare, baseline_ms=2.0)
+    steady = {"original": [0.0] * 40, "candidate": [0.5] * 40}
+    with pytest.raises(_Stop) as stop:
+        _hidden_work(steady, baseline_ms=2.0, where="after its call said 'done'")
+    assert stop.value.status is Status.REJECTED and "after its call said 'done'" in stop.value.reason
