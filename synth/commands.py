@@ -100,13 +100,15 @@ def run_import_kernelbench(config: ImportKernelbenchConfig) -> int:
 
 def run_baseline_kernelbench(config: BaselineKernelbenchConfig) -> int:
     from perfforge.task import find_tasks
-    from synth.kernelbench_baseline import measure, write_baseline
+    from synth.kernelbench_baseline import measure, read_baseline, write_baseline
 
     assert config.tasks is not None  # validate() said so
     task_dirs = [task.root for task in find_tasks(config.tasks) if task.target == "torch"]
     if not task_dirs:
         raise ConfigError(f"{config.tasks}: no torch tasks; import them with `perfforge import kernelbench`")
-    result = measure(task_dirs, mode=config.mode, trials=config.trials, warmup=config.warmup,
+    done = read_baseline(config.out) if config.resume else {}
+    result = measure(task_dirs, mode=config.mode, trials=config.trials, warmup=config.warmup, jobs=config.jobs,
+                     done=done, on_result=lambda partial: write_baseline(config.out, partial),
                      log=lambda line: print(line, file=sys.stderr))
     write_baseline(config.out, result)
     measured = sum(len(level) for level in result.timings.values())

@@ -166,10 +166,18 @@ class BaselineKernelbenchConfig:
     mode: str = field(default="eager", metadata={"help": "eager, or compile (torch.compile of the reference)"})
     trials: int = field(default=100, metadata={"help": "timed forwards per problem (KernelBench times 100)"})
     warmup: int = field(default=3, metadata={"help": "untimed forwards before them"})
+    # torch.compile spends minutes of CPU per problem before the first forward: preparing several at once is where
+    # a whole level's compile baseline saves its time, and a lock keeps every timed forward alone on the device
+    jobs: int = field(default=1, metadata={
+        "help": "problems prepared (built, compiled) at once; their timed forwards still run one at a time"})
+    resume: bool = field(default=False, metadata={
+        "help": "keep the problems --out already holds and measure only the others (an interrupted run goes on)"})
 
     def validate(self) -> None:
         if self.tasks is None:
             raise ConfigError("give the directory of tasks `perfforge import kernelbench` wrote")
+        if self.jobs < 1:
+            raise ConfigError(f"--jobs {self.jobs}: at least 1")
         if self.mode not in ("eager", "compile"):
             raise ConfigError(f"--mode {self.mode!r}: expected eager or compile")
         if self.trials < 1 or self.warmup < 0:

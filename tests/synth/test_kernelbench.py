@@ -311,3 +311,23 @@ def test_the_eager_baseline_is_written_in_kernelbench_layout(checkout: Path, tmp
     assert list(timings["level1"]) == ["19_ReLU.py"] and list(timings["level2"]) == ["3_Linear_ReLU.py"]
     relu = timings["level1"]["19_ReLU.py"]
     assert relu["num_trials"] == 3 and relu["device"] == "cpu" and 0 < relu["min"] <= relu["mean"] <= relu["max"]
+
+
+def test_a_baseline_prepares_problems_at_once_and_resumes(checkout: Path, tmp_path: Path) -> None:
+    """--jobs 2 prepares two problems at once (their timed forwards take the lock alone) and writes the same layout;
+    --resume keeps what the file holds (a sentinel here) and measures only the rest; a file that is not a baseline
+    is refused with one line."""
+    import json
+
+    tasks = tmp_path / "tasks"
+    assert main(["import", "kernelbench", str(checkout), "--out", str(tasks), "--level", "1", "2"]) == 0
+    (tasks / "kb_l2_008_two_outputs" / "problem.py").write_text("raise SystemExit('broken problem')\n")
+    out = tmp_path / "baseline.json"
+    out.write_text(json.dumps({"level1": {"19_ReLU.py": {"mean": -7.0}}}))
+    assert main(["baseline", "kernelbench", str(tasks), "--out", str(out), "--trials", "2", "--warmup", "1",
+                 "--jobs", "2", "--resume"]) == 0
+    timings = json.loads(out.read_text())
+    assert timings["level1"]["19_ReLU.py"] == {"mean": -7.0}  # kept, not measured again
+    assert list(timings["level2"]) == ["3_Linear_ReLU.py"] and timings["level2"]["3_Linear_ReLU.py"]["num_trials"] == 2
+    out.write_text("[1, 2]")
+    assert main(["baseline", "kernelbench", str(tasks), "--out", str(out), "--resume"]) != 0
