@@ -9,6 +9,7 @@ reference).
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,8 +62,42 @@ _UNSERVED_C_LIKE = tuple(name for name in _C_LIKE if not TARGETS.get(name).binar
 
 
 def strip_comments(code: str, language: str) -> str:
-    """Comments replaced by spaces, newlines kept, so line numbers still hold (perfforge.records.blank_comments)."""
-    return blank_comments(code, language)
+    """Comments replaced by spaces, newlines kept, so line numbers still hold (perfforge.records.blank_comments);
+    in Python, docstrings too (a string standing alone as a statement never runs: an answer's docstring that
+    wrote "x @ w.T" was refused as a matmul on the H100). Other strings stay: load_inline's CUDA sources are read,
+    and a string handed to eval would run."""
+    blanked = blank_comments(code, language)
+    return _blank_docstrings(blanked) if language == "python" else blanked
+
+
+def _blank_docstrings(code: str) -> str:
+    """Every string that stands alone as a statement replaced by spaces (newlines kept); the code as it is when it
+    does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return code
+    starts = [0]
+    for line in code.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    text = list(code)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                and node.end_lineno is not None and node.end_col_offset is not None):
+            # ast's columns count UTF-8 bytes; the lines here are characters: map through the line's bytes
+            begin = _offset(code, starts, node.lineno, node.col_offset)
+            end = _offset(code, starts, node.end_lineno, node.end_col_offset)
+            for index in range(begin, end):
+                if text[index] != "\n":
+                    text[index] = " "
+    return "".join(text)
+
+
+def _offset(code: str, starts: list[int], line: int, byte_column: int) -> int:
+    """The character offset of a (1-based line, UTF-8 byte column) position."""
+    begin = starts[line - 1]
+    end = starts[line] if line < len(starts) else len(code)
+    return begin + len(code[begin:end].encode("utf-8")[:byte_column].decode("utf-8", errors="ignore"))
 
 
 def _matches(code: str, pattern: str, message: str) -> list[tuple[int, str]]:

@@ -202,6 +202,7 @@ TORCH_EVASIONS = {
     "nn_functional_without_torch_prefix": "def lin(x, w):\n    return nn.functional.linear(x, w)\n",
     "matmul_operator": "def lin(x, w):\n    return x @ w.t()\n",
     "aten_op": "def lin(x, w):\n    return torch.ops.aten.mm(x, w.t())\n",
+    "matmul_in_an_eval_string": "def lin(x, w):\n    return eval('x @ w.t()')\n",
 }
 
 
@@ -212,6 +213,15 @@ def test_torch_library_evasion_is_flagged(kb_tasks: Path, name: str) -> None:
     source = TRITON_RELU + TORCH_EVASIONS[name] + "\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n" \
         "        return relu(x)\n"
     assert static_messages(kb_tasks / "kb_l2_003_linear_re_lu", source)
+
+
+def test_docstrings_that_name_library_operators_pass(kb_tasks: Path) -> None:
+    """Innocent: docstrings that describe the math ("y = relu(x @ w.T + b)", torch.matmul in prose) never run. A
+    Triton GEMM answer whose kernel's docstring said "x @ w.T" was refused as a matmul on the H100."""
+    source = ('"""Replaces torch.matmul(x, w) and F.linear: y = relu(x @ w.T + b)."""\n' + TRITON_RELU
+              + '\n\nclass ModelNew(nn.Module):\n    """x @ w.T, in Triton."""\n\n    def forward(self, x):\n'
+              '        """Not torch.mm(x, w)."""\n        return relu(x)\n')
+    assert not static_messages(kb_tasks / "kb_l2_003_linear_re_lu", source)
 
 
 # ------------------------------------------------------------------------------------------------- the filter
