@@ -25,6 +25,11 @@ def run_eval(config: EvalConfig) -> int:
     from eval.suites import collect
 
     config.validate()
+    baselines = None
+    if config.baseline_eager is not None and config.baseline_compile is not None:
+        from eval.baselines import read_baselines
+
+        baselines = read_baselines(config.baseline_eager, config.baseline_compile)  # a bad file fails before any work
     lock = _lock(config.out)  # noqa: F841 (held until this process exits)
     configurations = parse(config.models)
     trained = trained_patterns(configurations)
@@ -67,7 +72,7 @@ def run_eval(config: EvalConfig) -> int:
     if config.report and rows:
         from eval.report import write_report
 
-        for name, path in write_report(config.out, rows, title=config.title).items():
+        for name, path in write_report(config.out, rows, title=config.title, baselines=baselines).items():
             print(f"{name:>12}: {path}")
     return 0
 

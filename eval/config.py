@@ -72,6 +72,12 @@ class EvalConfig:
         "help": "address of a running Dask scheduler (tcp://host:8786) for --executor dask"})
     jobs: int = field(default=1, metadata={
         "help": "CPU workers of the local Dask cluster --executor dask starts without --cluster (plus one per GPU)"})
+    baseline_eager: Path | None = field(default=None, metadata={
+        "help": "kernelbench suite: the eager baseline JSON (perfforge baseline kernelbench --mode eager, or "
+                "KernelBench's published results/timing/<GPU>/ file); with --baseline-compile, the report also "
+                "reads every kernelbench row against torch.compile (eval/baselines.py)"})
+    baseline_compile: Path | None = field(default=None, metadata={
+        "help": "kernelbench suite: the torch.compile baseline JSON of the same GPU (--mode compile)"})
     report: bool = field(default=True, metadata={"help": "write report.md and report.html from the results"})
     title: str = field(default="perfforge evaluation", metadata={"help": "the report's title"})
     request_timeout_s: float = field(default=900.0, metadata={"help": "seconds one generation request may take"})
@@ -99,6 +105,9 @@ class EvalConfig:
             parse_sources(variant.split(","))  # an unknown source is an error before anything runs
         if not self.models and not self.human:
             raise ConfigError("nothing to evaluate: give --models or keep --human")
+        if (self.baseline_eager is None) != (self.baseline_compile is None):
+            raise ConfigError("--baseline-eager and --baseline-compile go together: speedups against torch.compile "
+                              "need both files' times of the same GPU")
 
     def source_variants(self) -> list[str]:
         return list(SOURCES_ABLATION) if self.ablate_sources else list(self.sources)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval import metrics, plots
+from eval.baselines import Baselines, against_compile
 from perfforge.io import atomic_path, read_json, write_text
 from perfforge.records import EvalRecord, Profile
 from perfforge.verdict import Status
@@ -61,15 +62,17 @@ Block = Heading | Paragraph | Table | Figure
 
 
 def write_report(out_dir: Path, rows: list[EvalRecord], *, title: str, stall_tasks: list[str] | None = None,
-                 profiles_root: Path | None = None) -> dict[str, Path]:
+                 profiles_root: Path | None = None, baselines: Baselines | None = None) -> dict[str, Path]:
     """Write report.md, report.html and figures/*.png under out_dir; returns each written file by its path
     relative to out_dir (report.md, report.html, figures/NAME.png).
 
     profiles_root (default out_dir) is what the rows' profile_before and profile_after are relative to.
     stall_tasks: the tasks whose per-line stall figure is drawn; default up to MAX_STALL_TASKS tasks with a
-    profiled improved best candidate, the largest speedup first.
+    profiled improved best candidate, the largest speedup first. baselines: KernelBench's eager and compile
+    baseline times, for the kernelbench rows' section against torch.compile (eval/baselines.py).
     """
-    blocks = build_blocks(rows, title=title, stall_tasks=stall_tasks, profiles_root=profiles_root or out_dir)
+    blocks = build_blocks(rows, title=title, stall_tasks=stall_tasks, profiles_root=profiles_root or out_dir,
+                          baselines=baselines)
     written: dict[str, Path] = {}
     for block in blocks:
         if isinstance(block, Figure):
@@ -91,11 +94,13 @@ def _write_bytes(path: Path, data: bytes) -> None:
 
 
 def build_blocks(rows: Sequence[EvalRecord], *, title: str, stall_tasks: list[str] | None,
-                 profiles_root: Path) -> list[Block]:
+                 profiles_root: Path, baselines: Baselines | None = None) -> list[Block]:
     """Results first (a reader opens the report for the numbers), then how to read them."""
     blocks: list[Block] = [Heading(1, title), Paragraph(overview(rows))]
     if rows:
         blocks += _summary_section(rows)
+        if baselines is not None:
+            blocks += _compile_section(rows, baselines)
         blocks += _tasks_section(rows)
         blocks += _ablation_sections(rows)
         blocks += _generalisation_section(rows)
@@ -155,6 +160,24 @@ def _summary_section(rows: Sequence[EvalRecord]) -> list[Block]:
                    "rows without one.", plots.speedup_distribution(rows)),
             Figure("fast_p", "fast_p against the threshold p, per configuration and variant.",
                    plots.fast_p_curves(rows))]
+
+
+def _compile_section(rows: Sequence[EvalRecord], baselines: Baselines) -> list[Block]:
+    """The kernelbench rows against torch.compile: the summary's table over the joined rows."""
+    join = against_compile(list(rows), baselines)
+    how = (f"KernelBench's second baseline. Each kernelbench row's speedup is the judge's (against the eager "
+           f"reference, both served) times the compiled reference's time over the eager one's, from "
+           f"{baselines.compile_path.name} and {baselines.eager_path.name} (CUDA events on the same GPU): a ratio "
+           "of ratios, so the judge's clock and the baselines' never meet. A row is proven faster when its scaled "
+           "95% interval lies above 1.")
+    if join.missing:
+        how += f" {join.missing} kernelbench row(s) whose problem is missing from either file are left out."
+    if not join.rows:
+        return [Heading(2, "Against torch.compile"), Paragraph(how + " No kernelbench row has both baselines.")]
+    headers = ["configuration", "variant", "tasks", "rows", "correct (fast_0)",
+               *(metrics.fast_key(p) for p in metrics.FAST_PS if p > 0), "geomean [95% CI]", "geomean, correct only"]
+    table = Table(headers, [_summary_cells(e)[:len(headers)] for e in metrics.summary_table(join.rows)])
+    return [Heading(2, "Against torch.compile"), Paragraph(how), table]
 
 
 def _summary_cells(e: dict) -> list[str]:
