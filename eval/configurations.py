@@ -5,6 +5,9 @@
                     perfforge train output directory (adapter/ and splits.json: its held-out patterns label
                     the catalogue suite's split)
     NAME=URL#MODEL  any OpenAI-compatible endpoint, asked for MODEL
+    NAME=answers:DIR  answers written elsewhere, replayed as the model's (one candidate, one round): DIR holds
+                    <task name>.<suffix> per task, or KernelBench's samples (level_L_problem_P_sample_S_kernel.py,
+                    the lowest S) for kernelbench tasks; a task without one is an unparsable row
 
 The human-optimised reference is not a model: it is the configuration "human" (eval.runner measures it).
 """
@@ -18,10 +21,13 @@ from pathlib import Path
 
 from perfforge.errors import ConfigError
 from perfforge.io import read_json
+from perfforge.task import Task
+from synth.kernelbench import META_FILE as KERNELBENCH_META_FILE
 
 HUMAN = "human"
 BASE = "base"
 ADAPTER_FILE = "adapter_config.json"
+ANSWERS_PREFIX = "answers:"
 
 
 @dataclass(frozen=True)
@@ -33,11 +39,12 @@ class ModelConfiguration:
     url: str | None = None  # an external endpoint's base URL
     model: str | None = None  # the model name an external endpoint serves
     training_run: Path | None = None  # the perfforge train directory the adapter came from
+    answers: Path | None = None  # a directory of answers written elsewhere, replayed (answer_for)
 
     @property
     def served(self) -> bool:
-        """Answered by the server eval starts (or --url), not by an external endpoint."""
-        return self.url is None
+        """Answered by the server eval starts (or --url), not by an external endpoint nor by replayed answers."""
+        return self.url is None and self.answers is None
 
 
 def parse(specs: list[str]) -> list[ModelConfiguration]:
@@ -55,7 +62,12 @@ def _parse_one(spec: str) -> ModelConfiguration:
         return ModelConfiguration(BASE)
     name, sep, value = spec.partition("=")
     if not sep or not name or not value or "/" in name:
-        raise ConfigError(f"--models {spec!r}: write base, NAME=ADAPTER_DIR or NAME=URL#MODEL")
+        raise ConfigError(f"--models {spec!r}: write base, NAME=ADAPTER_DIR, NAME=URL#MODEL or NAME=answers:DIR")
+    if value.startswith(ANSWERS_PREFIX):
+        directory = Path(value[len(ANSWERS_PREFIX):])
+        if not directory.is_dir():
+            raise ConfigError(f"--models {spec!r}: {directory} is not a directory of answers")
+        return ModelConfiguration(name, answers=directory)
     if value.startswith(("http://", "https://")):
         url, _, model = value.partition("#")
         if not model:
@@ -68,6 +80,22 @@ def _parse_one(spec: str) -> ModelConfiguration:
         return ModelConfiguration(name, adapter=path / "adapter", training_run=path)
     raise ConfigError(f"--models {spec!r}: {path} holds no {ADAPTER_FILE} (nor adapter/{ADAPTER_FILE}); give a "
                       "LoRA adapter or a perfforge train output directory")
+
+
+def answer_for(directory: Path, task: Task) -> str | None:
+    """The answer a directory holds for `task`: <task name><the source's suffix>, or for a KernelBench task its
+    samples' file (level_L_problem_P_sample_S_kernel.py, the lowest S); None when there is none."""
+    own = directory / f"{task.name}{task.source_path.suffix}"
+    if own.is_file():
+        return own.read_text(encoding="utf-8", errors="replace")
+    meta = task.root / KERNELBENCH_META_FILE
+    if meta.is_file():
+        info = read_json(meta)
+        samples = sorted(directory.glob(f"level_{info['level']}_problem_{info['problem_id']}_sample_*_kernel.py"),
+                         key=lambda path: int(path.name.split("_sample_")[1].split("_")[0]))
+        if samples:
+            return samples[0].read_text(encoding="utf-8", errors="replace")
+    return None
 
 
 def trained_patterns(configurations: list[ModelConfiguration]) -> dict[str, str]:

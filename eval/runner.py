@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.config import EvalConfig
-from eval.configurations import HUMAN, Endpoints, ModelConfiguration
+from eval.configurations import ANSWERS_PREFIX, HUMAN, Endpoints, ModelConfiguration, answer_for
 from eval.metrics import TRUSTED_TIMED_STATUSES, best_attempt_key, format_variant
 from eval.results import RESULTS_FILE, ResultsTable
 from eval.suites import SuiteTask
@@ -192,11 +192,13 @@ class Evaluation:
         original = RunLayout(out).original_profile
         if not original.is_file() and measure.get("profile"):
             write_json(original, measure["profile"])  # the loop reads it instead of profiling the original again
+        replay = configuration.answers is not None  # one answer per task: one candidate, one round
         loop_config = OptimizeConfig(
-            task=item.task.root, out=out, backend="openai", candidates=variant.candidates, rounds=variant.rounds,
-            temperature=self.config.temperature, max_tokens=self.config.max_tokens, seed=seed,
-            sources=variant.sources.split(","), token_budget=self.config.token_budget, bundle=self.config.bundle)
-        run = run_loop(item.task, loop_config, lambda: self.endpoints.backend(configuration.name),
+            task=item.task.root, out=out, backend="openai", candidates=1 if replay else variant.candidates,
+            rounds=1 if replay else variant.rounds, temperature=self.config.temperature,
+            max_tokens=self.config.max_tokens, seed=seed, sources=variant.sources.split(","),
+            token_budget=self.config.token_budget, bundle=self.config.bundle)
+        run = run_loop(item.task, loop_config, lambda: self._backend(configuration, item),
                        self.judge(out / "work", time_configs=False), _indented(self.log))
         if run.pending_bundle is not None:
             self.progress.pending.append(run.pending_bundle)
@@ -206,6 +208,14 @@ class Evaluation:
             return None  # its bundle is pending
         return self.model_row(item, configuration, variant, seed, measure, run.state.attempts, out, generalised,
                               focus=run.state.focus)
+
+    def _backend(self, configuration: ModelConfiguration, item: SuiteTask):  # noqa: ANN202 (a Backend)
+        if configuration.answers is None:
+            return self.endpoints.backend(configuration.name)
+        from inference.backends import ReplayBackend
+
+        return ReplayBackend(f"{ANSWERS_PREFIX}{configuration.answers}",
+                             answer_for(configuration.answers, item.task), item.task.language)
 
     def generalise(self, item: SuiteTask, out: Path, best: Path | None) -> dict[str, Any] | None:
         """The best candidate's speedup on every input configuration ({} when there is nothing to re-measure)."""
@@ -230,6 +240,8 @@ class Evaluation:
         row = self.base_row(item, configuration.name, variant.label, seed, measure, kind="model")
         row.model = attempts[0].model if attempts else ""
         row.sources, row.candidates, row.rounds = variant.sources, variant.candidates, variant.rounds
+        if configuration.answers is not None:  # replayed: one candidate in one round, whatever the variant says
+            row.candidates, row.rounds = 1, 1
         row.temperature, row.bottleneck = self.config.temperature, focus
         _set_attempts(row, attempts)
         row.machine = next((a.machine for a in attempts if a.machine), "")  # where candidates were judged

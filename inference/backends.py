@@ -23,6 +23,7 @@ from perfforge.errors import ConfigError, PerfforgeError
 from perfforge.llm_client import ChatClient, Completion
 from perfforge.llm_pool import ChatPool, split_urls
 from perfforge.models import resolve_model
+from perfforge.prompt import FENCE_LANGUAGE
 
 AUTO = "auto"
 
@@ -257,6 +258,26 @@ class TransformersBackend(Backend):
 
 def installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
+
+
+class ReplayBackend(Backend):
+    """Answers written elsewhere (by hand, by another tool, KernelBench samples made with a commercial model),
+    replayed as the model's: one completion holding the file in the answer format, whatever was asked, so the
+    loop judges, profiles and records it like any candidate. `code` None: no answer for this task (an empty
+    completion, which the loop records as unparsable)."""
+
+    name = "answers"
+
+    def __init__(self, source: str, code: str | None, language: str) -> None:
+        super().__init__(source)
+        self.code, self.language = code, language
+
+    def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
+                 seed: int | None = None, fence: str | None = None) -> list[Completion]:
+        if self.code is None:
+            return [Completion("", "stop", 0, 0)]
+        fence = FENCE_LANGUAGE.get(self.language, "")
+        return [Completion(f"```{fence}\n{self.code.rstrip()}\n```\n", "stop", 0, 0)]
 
 
 def make_backend(kind: str, model: str, *, url: str | None = None, api_key: str = "EMPTY",
