@@ -34,7 +34,8 @@ def run_eval(config: EvalConfig) -> int:
     configurations = parse(config.models)
     trained = trained_patterns(configurations)
     tasks = collect(config.suites, config.out, target=config.target, patterns=config.patterns,
-                    instances=config.instances, seed_base=config.seed_base, trained=trained)
+                    instances=config.instances, seed_base=config.seed_base, trained=trained,
+                    kernelbench_problems=config.kernelbench_problems)
     names = ["human"] * config.human + [c.name for c in configurations]
     variant_count = len(config.source_variants()) * len(config.candidates)
     log(f"{len(tasks)} task(s); configurations: {', '.join(names)}; {variant_count} variant(s) x "

@@ -72,6 +72,9 @@ class EvalConfig:
         "help": "address of a running Dask scheduler (tcp://host:8786) for --executor dask"})
     jobs: int = field(default=1, metadata={
         "help": "CPU workers of the local Dask cluster --executor dask starts without --cluster (plus one per GPU)"})
+    kernelbench_problems: list[str] = field(default_factory=list, metadata={
+        "help": "kernelbench suite: only these problems, as LEVEL/ID (1/88 2/76); default every problem of the "
+                "checkout"})
     baseline_eager: Path | None = field(default=None, metadata={
         "help": "kernelbench suite: the eager baseline JSON (perfforge baseline kernelbench --mode eager, or "
                 "KernelBench's published results/timing/<GPU>/ file); with --baseline-compile, the report also "

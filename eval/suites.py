@@ -39,9 +39,10 @@ class SuiteTask:
 
 
 def collect(specs: list[str], out: Path, *, target: str, patterns: list[str], instances: int, seed_base: int,
-            trained: dict[str, str]) -> list[SuiteTask]:
+            trained: dict[str, str], kernelbench_problems: list[str] | None = None) -> list[SuiteTask]:
     """Every task of every suite spec, in a stable order. `trained` maps pattern ids to train/eval as the
-    training runs under evaluation split them (empty when none is known)."""
+    training runs under evaluation split them (empty when none is known); kernelbench_problems: "LEVEL/ID" of
+    the KernelBench problems to take (all when empty)."""
     tasks: list[SuiteTask] = []
     for spec in specs:
         name, _, argument = spec.partition(":")
@@ -51,7 +52,8 @@ def collect(specs: list[str], out: Path, *, target: str, patterns: list[str], in
         elif name in ("tasks", "mined") and argument:
             tasks += [SuiteTask(name, task) for task in find_tasks(Path(argument))]
         elif name == "kernelbench" and argument:
-            tasks += kernelbench_tasks(Path(argument), out / "suites" / "kernelbench")
+            tasks += kernelbench_tasks(Path(argument), out / "suites" / "kernelbench",
+                                       only=parse_problems(kernelbench_problems or []))
         else:
             raise ConfigError(f"--suites {spec!r}: write catalogue, tasks:DIR, mined:DIR or kernelbench:DIR")
     seen: set[str] = set()
@@ -72,9 +74,20 @@ def catalogue_tasks(directory: Path, *, target: str, patterns: list[str], instan
                                          seeds=range(seed_base, seed_base + instances))]
 
 
-def kernelbench_tasks(checkout: Path, directory: Path) -> list[SuiteTask]:
-    """Every problem of the levels the checkout has (1-3), imported once (a task already under `directory` is
-    kept: rerunning an evaluation resumes it on the same tasks)."""
+def parse_problems(specs: list[str]) -> set[tuple[int, int]]:
+    """{(level, problem id)} of "LEVEL/ID" specs (1/88); one clear error for anything else."""
+    problems = set()
+    for spec in specs:
+        level, _, number = spec.partition("/")
+        if not (level.isdigit() and number.isdigit()):
+            raise ConfigError(f"--kernelbench-problems {spec!r}: write LEVEL/ID, e.g. 1/88 for level 1's problem 88")
+        problems.add((int(level), int(number)))
+    return problems
+
+
+def kernelbench_tasks(checkout: Path, directory: Path, *, only: set[tuple[int, int]] | None = None) -> list[SuiteTask]:
+    """Every problem of the levels the checkout has (1-3), or `only` those (level, id), imported once (a task
+    already under `directory` is kept: rerunning an evaluation resumes it on the same tasks)."""
     from synth.kernelbench import LEVELS, find_problems, import_problems
 
     present = [level for level in LEVELS
@@ -82,7 +95,9 @@ def kernelbench_tasks(checkout: Path, directory: Path) -> list[SuiteTask]:
     if not present:
         raise ConfigError(f"--suites kernelbench:{checkout}: no KernelBench/level1..3/ there; pass the root of your "
                           "KernelBench checkout")
-    problems = find_problems(checkout, present)
+    problems = [p for p in find_problems(checkout, present) if not only or (p.level, p.number) in only]
+    if only and not problems:
+        raise ConfigError(f"--kernelbench-problems: none of {sorted(only)} is in {checkout}")
     import_problems([p for p in problems if not (directory / p.task_name).is_dir()], directory)
     return [SuiteTask("kernelbench", load_task(directory / p.task_name)) for p in problems
             if (directory / p.task_name).is_dir()]

@@ -259,6 +259,20 @@ def test_the_kernelbench_suite_imports_once_and_resumes(checkout: Path, tmp_path
     marker = tmp_path / "eval" / "suites" / "kernelbench" / "kb_l1_019_re_lu" / "model_new.py"
     marker.write_text(marker.read_text() + "\n# kept\n")
     assert suite() == first and marker.read_text().endswith("# kept\n")  # not imported again
+    only = collect([f"kernelbench:{checkout}"], tmp_path / "eval", target="cpu", patterns=[], instances=1,
+                   seed_base=1, trained={}, kernelbench_problems=["2/3", "1/19"])
+    assert [item.key for item in only] == first[:2]
+
+
+@pytest.mark.parametrize(("problems", "message"), [(["1-19"], "write LEVEL/ID"), (["3/1"], "none of")])
+def test_a_bad_problem_selection_is_one_clear_error(checkout: Path, tmp_path: Path, problems: list[str],
+                                                    message: str) -> None:
+    from eval.suites import collect
+    from perfforge.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        collect([f"kernelbench:{checkout}"], tmp_path / "eval", target="cpu", patterns=[], instances=1, seed_base=1,
+                trained={}, kernelbench_problems=problems)
 
 
 def test_eval_rows_export_in_kernelbench_layout(tmp_path: Path) -> None:
