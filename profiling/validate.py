@@ -458,8 +458,9 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     settle_ms: dict[str, list[float]] = {"original": [], "candidate": []}
     flip, last_side = False, ""
     for round_index in range(spec.rounds):
-        if round_index and not pair.candidate.staged:
-            pair.renew(swap=round_index % 2 == 1)  # fresh processes every round (Pair.renew): milliseconds on a CPU
+        if round_index and not (pair.candidate.staged or pair.candidate.interpreted):
+            # fresh processes every round (Pair.renew): milliseconds for a C harness; an interpreter imports torch
+            pair.renew(swap=round_index % 2 == 1)
         times["original"].append([])
         times["candidate"].append([])
         for trial in range(spec.warmup + spec.trials):
