@@ -105,7 +105,9 @@ class Pair:
     candidate: KernelProcess
     rng: np.random.Generator
     fixed: dict[str, np.ndarray] = field(default_factory=dict)  # the original's fixed buffers after its set-up
-    _host_flusher: HostFlusher | None = None  # CPU pairs: made at the first timed call
+    # CPU pairs: made with the pair, before any thread of the judge is pinned to a kernel's core (it reads the CPUs
+    # the judge may use); its buffer at the first timed call
+    _host_flusher: HostFlusher | None = None
     _drawer: ThreadPoolExecutor | None = None  # draws the next call's inputs ahead (staged pairs: draw())
     _ahead: tuple[bool, Future[Inputs]] | None = None  # (edges, the draw under way)
     flusher: DeviceFlusher | None = None  # interpreted GPU pairs: the judge's own L2 flush (device_flush.py)
@@ -134,6 +136,8 @@ class Pair:
         try:
             if task.language == "python" and target_spec(task.target).gpu and Path(NVIDIA_CONTROL).exists():
                 pair.flusher = DeviceFlusher().start()  # its context starts beside the kernel processes'
+            elif not target_spec(task.target).gpu:
+                pair._host_flusher = HostFlusher()
             pair.original.spawn()
             pair.candidate.spawn()
         except BaseException:
@@ -276,7 +280,7 @@ class Pair:
             if process.interpreted and process.staged:  # its harness is not trusted with the copies or the flush
                 return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush, fetch=fetch)
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
-                if self._host_flusher is None:
+                if self._host_flusher is None:  # a Pair made by hand (tests): the CPUs read now
                     self._host_flusher = HostFlusher()
                 self._host_flusher.flush(cpu)
         with _failures_of(side), _judge_thread(cpu, on=False):

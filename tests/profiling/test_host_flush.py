@@ -54,3 +54,31 @@ def test_every_byte_is_written_once_per_flush() -> None:
         assert os.sched_getaffinity(0) == flusher.allowed  # the caller's own pin is the caller's business
     finally:
         flusher.close()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to slice over")
+def test_a_flusher_made_before_the_pin_uses_the_other_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge pins its thread to the kernel's core before it flushes. A flusher made there read the pin as all
+    it may use and flushed alone (the H100 host: 231 slice writes in 264 flushes); one made before the pin (with
+    the pair) writes a slice on every other core that shares the kernel core's last level."""
+    import profiling.host_flush as host_flush
+    from profiling.paired import _judge_thread
+
+    cpu = min(os.sched_getaffinity(0))
+    writes: list[int] = []
+    real = host_flush._write_on
+    monkeypatch.setattr(host_flush, "_write_on", lambda core, part, allowed: (writes.append(core),
+                                                                               real(core, part, allowed)))
+    early = HostFlusher()
+    sharing = host_flush.sharing_last_level(cpu, early.allowed)
+    try:
+        with _judge_thread(cpu, on=True):
+            late = HostFlusher()
+            early.flush(cpu)
+            late.flush(cpu)
+    finally:
+        early.close()
+        late.close()
+    assert late.allowed == {cpu}
+    slices = early.buffer.size // host_flush.MIN_SLICE_BYTES
+    assert sorted(writes) == sorted(c for c in sharing if c != cpu)[:slices - 1]
