@@ -169,7 +169,9 @@ class BaselineKernelbenchConfig:
     # torch.compile spends minutes of CPU per problem before the first forward: preparing several at once is where
     # a whole level's compile baseline saves its time, and a lock keeps every timed forward alone on the device
     jobs: int = field(default=1, metadata={
-        "help": "problems prepared (built, compiled) at once; their timed forwards still run one at a time"})
+        "help": "problems prepared (built, compiled) at once; their timed forwards still run one at a time, but "
+                "beside the others' CPU load (compiled means read up to 24% high on an H100 host: report --jobs 1 "
+                "figures)"})
     resume: bool = field(default=False, metadata={
         "help": "keep the problems --out already holds and measure only the others (an interrupted run goes on)"})
 

@@ -13,8 +13,9 @@ each trial timed by CUDA events around one forward (on a CPU, by the monotonic c
 With `jobs` above 1, that many problems are prepared at once and still timed one at a time: a process builds its
 model, moves it and the inputs to the device and makes its first forward (where torch.compile compiles, minutes of
 CPU) under a shared lock, and takes the lock alone for its warm-up and timed forwards. No forward of another problem
-runs on the device while one is timed; the compiles overlap. Their CPU load does not stop: on the H100 host, with
---jobs 10, trial spreads had a median of 1.2% but reached 26% on a launch-bound problem (docs/kernelbench.md).
+runs on the device while one is timed; the compiles overlap. Their CPU load does not stop, and it shows: on the
+H100 host, --jobs 10 read compiled means up to 24% above --jobs 1's (median 6%; docs/kernelbench.md). Report
+figures made with jobs=1.
 
     problem A: [ build, first forward (compile) | shared ] ......... [ warm-up, trials | exclusive ]
     problem B: [ build, first forward (compile) | shared ] [ warm-up, trials | exclusive ]
