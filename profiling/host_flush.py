@@ -74,9 +74,11 @@ class HostFlusher:
             buffer += 1  # read and written: every line passes through the cache
 
     def close(self) -> None:
+        """Its pool stopped and its buffer let go (64 MB a pair)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        self._buffer = None
 
 
 def _write_on(cpu: int, part: np.ndarray, allowed: frozenset[int]) -> None:

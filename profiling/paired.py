@@ -105,9 +105,9 @@ class Pair:
     candidate: KernelProcess
     rng: np.random.Generator
     fixed: dict[str, np.ndarray] = field(default_factory=dict)  # the original's fixed buffers after its set-up
-    # CPU pairs: made with the pair, before any thread of the judge is pinned to a kernel's core (it reads the CPUs
-    # the judge may use); its buffer at the first timed call
-    _host_flusher: HostFlusher | None = None
+    # the judge's host cache flush (CPU pairs): made with the pair, before any thread of the judge is pinned to a
+    # kernel's core (it reads the CPUs the judge may use); its buffer at the first flush
+    host_flusher: HostFlusher = field(default_factory=HostFlusher)
     _drawer: ThreadPoolExecutor | None = None  # draws the next call's inputs ahead (staged pairs: draw())
     _ahead: tuple[bool, Future[Inputs]] | None = None  # (edges, the draw under way)
     flusher: DeviceFlusher | None = None  # interpreted GPU pairs: the judge's own L2 flush (device_flush.py)
@@ -136,8 +136,6 @@ class Pair:
         try:
             if task.language == "python" and target_spec(task.target).gpu and Path(NVIDIA_CONTROL).exists():
                 pair.flusher = DeviceFlusher().start()  # its context starts beside the kernel processes'
-            elif not target_spec(task.target).gpu:
-                pair._host_flusher = HostFlusher()
             pair.original.spawn()
             pair.candidate.spawn()
         except BaseException:
@@ -145,14 +143,17 @@ class Pair:
             raise
         return pair
 
-    def ready(self) -> None:
-        """Wait for both set-ups (the original's first: its failure is the task's), compare what they declared."""
+    def ready(self, *, swap: bool = False) -> None:
+        """Wait for both set-ups and compare what they declared. The original's failure is the task's, whichever
+        declares first; `swap`: the candidate's buffers are made first (their pages come before the original's)."""
         try:
-            try:
-                self.original.handshake()
-            except ProtocolError as error:
-                raise OriginalFailed(error.reason) from None
-            self.candidate.handshake()
+            for process in (self.candidate, self.original) if swap else (self.original, self.candidate):
+                try:
+                    process.handshake()
+                except ProtocolError as error:
+                    if process is self.original:
+                        raise OriginalFailed(error.reason) from None
+                    raise
             self._agree()
             if self.flusher is not None and not (self.candidate.staged and self.flusher.wait_ready()):
                 self.flusher.close()
@@ -162,37 +163,22 @@ class Pair:
             raise
 
     def renew(self, *, swap: bool = False) -> None:
-        """Both processes replaced by fresh ones of the same builds, ready: new shared memory, new pages. A
-        process's pages stay where they were placed for its life, and their placement in the caches favours one
-        side by a few percent for a whole verdict (identical CPU code read 0.95x-1.09x with 95% intervals clear of
-        1 on the 2-core VM): timing rounds on fresh pairs put that spread into the noise floor and average it."""
+        """Both processes replaced by fresh ones of the same builds, ready (`swap`: the candidate's spawned and
+        declared first): new shared memory, new pages. A process's pages stay where they were placed for its life,
+        and their placement in the caches favours one side by a few percent for a whole verdict (identical CPU code
+        read 0.95x-1.09x with 95% intervals clear of 1 on the 2-core VM): timing rounds on fresh pairs put that
+        spread into the noise floor and average it."""
         for side in ("original", "candidate"):
             old: KernelProcess = getattr(self, side)
             old.close()
             setattr(self, side, KernelProcess(old.built, old.config, old.scratch, who=old.who,
                                               memory_bytes=old.limits.memory_bytes, interpreted=old.interpreted))
-        sides = [self.original, self.candidate]
-        if swap:
-            sides.reverse()
-        for process in sides:
+        for process in (self.candidate, self.original) if swap else (self.original, self.candidate):
             process.spawn()
-        try:
-            for process in sides:  # the buffers of the side that declares first are made first
-                try:
-                    process.handshake()
-                except ProtocolError as error:
-                    if process is self.original:
-                        raise OriginalFailed(error.reason) from None
-                    raise
-            self._agree()
-        except BaseException:
-            self.close()
-            raise
+        self.ready(swap=swap)
 
     def close(self) -> None:
-        if self._host_flusher is not None:
-            self._host_flusher.close()
-            self._host_flusher = None
+        self.host_flusher.close()
         if self.flusher is not None:
             self.flusher.close()
             self.flusher = None
@@ -280,9 +266,7 @@ class Pair:
             if process.interpreted and process.staged:  # its harness is not trusted with the copies or the flush
                 return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush, fetch=fetch)
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
-                if self._host_flusher is None:  # a Pair made by hand (tests): the CPUs read now
-                    self._host_flusher = HostFlusher()
-                self._host_flusher.flush(cpu)
+                self.host_flusher.flush(cpu)
         with _failures_of(side), _judge_thread(cpu, on=False):
             timed = process.call(timeout_s)
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)
