@@ -77,9 +77,9 @@ def _blank_docstrings(code: str) -> str:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return code
-    starts = [0]
-    for line in code.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    # line starts as Python's tokenizer counts lines (\r\n, \r or \n): str.splitlines also breaks at form feeds
+    # and other separators, and a candidate's \x0c in a string would shift every later docstring onto its code
+    starts = [0, *(match.end() for match in re.finditer(r"\r\n|\r|\n", code))]
     text = list(code)
     for node in ast.walk(tree):
         if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)

@@ -203,6 +203,10 @@ TORCH_EVASIONS = {
     "matmul_operator": "def lin(x, w):\n    return x @ w.t()\n",
     "aten_op": "def lin(x, w):\n    return torch.ops.aten.mm(x, w.t())\n",
     "matmul_in_an_eval_string": "def lin(x, w):\n    return eval('x @ w.t()')\n",
+    # a form feed inside a string: str.splitlines breaks there, the tokenizer does not, and line numbers computed
+    # the first way would have blanked the matmul's line in place of the docstring's
+    "form_feed_shifts_the_docstring_blanking": "S = 'a\x0cb'\ndef lin(x, w): return x @ w.t()\n"
+                                               "\"\"\"a string statement long enough to cover the line above\"\"\"\n",
 }
 
 
