@@ -266,7 +266,7 @@ class Pair:
             if process.interpreted and process.staged:  # its harness is not trusted with the copies or the flush
                 return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush, fetch=fetch)
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
-                self.host_flusher.flush(cpu)
+                self.host_flusher.flush(cpu, tuple(buffer.data() for buffer in process.buffers))
         with _failures_of(side), _judge_thread(cpu, on=False):
             timed = process.call(timeout_s)
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)

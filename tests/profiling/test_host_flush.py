@@ -1,5 +1,6 @@
-"""The judge's host cache flush (profiling/host_flush.py): which cores share the kernel's last level, and that every
-line of the buffer is written once per flush, whichever cores write it."""
+"""The judge's host cache flush (profiling/host_flush.py): a call's buffers evicted line by line and left as they
+were, the whole-buffer flush where eviction is not at hand, which cores share the kernel's last level, and that every
+line of that buffer is written once per flush, whichever cores write it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiling.host_flush import HostFlusher, parse_cpu_list, sharing_last_level
+import profiling.host_flush as host_flush
+from profiling.host_flush import HostFlusher, evict_lines, parse_cpu_list, sharing_last_level
 
 
 def _sysfs(root: Path, layout: dict[int, dict[int, str]]) -> Path:
@@ -41,6 +43,36 @@ def test_a_cpu_sysfs_says_nothing_about_is_flushed_alone(tmp_path: Path) -> None
     assert sharing_last_level(3, frozenset(range(8)), tmp_path) == (3,)
 
 
+@pytest.mark.skipif(evict_lines() is None, reason="no C compiler or no eviction instruction on this host")
+def test_a_calls_buffers_are_evicted_and_left_as_they_were() -> None:
+    """Eviction writes dirty lines back and drops them: the values stay, unaligned starts and odd sizes included,
+    and the whole-buffer flush is not used (its buffer is never made)."""
+    rng = np.random.default_rng(5)
+    backing = rng.standard_normal(100_003).astype(np.float32)
+    regions = (backing[3:], rng.integers(0, 255, 17, dtype=np.uint8), np.empty(0, np.float64))
+    before = [region.copy() for region in regions]
+    flusher = HostFlusher()
+    try:
+        flusher.flush(min(os.sched_getaffinity(0)), regions)
+        assert flusher._buffer is None
+    finally:
+        flusher.close()
+    for region, kept in zip(regions, before, strict=True):
+        assert np.array_equal(region, kept)
+
+
+def test_without_eviction_the_whole_buffer_is_flushed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No compiler (or an architecture without an eviction instruction): the call's buffers are not enough, every
+    line of the flush buffer is written instead."""
+    monkeypatch.setattr(host_flush, "evict_lines", lambda: None)
+    flusher = HostFlusher()
+    try:
+        flusher.flush(None, (np.ones(64, np.float32),))
+        assert np.all(flusher.buffer == 1)
+    finally:
+        flusher.close()
+
+
 def test_every_byte_is_written_once_per_flush() -> None:
     """Whichever slices go to which cores, each flush adds one to every byte of the buffer (nothing skipped, nothing
     written twice)."""
@@ -48,8 +80,8 @@ def test_every_byte_is_written_once_per_flush() -> None:
     try:
         cpu = min(os.sched_getaffinity(0))
         for _ in range(2):
-            flusher.flush(cpu)
-        flusher.flush(None)
+            flusher.flush_all(cpu)
+        flusher.flush_all(None)
         assert np.all(flusher.buffer == 3)
         assert os.sched_getaffinity(0) == flusher.allowed  # the caller's own pin is the caller's business
     finally:
@@ -61,7 +93,6 @@ def test_a_flusher_made_before_the_pin_uses_the_other_cores(monkeypatch: pytest.
     """The judge pins its thread to the kernel's core before it flushes. A flusher made there read the pin as all
     it may use and flushed alone (the H100 host: 231 slice writes in 264 flushes); one made before the pin (with
     the pair) writes a slice on every other core that shares the kernel core's last level."""
-    import profiling.host_flush as host_flush
     from profiling.paired import _judge_thread
 
     cpu = min(os.sched_getaffinity(0))
@@ -74,8 +105,8 @@ def test_a_flusher_made_before_the_pin_uses_the_other_cores(monkeypatch: pytest.
     try:
         with _judge_thread(cpu, on=True):
             late = HostFlusher()
-            early.flush(cpu)
-            late.flush(cpu)
+            early.flush_all(cpu)
+            late.flush_all(cpu)
     finally:
         early.close()
         late.close()
