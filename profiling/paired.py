@@ -266,7 +266,11 @@ class Pair:
             if process.interpreted and process.staged:  # its harness is not trusted with the copies or the flush
                 return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush, fetch=fetch)
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
-                self.host_flusher.flush(cpu, tuple(buffer.data() for buffer in process.buffers))
+                # the call's own buffers, not the fixed ones (set up once, the same every call, like the tables a
+                # process keeps for itself): evicting them while a private copy of them stays cached read the red
+                # team's copy 1.49x faster than identical code
+                self.host_flusher.flush(cpu, tuple(buffer.data() for buffer in process.buffers
+                                                   if buffer.role is not Role.FIXED))
         with _failures_of(side), _judge_thread(cpu, on=False):
             timed = process.call(timeout_s)
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)

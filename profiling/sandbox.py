@@ -284,6 +284,15 @@ class Spawned:
                     times[int(tid)] = int(Path(f"/proc/{self.pid}/task/{tid}/schedstat").read_text().split()[0])
         return times
 
+    def process_cpu_ns(self) -> int | None:
+        """The whole process's time on a CPU so far (ns, its process CPU clock: every thread's, those that already
+        ended included; a running thread's share as last accounted, like thread_cpu_ns). None when the process is
+        gone."""
+        try:
+            return time.clock_gettime_ns(_process_cpu_clock(self.pid))
+        except OSError:
+            return None
+
     def _every_thread(self, name: str, holds: Callable[[str], object]) -> bool:
         """Whether /proc/PID/task/*/NAME holds for every thread (a thread that just ended is passed over); False
         when the process is gone."""
@@ -451,3 +460,9 @@ def _kill_leftovers(children_before: set[int]) -> None:
 _QUIET_SCANS = 3
 _SWEEP_BUDGET_S = 5.0
 _DRAIN_TIMEOUT_S = 10.0  # reading what is left in the output pipes of a timed-out run
+
+
+def _process_cpu_clock(pid: int) -> int:
+    """clock_getcpuclockid(pid): Linux encodes a process's CPU clock as ((~pid) << 3) | CPUCLOCK_SCHED (2), the
+    scheduler's exact runtime (Python's time module has no clock_getcpuclockid)."""
+    return ((~pid) << 3) | 2

@@ -307,8 +307,9 @@ class KernelProcess:
         # a CPU harness's threads must rest once it says "done" (a worker it only signalled would finish the
         # outputs while the judge wakes and stops it): their CPU time now and once stopped
         watch = self.windowed and not self.staged
-        if watch:
+        if watch:  # the process's clock after its threads': a thread's tick landing between reads lowers the sum
             woke, awake = _realtime_ns(), self._process.thread_cpu_ns()
+            awake_total_ns = self._process.process_cpu_ns()
         fetch_ms = settle_ms = 0.0
         if fetch:  # at once: nothing of the judge's between "done" and the copy back
             self._channel.send(b"fetch")
@@ -322,7 +323,8 @@ class KernelProcess:
         if watch:
             stopped_ns = _realtime_ns()
             after_done_ms = work_after_done_ms(awake, self._process.thread_cpu_ns(), main=self._process.pid,
-                                               waking_ns=woke - done, stopping_ns=stopped_ns - woke)
+                                               waking_ns=woke - done, stopping_ns=stopped_ns - woke,
+                                               process_ns=(awake_total_ns, self._process.process_cpu_ns()))
         else:
             after_done_ms = 0.0
         if not self.windowed:
@@ -446,20 +448,30 @@ class KernelProcess:
 
 
 def work_after_done_ms(awake: dict[int, int], stopped: dict[int, int], *, main: int, waking_ns: int,
-                       stopping_ns: int) -> float:
+                       stopping_ns: int, process_ns: tuple[int | None, int | None] = (None, None)) -> float:
     """What a CPU harness's threads did after its "done" (ms; 0 when none worked on), from each thread's CPU time
     (ns) when the judge woke to "done" (`awake`, `waking_ns` after it) and once the process stopped (`stopping_ns`
-    after the waking). When a thread gained more than AFTER_DONE_SLACK_NS between (a thread born after the waking:
-    all its time), the whole stretch from "done" to the stop counts: whatever it finished there is in the outputs
-    the judge reads. A thread's gain is bounded by the stretch's length: a thread running at the waking reads up to
-    a scheduler tick stale (a spinning pool's worker read up to 4 ms on the H100 host for 0.1 ms of wall time).
+    after the waking), and the whole process's CPU time at both (`process_ns`: the process clock counts threads
+    that ended in between, which neither reading lists). When a thread gained more than AFTER_DONE_SLACK_NS between
+    (a thread born after the waking: all its time; threads that ended before the stop: what the process gained
+    beyond the listed threads' gains), the whole stretch from "done" to the stop counts: whatever it finished there
+    is in the outputs the judge reads. A gain is bounded by the stretch's length: a thread running at the waking
+    reads up to a scheduler tick stale (a spinning pool's worker read up to 4 ms on the H100 host for 0.1 ms of
+    wall time).
 
     The main thread is passed over: the harness's own, it sends "done" from the body's end and blocks for the next
-    word, and its reading at the waking is stale the same way (it ran the body without sleeping). A thread that
-    finished before the judge woke is not seen: that much (the judge's wake-up, tens of microseconds) stays open.
-    On 2 cores the judge's waking thread often takes the core such a thread runs on, which then shows no time: it
-    is caught half done, or its work is timed in the next call it shares a core with."""
+    word, and its reading at the waking is stale the same way (it ran the body without sleeping); a handler of its
+    own cannot be installed (the filter refuses rt_sigaction with a new action). A thread that finished before the
+    judge woke is not seen: that much (the judge's wake-up, tens of microseconds) stays open. On 2 cores the judge's
+    waking thread often takes the core such a thread runs on, which then shows no time: it is caught half done, or
+    its work is timed in the next call it shares a core with. The red team's worker that worked after the waking
+    and ended before the stop read 0 before the process clock was read (its thread was in neither list)."""
     busiest_ns = max((cpu - awake.get(tid, 0) for tid, cpu in stopped.items() if tid != main), default=0)
+    before, after = process_ns
+    if before is not None and after is not None:
+        # read after the threads at the waking, so a tick between the reads makes this smaller, never larger
+        ended_ns = (after - before) - sum(cpu - awake.get(tid, 0) for tid, cpu in stopped.items())
+        busiest_ns = max(busiest_ns, ended_ns)
     if min(busiest_ns, max(stopping_ns, 0)) <= AFTER_DONE_SLACK_NS:
         return 0.0
     return (max(waking_ns, 0) + max(stopping_ns, 0)) / 1e6

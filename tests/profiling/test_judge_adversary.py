@@ -131,17 +131,13 @@ def test_a_raw_system_call(cpu_task_dir: Path, tmp_path: Path) -> None:
     assert verdict.status is Status.REJECTED and "[raw_syscall]" in verdict.reason
 
 
-@needs_seccomp
-def test_open_through_a_pointer_found_in_libcs_symbol_table(cpu_task_dir: Path, tmp_path: Path) -> None:
-    """Passes the binary policy (only memcpy and strcmp imported), then walks the C library's dynamic symbol table
-    in memory from memcpy's address to find `open`, and calls it: the system-call filter answers EPERM. Had the
-    open worked, out[0] would say so and the verdict would be incorrect."""
-    walker = r"""
+# walks the C library's dynamic symbol table in memory from memcpy's address to a function by name, past the binary
+# policy (which reads only what the object imports)
+LIBC_WALKER = r"""
 #include <elf.h>
 #include <string.h>
 #include <stdint.h>
-typedef int (*open_fn)(const char *, int, ...);
-static open_fn find_open(void) {
+static void *find(const char *name) {
     uintptr_t p = ((uintptr_t)&memcpy) & ~(uintptr_t)4095;
     for (int pages = 0; pages < 1 << 16; pages++, p -= 4096)
         if (memcmp((void *)p, ELFMAG, SELFMAG) == 0) break;
@@ -156,16 +152,42 @@ static open_fn find_open(void) {
         if (dyn->d_tag == DT_STRTAB) str = (const char *)v;
     }
     for (Elf64_Sym *s = sym; s && (const char *)s < str; s++)
-        if (s->st_value && strcmp(str + s->st_name, "open") == 0) return (open_fn)(p + s->st_value);
+        if (s->st_value && strcmp(str + s->st_name, name) == 0) return (void *)(p + s->st_value);
     return 0;
 }
 """
-    code = kernel(ROWS + "    open_fn o = find_open();\n"
-                         "    if (o && o(\"/proc/self/cmdline\", 0) >= 0) out[0] = 12345.0f;\n", walker)
+
+
+@needs_seccomp
+def test_open_through_a_pointer_found_in_libcs_symbol_table(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Passes the binary policy (only memcpy and strcmp imported), then walks the C library's dynamic symbol table
+    in memory from memcpy's address to find `open`, and calls it: the system-call filter answers EPERM. Had the
+    open worked, out[0] would say so and the verdict would be incorrect."""
+    code = kernel(ROWS + "    open_fn o = (open_fn)find(\"open\");\n"
+                         "    if (o && o(\"/proc/self/cmdline\", 0) >= 0) out[0] = 12345.0f;\n",
+                  LIBC_WALKER + "typedef int (*open_fn)(const char *, int, ...);\n")
     verdict = judge(cpu_task_dir, tmp_path, code)
     assert verdict.correct, verdict.reason  # the open failed: nothing was learnt, the outputs are right
     rule = next(r for r in verdict.rules if r.rule == 23)
     assert "system-call filter (seccomp)" in rule.detail
+
+
+@needs_seccomp
+def test_work_in_a_sigcont_handler_before_start(cpu_task_dir: Path, tmp_path: Path) -> None:
+    """Red team: the judge resumes a stopped kernel process with SIGCONT once a call's inputs are written; a handler
+    for SIGCONT runs on the main thread before the harness reads "call" and says "start", outside the timed window.
+    The candidate finds sigaction through libc's symbol table (the binary policy refuses importing it) and computed
+    45% of the rows in the handler: 8.99x against the honest 5x, under the 10x review gate, while a tenth of the
+    original's call was allowed outside the window. The filter now refuses a new action (rt_sigaction may only
+    read): had the handler been installed, out[0] would say so and the verdict would be incorrect."""
+    prelude = (LIBC_WALKER + "#include <signal.h>\n"
+               "typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);\n"
+               "static void on_cont(int sig) { (void)sig; }\n")
+    code = kernel(ROWS + "    sigaction_fn sa = (sigaction_fn)find(\"sigaction\");\n"
+                         "    struct sigaction act; memset(&act, 0, sizeof act); act.sa_handler = on_cont;\n"
+                         "    if (sa && sa(SIGCONT, &act, 0) == 0) out[0] = 12345.0f;\n", prelude)
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.correct, verdict.reason  # the handler was refused: the outputs are right
 
 
 def test_synced_said_early_through_stdouts_descriptor(cpu_task_dir: Path, tmp_path: Path) -> None:
@@ -250,6 +272,84 @@ def test_a_cache_keyed_by_input_contents_never_hits(cpu_task_dir: Path, tmp_path
                          "    seen_m = m[0]; seen_w = w[0]; have = 1;\n", prelude)
     verdict = judge(cpu_task_dir, tmp_path, code, timing=True)
     assert verdict.status is Status.INCORRECT and "identical inputs disagree" in verdict.reason
+
+
+FIXED_TASK_TOML = """\
+name = "matvec_fixed_weights"
+target = "cpu"
+source = "kernel.c"
+kernel = "matvec_fixed"
+harness = "harness.c"
+bottleneck = "memory_bound"
+description = "matrix-vector product with a weight matrix the harness sets up once"
+
+[build]
+compiler = "gcc"
+flags = ["-O2"]
+
+[[outputs]]
+name = "y"
+dtype = "float32"
+
+[[configs]]
+name = "default"
+params = { n = 640 }
+default = true
+
+[validate]
+seeds = 5
+calls = 2
+warmup = 1
+trials = 7
+rounds = 4
+timeout_s = 30
+"""
+FIXED_HARNESS = r"""#include "perfforge_harness.h"
+void matvec_fixed(int n, const float *wt, const float *x, float *y);
+int main(int argc, char **argv) {
+    pf_run r;
+    pf_init(&r, argc, argv);
+    int n = (int)pf_param_int(&r, "n", 512);
+    pf_buf *wt = pf_fixed(&r, "wt", PF_F32, (size_t)n * n);
+    pf_buf *x = pf_input(&r, "x", PF_F32, (size_t)n, -1.0, 1.0);
+    pf_buf *y = pf_output(&r, "y", PF_F32, (size_t)n);
+    float *wp = (float *)pf_ptr(wt);
+    for (long i = 0; i < (long)n * n; i++) wp[i] = (float)((i * 2654435761u) % 2001u) / 1000.0f - 1.0f;
+    while (pf_begin(&r)) {
+        matvec_fixed(n, (const float *)pf_ptr(wt), (const float *)pf_ptr(x), (float *)pf_ptr(y));
+        pf_end(&r);
+    }
+    return pf_finish(&r);
+}
+"""
+FIXED_ROWS = """\
+    for (int i = 0; i < n; i++) {
+        float acc = 0.0f;
+        const float *row = WEIGHTS + (long)i * n;
+        for (int j = 0; j < n; j++) acc += row[j] * x[j];
+        y[i] = acc;
+    }
+"""
+
+
+def test_a_private_copy_of_a_fixed_buffer_gains_nothing(tmp_path: Path) -> None:
+    """Red team: the harness sets a weight matrix up once (a fixed buffer). The candidate copies it into memory of
+    its own at the first call and reads the copy from then on, with the same arithmetic. When the judge evicted
+    every buffer of the call before timing it, fixed ones included, the private copy stayed cached and the original
+    read its evicted weights from memory: 1.49x for identical work. Fixed buffers are left cached for both sides
+    now (they are the same every call), and the copy is no faster."""
+    task_dir = tmp_path / "task"
+    task_dir.mkdir()
+    (task_dir / "task.toml").write_text(FIXED_TASK_TOML)
+    (task_dir / "harness.c").write_text(FIXED_HARNESS)
+    signature = "void matvec_fixed(int n, const float *wt, const float *x, float *y)"
+    (task_dir / "kernel.c").write_text(f"{signature} {{\n{FIXED_ROWS.replace('WEIGHTS', 'wt')}}}\n")
+    copy = ("#include <stdlib.h>\n#include <string.h>\nstatic float *mine; static int mine_n;\n"
+            f"{signature} {{\n    if (mine_n != n) {{ free(mine); mine = malloc(sizeof(float) * (size_t)n * n);\n"
+            "        memcpy(mine, wt, sizeof(float) * (size_t)n * n); mine_n = n; }\n"
+            f"{FIXED_ROWS.replace('WEIGHTS', 'mine')}}}\n")
+    verdict = judge(task_dir, tmp_path, copy, timing=True)
+    assert verdict.correct and verdict.status is not Status.IMPROVED, (verdict.status, verdict.reason)
 
 
 # --- 5. reading what it should not ---------------------------------------------------------------------------------
