@@ -10,7 +10,11 @@ reference).
 from __future__ import annotations
 
 import ast
+import codecs
+import enum
+import io
 import re
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,21 +34,32 @@ class StaticFinding:
     line: int = 0
 
 
+class Reads(enum.Enum):
+    """What text a check is given."""
+
+    CODE = "code"  # the candidate with comments (and Python docstrings) blanked
+    # that, and for Python also the syntax tree written out again (ast.unparse, docstrings dropped): what the
+    # interpreter runs, whatever the spacing, continuations or compound lines (`torch .sum`, `if 1: import os`)
+    CODE_AND_TREE = "code and tree"
+    SOURCE = "source"  # the file as written, comments included
+
+
 @dataclass(frozen=True)
 class StaticCheck:
     name: str
     stops: str  # the hack it stops
     targets: tuple[str, ...]
     strict: bool
-    run: Callable[[str, Task], list[tuple[int, str]]]  # (line, message) per problem, on comment-free code
+    run: Callable[[str, Task], list[tuple[int, str]]]  # (line, message) per problem, on the text `reads` names
+    reads: Reads = Reads.CODE
 
 
 STATIC_CHECKS: Registry[StaticCheck] = Registry("static check", entry_type=StaticCheck)
 
 
-def _register(name: str, stops: str, targets: tuple[str, ...], strict: bool = True):
+def _register(name: str, stops: str, targets: tuple[str, ...], strict: bool = True, reads: Reads = Reads.CODE):
     def wrap(run: Callable[[str, Task], list[tuple[int, str]]]) -> Callable:
-        STATIC_CHECKS.register(name, StaticCheck(name, stops, targets, strict, run))
+        STATIC_CHECKS.register(name, StaticCheck(name, stops, targets, strict, run, reads))
         return run
     return wrap
 
@@ -63,11 +78,38 @@ _UNSERVED_C_LIKE = tuple(name for name in _C_LIKE if not TARGETS.get(name).binar
 
 def strip_comments(code: str, language: str) -> str:
     """Comments replaced by spaces, newlines kept, so line numbers still hold (perfforge.records.blank_comments);
-    in Python, docstrings too (a string standing alone as a statement never runs: an answer's docstring that
-    wrote "x @ w.T" was refused as a matmul on the H100). Other strings stay: load_inline's CUDA sources are read,
-    and a string handed to eval would run."""
-    blanked = blank_comments(code, language)
-    return _blank_docstrings(blanked) if language == "python" else blanked
+    in Python, comments as its tokenizer finds them and docstrings too (a string standing alone as a statement never
+    runs: an answer's docstring that wrote "x @ w.T" was refused as a matmul on the H100). Other strings stay:
+    load_inline's CUDA sources are read, and a string handed to eval would run."""
+    if language != "python":
+        return blank_comments(code, language)
+    return _blank_docstrings(_blank_python_comments(code))
+
+
+def _line_starts(code: str) -> list[int]:
+    r"""Where each line begins, as Python's tokenizer counts lines (\r\n, \r or \n): str.splitlines also breaks at
+    form feeds and other separators, and a candidate's \x0c in a string would shift every later position onto
+    another line."""
+    return [0, *(match.end() for match in re.finditer(r"\r\n|\r|\n", code))]
+
+
+def _blank_python_comments(code: str) -> str:
+    """Python's comments (the tokenizer's COMMENT tokens) replaced by spaces; the code as it is where it does not
+    tokenize (the `parses` check refuses it). A pattern cannot tell a '#' inside a string from a comment: a '#'
+    before a string's closing quotes blanked the red team's code after them on the same line, and an honest
+    docstring ending in "(issue #3)." lost its closing quotes, so the file no longer parsed and the docstring's
+    words were read as calls."""
+    try:
+        comments = [token for token in tokenize.generate_tokens(io.StringIO(code, newline="").readline)
+                    if token.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return code
+    starts = _line_starts(code)
+    text = list(code)
+    for token in comments:  # one line each; the tokenizer's columns count characters
+        begin = starts[token.start[0] - 1] + token.start[1]
+        text[begin:begin + len(token.string)] = " " * len(token.string)
+    return "".join(text)
 
 
 def _blank_docstrings(code: str) -> str:
@@ -77,9 +119,7 @@ def _blank_docstrings(code: str) -> str:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return code
-    # line starts as Python's tokenizer counts lines (\r\n, \r or \n): str.splitlines also breaks at form feeds
-    # and other separators, and a candidate's \x0c in a string would shift every later docstring onto its code
-    starts = [0, *(match.end() for match in re.finditer(r"\r\n|\r|\n", code))]
+    starts = _line_starts(code)
     text = list(code)
     for node in ast.walk(tree):
         if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
@@ -105,8 +145,42 @@ def _matches(code: str, pattern: str, message: str) -> list[tuple[int, str]]:
             for m in re.finditer(pattern, code, re.MULTILINE)]
 
 
+@_register("parses", "Python the checks cannot read (a tokenizer or parser error) but that might still be read "
+           "differently by the interpreter", _PYTHON, reads=Reads.SOURCE)
+def _parses(source: str, task: Task) -> list[tuple[int, str]]:
+    try:
+        ast.parse(source)
+    except SyntaxError as error:
+        return [(error.lineno or 0, f"does not parse as Python: {error.msg}")]
+    except ValueError as error:  # null bytes
+        return [(0, f"does not parse as Python: {error}")]
+    return []
+
+
+# PEP 263's encoding declaration, in a comment on either of the first two lines
+_CODING_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+@_register("source_encoding", "a source encoding other than UTF-8, under which the interpreter reads other code than "
+           "the checks (utf-7 spelled torch.sum as `torch.+AHM-um`; unicode_escape hid imports behind \\x escapes)",
+           _PYTHON, reads=Reads.SOURCE)
+def _source_encoding(source: str, task: Task) -> list[tuple[int, str]]:
+    problems = []
+    for number, line in enumerate(source.splitlines()[:2], start=1):
+        declared = _CODING_RE.match(line)
+        if declared:
+            try:
+                name = codecs.lookup(declared.group(1)).name
+            except LookupError:
+                name = declared.group(1)
+            if name not in ("utf-8", "utf-8-sig"):
+                problems.append((number, f"declares the source encoding {declared.group(1)}: write the kernel in "
+                                         "UTF-8 without a coding line"))
+    return problems
+
+
 @_register("includes_reference", "a candidate that includes, imports or calls the task's known fast version",
-           _ALL)
+           _ALL, reads=Reads.CODE_AND_TREE)
 def _includes_reference(code: str, task: Task) -> list[tuple[int, str]]:
     names = [n for n in (task.reference,) if n]
     problems = []
@@ -119,14 +193,14 @@ def _includes_reference(code: str, task: Task) -> list[tuple[int, str]]:
 
 
 @_register("library_fallback", "a candidate that hands the whole job to a library routine (cuBLAS, thrust, BLAS, "
-           "torch) instead of writing the kernel", _ALL)
+           "torch) instead of writing the kernel", _ALL, reads=Reads.CODE_AND_TREE)
 def _library_fallback(code: str, task: Task) -> list[tuple[int, str]]:
     # each target's spec names the library routines of its kind (perfforge/targets.py)
     return _matches(code, TARGETS.get(task.target).library_pattern, "calls library routine {}")
 
 
 @_register("swallows_errors", "a candidate that wraps the work in try/except and falls back or hides a failure",
-           _PYTHON)
+           _PYTHON, reads=Reads.CODE_AND_TREE)
 def _swallows_errors(code: str, task: Task) -> list[tuple[int, str]]:
     return _matches(code, r"^\s*(try\s*:|except\b[^\n]*:)", "catches exceptions: {}")
 
@@ -190,19 +264,21 @@ _ESCAPES = {
     # torch file I/O reads other runs' outputs
     # an import of a denied module, or of a denied name from any module (`from torch.serialization import os`),
     # also after a `;` or across a backslash continuation (the red team's evasions of a line-anchored pattern);
-    # perfforge_serve holds the filter the harness installs, mmap and pkgutil reach memory and modules by name
+    # perfforge_serve holds the filter the harness installs, mmap and pkgutil reach memory and modules by name;
+    # doctest, code, codeop and timeit run code held in a string (a docstring, which the checks blank)
     "python": r"(?:^|;)[ \t]*(import[\s\\]+[^\n]*|from[\s\\]+|from[\s\\]+[\w.]+[\s\\]+import[\s\\(]+[^\n]*)\b(os|sys|"
               r"subprocess|socket|shutil|pathlib|ctypes|importlib|pickle|multiprocessing|threading|signal|builtins|"
-              r"inspect|gc|io|glob|tempfile|time|perfforge_harness|perfforge_serve|mmap|pkgutil|runpy|"
-              r"__main__)\b|\b(open|eval|exec|__import__|globals|vars|getattr|setattr|breakpoint)\s*\(|"
+              r"inspect|gc|io|glob|tempfile|time|perfforge_harness|perfforge_serve|mmap|pkgutil|runpy|doctest|code|"
+              r"codeop|timeit|__main__)\b|\b(open|eval|exec|__import__|globals|vars|getattr|setattr|breakpoint)\s*\(|"
               r"(?<![\w.])compile\s*\(|\.(os|sys|modules|builtins|subprocess)\b|"
               r"\b(np|numpy|torch)\.(load|save|fromfile|memmap|loadtxt|genfromtxt)\b|\.tofile\s*\(|"
-              r"\b__(builtins|globals|subclasses|code|dict)__\b|^\s*(torch|triton|tl|np|numpy)(\.\w+)+\s*=(?!=)",
+              r"\b__(builtins|globals|subclasses|code|dict|doc)__\b|^\s*(torch|triton|tl|np|numpy)(\.\w+)+\s*=(?!=)",
 }
 
 
 @_register("escapes_sandbox", "a candidate that reads files, the environment or the network, starts processes, "
-           "or runs code at load time (how a cached or stolen answer gets in)", _PYTHON + _UNSERVED_C_LIKE)
+           "or runs code at load time (how a cached or stolen answer gets in)", _PYTHON + _UNSERVED_C_LIKE,
+           reads=Reads.CODE_AND_TREE)
 def _escapes_sandbox(code: str, task: Task) -> list[tuple[int, str]]:
     pattern = _ESCAPES["python" if task.language == "python" else "c_like"]
     return _matches(code, pattern, "not allowed in a kernel: {}")
@@ -232,8 +308,8 @@ def run_static_checks(candidate: str, task: Task) -> list[StaticFinding]:
     """Every applicable check's findings on the candidate source text. What the task's original source does
     itself (a library call, a half type, a getenv) is the task's own business and is not held against the
     candidate: findings whose message the original also produces are dropped."""
-    code = strip_comments(candidate, task.language)
-    original = strip_comments(task.source_path.read_text(errors="replace"), task.language)
+    candidate_texts = _texts(candidate, task.language)
+    original_texts = _texts(task.source_path.read_text(errors="replace"), task.language)
     findings = []
     for check in STATIC_CHECKS.values():
         if task.target not in check.targets:
@@ -241,7 +317,42 @@ def run_static_checks(candidate: str, task: Task) -> list[StaticFinding]:
         # a torch task's original is the PyTorch reference an answer must replace: what it does (operators, no
         # kernel of its own) is exactly what a candidate may not do, so nothing is exempted by it
         exempted = task.target not in _ORIGINAL_IS_THE_REFERENCE
-        allowed = {message for _, message in check.run(original, task)} if exempted else set()
+        allowed = {message for _, message in _run(check, original_texts, task)} if exempted else set()
         findings += [StaticFinding(check.name, message, check.strict, line)
-                     for line, message in check.run(code, task) if message not in allowed]
+                     for line, message in _run(check, candidate_texts, task) if message not in allowed]
     return findings
+
+
+def _texts(source: str, language: str) -> dict[Reads, list[str]]:
+    """The texts each kind of check reads: the source, the comment-free code, and that with (Python) the syntax tree
+    written out again."""
+    code = strip_comments(source, language)
+    tree = _unparsed(code) if language == "python" else None
+    return {Reads.SOURCE: [source], Reads.CODE: [code], Reads.CODE_AND_TREE: [code] + ([tree] if tree else [])}
+
+
+def _run(check: StaticCheck, texts: dict[Reads, list[str]], task: Task) -> list[tuple[int, str]]:
+    """A check's problems over the texts it reads, each message once: the line where the code as written shows it,
+    0 where only the tree does (`torch .sum`, an import after `if 1:`)."""
+    seen: dict[str, int] = {}
+    for text in texts[check.reads]:
+        for line, message in check.run(text, task):
+            seen.setdefault(message, line if text is texts[check.reads][0] else 0)
+    return [(line, message) for message, line in seen.items()]
+
+
+class _DropDocstrings(ast.NodeTransformer):
+    """Strings standing alone as statements (docstrings) replaced by `pass`, as strip_comments blanks them."""
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return ast.copy_location(ast.Pass(), node)
+        return node
+
+
+def _unparsed(code: str) -> str | None:
+    """The code as Python's parser reads it, written out again without docstrings; None when it does not parse."""
+    try:
+        return ast.unparse(_DropDocstrings().visit(ast.parse(code)))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
