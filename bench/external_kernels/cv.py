@@ -1,5 +1,5 @@
-"""Leave-one-project-out cross-validation of the CPU thresholds (issue 20: thresholds chosen on kernels other than
-the ones they are reported on).
+"""Leave-one-project-out cross-validation of the diagnosis thresholds, CPU or CUDA (issue 20: thresholds chosen on
+kernels other than the ones they are reported on).
 
 Input: a finished `run.py` results JSON and its work directory, where each entry left `profiles.json` (every
 profiled function's Profile, hot-line metrics and static facts included). Diagnoses are pure functions of a profile
@@ -7,12 +7,13 @@ and the thresholds (profiling.diagnoses.diagnose), so each stored profile is dia
 setting of a small grid of ranking thresholds (GRID), without profiling anything again.
 
 Per held-out project: the setting with the most top-1 hits (then top-3 hits, then the fewest changes from
-thresholds/cpu.toml) on the *other* projects' entries is chosen, and the held-out project's entries are scored
-under it. The catalogue (synth/patterns' CPU instances, profiled by `--catalogue-seeds`) is scored under every
-fold's chosen setting and under the file's own values; it is never used to choose.
+thresholds/<target>.toml) on the *other* projects' entries is chosen, and the held-out project's entries are scored
+under it. The catalogue is scored under every fold's chosen setting and under the file's own values; it is never
+used to choose: for the CPU, synth/patterns' CPU instances profiled by `--catalogue-seeds`; for CUDA, the slow
+versions of the GPU patterns' H100 profiles kept in tests/fixtures/synth_h100/profiles.json.
 
     .venv/bin/python bench/external_kernels/run.py --cv project --out RESULTS.json --work-dir WORK \\
-        [--catalogue-seeds 5]
+        [--catalogue-seeds 5] [--target cuda]
 """
 
 from __future__ import annotations
@@ -39,6 +40,20 @@ GRID: dict[str, tuple[float, ...]] = {
     "accumulator_saving": (0.25, 0.5, 0.75),
     "call_overhead_cycles": (5.0, 10.0, 20.0),
 }
+# CUDA: the thresholds that decide which rule fires or ranks first on the external set's misses: how narrow a
+# warp's loads must be to count as scalar (1 byte per lane is one sector a request, bf16 two, fp32 four), how much
+# sector waste is uncoalesced, the occupancy and latency regimes, how many re-reads are redundant, and when L1 is
+# the bound.
+CUDA_GRID: dict[str, tuple[float, ...]] = {
+    "load_sectors_per_request": (1.5, 2.0, 4.0),
+    "uncoalesced_sector_share": (0.1, 0.25, 0.5),
+    "achieved_occupancy_pct": (12.5, 25.0),
+    "latency_bound_pct": (40.0, 60.0),
+    "redundant_load_ratio": (3.0, 6.0),
+    "cache_bound_pct": (60.0, 80.0),
+}
+GRIDS = {"cpu": GRID, "cuda": CUDA_GRID}
+CUDA_CATALOGUE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "synth_h100" / "profiles.json"
 Setting = tuple[tuple[str, float], ...]
 Scored = tuple[str, str, set[str], Profile]  # (id, project, accepted labels: the label only, profile)
 
@@ -173,3 +188,10 @@ def catalogue_profiles(seeds: Iterable[int], work_dir: Path) -> list[Scored]:
                 machine="", tool_versions="", timing=None, target="cpu", kernel="")  # no profile: a miss
             found.append((f"{pattern.id}/s{seed}", pattern.id, {instance.bottleneck}, profile))
     return found
+
+
+def fixture_catalogue(path: Path = CUDA_CATALOGUE) -> list[Scored]:
+    """The GPU patterns' slow versions as profiled on an H100 (scripts/synth_gpu.py's captures): (check, pattern,
+    {planted bottleneck}, slow profile)."""
+    return [(key, check["pattern"], {check["bottleneck"]}, Profile.from_dict(check["profile_slow"]))
+            for key, check in sorted(read_json(path).items())]

@@ -571,9 +571,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="use the checkouts' files as they are instead of each entry's commit")
     parser.add_argument("--resume", action="store_true", help="keep the finished entries of an existing --out")
     parser.add_argument("--cv", choices=("project",),
-                        help="profile nothing: cross-validate the CPU thresholds leave-one-project-out over the "
-                        "finished --out results and the profiles their --work-dir keeps (cv.py); writes "
-                        "<out>.cv.json")
+                        help="profile nothing: cross-validate one target's thresholds (--target, default cpu) "
+                        "leave-one-project-out over the finished --out results and the profiles their --work-dir "
+                        "keeps (cv.py); writes <out>.cv.json")
     parser.add_argument("--catalogue-seeds", type=int, default=0, metavar="N",
                         help="with --cv: also score the synth catalogue's CPU patterns, seeds 1..N (profiled once "
                         "under <work-dir>/catalogue, no timing; seed 0 of cpu/loop_order is too slow under callgrind, "
@@ -584,27 +584,33 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--top must be at least 1")
     if args.catalogue_seeds and not args.cv:
         parser.error("--catalogue-seeds goes with --cv project")
-    if args.cv and args.target not in ([], ["cpu"]):
-        parser.error("--cv tunes the CPU thresholds: --target cpu (or none)")
+    if args.cv and len(args.target) > 1:
+        parser.error("--cv tunes one target's thresholds: --target cpu (the default) or --target cuda")
+    if args.catalogue_seeds and args.target == ["cuda"]:
+        parser.error("--catalogue-seeds profiles CPU instances; the CUDA catalogue is the H100 fixture")
     return args
 
 
 def run_cv(args: argparse.Namespace) -> int:
-    """--cv project: the leave-one-project-out figures of the CPU entries of a finished run (cv.py)."""
+    """--cv project: the leave-one-project-out figures of one target's entries of a finished run (cv.py); the CPU
+    unless --target says cuda."""
     from bench.external_kernels import cv  # a namespace package under the repository root (on sys.path above)
     from profiling.diagnoses import diagnose, thresholds_for
 
+    target = args.target[0] if args.target else "cpu"
     out, work_dir = args.out.resolve(), args.work_dir.resolve()
     if not out.is_file():
         raise SystemExit(f"--cv reads a finished run: {out} does not exist (run without --cv first, same --out)")
     results = read_json(out)
-    results["results"] = [r for r in results["results"] if r.get("target") == "cpu"]
+    results["results"] = [r for r in results["results"] if r.get("target") == target]
     items, missing = cv.loaded_entries(results, work_dir, lambda entry_id: work_dir / safe_name(entry_id))
     projects = {r["id"]: r["project"] for r in results["results"]}
-    catalogue = cv.catalogue_profiles(range(1, args.catalogue_seeds + 1), work_dir / "catalogue")
-    report = cv.leave_one_project_out(items, {i: projects[i] for i in missing}, thresholds_for("cpu"), diagnose,
-                                      catalogue)
+    catalogue = (cv.catalogue_profiles(range(1, args.catalogue_seeds + 1), work_dir / "catalogue") if target == "cpu"
+                 else cv.fixture_catalogue())
+    report = cv.leave_one_project_out(items, {i: projects[i] for i in missing}, thresholds_for(target), diagnose,
+                                      catalogue, cv.GRIDS[target])
     report.update(results=str(out), work_dir=str(work_dir), not_loaded=missing, catalogue_seeds=args.catalogue_seeds)
+    report["target"] = target
     cv_out = out.with_suffix(".cv.json")
     write_json(cv_out, report)
     for fold in report["folds"]:

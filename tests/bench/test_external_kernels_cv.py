@@ -55,3 +55,17 @@ def test_entries_without_a_profile_count_as_misses_of_their_project() -> None:
 def test_the_files_own_values_are_always_tried_first() -> None:
     candidates = cv.settings(BASE, {"knob": (3.0,)})
     assert candidates[0] == (("knob", 1.0),) and (("knob", 3.0),) in candidates
+
+
+def test_the_cuda_grid_names_thresholds_of_the_cuda_file_and_its_catalogue_is_the_h100_fixture() -> None:
+    """Every threshold the CUDA grid varies is in thresholds/cuda.toml (a misspelt name would vary nothing), the
+    file's own value is among those tried, and the catalogue the folds are scored on is every GPU pattern's slow
+    H100 profile, each with its planted bottleneck as the only accepted label."""
+    from profiling.diagnoses import diagnose, thresholds_for
+
+    base = thresholds_for("cuda")
+    assert set(cv.CUDA_GRID) <= set(base)
+    assert cv.settings(base, cv.CUDA_GRID)[0] == tuple((n, base[n].value) for n in sorted(cv.CUDA_GRID))
+    catalogue = cv.fixture_catalogue()
+    assert len(catalogue) >= 20 and all(len(labels) == 1 for _, _, labels, _ in catalogue)
+    assert cv.hits(catalogue, base, diagnose) == (len(catalogue), len(catalogue))
