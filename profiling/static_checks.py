@@ -308,7 +308,8 @@ def run_static_checks(candidate: str, task: Task) -> list[StaticFinding]:
     """Every applicable check's findings on the candidate source text. What the task's original source does
     itself (a library call, a half type, a getenv) is the task's own business and is not held against the
     candidate: findings whose message the original also produces are dropped."""
-    candidate_texts = _texts(candidate, task.language)
+    # a UTF-8 byte-order mark is what Python's import skips: an honest file saved with one did not "parse"
+    candidate_texts = _texts(candidate.removeprefix("\ufeff"), task.language)
     original_texts = _texts(task.source_path.read_text(errors="replace"), task.language)
     findings = []
     for check in STATIC_CHECKS.values():

@@ -499,13 +499,6 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     baseline, candidate = ([[max((t.outer_ms if whole_call else t.duration_ms) - overhead_ms, MIN_CALL_MS)
                               for t in r] for r in times[side]] for side in ("original", "candidate"))
     baseline_ms = statistics.median(x for r in baseline for x in r)
-    # Work before a CPU call's "start" may be a share of the faster side's call: a tenth of the original's let a 5x
-    # candidate move nearly half its work into a SIGCONT handler (the red team, 8.99x against the honest 5x; the
-    # filter refuses handlers now). Work after "done" keeps the original's share: what it measures is the stretch
-    # from "done" to the judge's stop whenever a thread ran in it, bounded by the judge, not by the candidate, and
-    # a spinning pool (honest, its worker spins on a flag) shows it every call (refused on the H100 host's 16 cores
-    # at a tenth of its own call). Staged (CUDA) round trips keep the original's share, as measured on the H100.
-    call_ms = min(baseline_ms, statistics.median(x for r in candidate for x in r))
     if whole_call:  # work moved into the staging round trips, left running after a call, or left for good
         _hidden_work({side: [t.staging_ms for r in times[side] for t in r] for side in times}, baseline_ms,
                      where="in the round trip that copies its inputs up (before the call)")
@@ -515,8 +508,10 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
         _lingering_work({"original": baseline, "candidate": candidate}, follows_other)
         _original_alone(session, pair, overhead_ms)
     elif windows:
+        # a tenth of the original's call: the faster side's (tried after the eighth red team's SIGCONT handler,
+        # which the filter now refuses) refused honest code whose 48 idle threads each take ~4 us to wake
         _hidden_work({side: [t.outer_ms - t.duration_ms for r in times[side] for t in r] for side in times},
-                     call_ms)
+                     baseline_ms)
         _hidden_work({side: [t.after_done_ms for r in times[side] for t in r] for side in times}, baseline_ms,
                      where="after its call said 'done' (threads of it still working when the judge woke)")
     estimate = estimate_speedup(baseline, candidate, "judge_clock")
@@ -624,9 +619,7 @@ def _hidden_work(outside_ms: dict[str, list[float]], call_ms: float, *,
     the inputs up, the L2 flush, the messages) is the harness's, the same on both sides for the same buffers. Code
     that moved work outside that window (said "synced" early, worked in a signal handler before "start") makes
     the candidate's calls longer outside it than the original's: refused when the paired difference's median
-    exceeds both HIDDEN_WORK_SHARE of `call_ms` (the original's median call, or for work before a CPU call's
-    "start" the faster side's, so that the speedup it can inflate is at most 1.1x) and HIDDEN_WORK_SE standard
-    errors."""
+    exceeds both HIDDEN_WORK_SHARE of `call_ms` (the original's median call) and HIDDEN_WORK_SE standard errors."""
     differences = [c - o for c, o in zip(outside_ms["candidate"], outside_ms["original"], strict=True)]
     if len(differences) < 2:
         return

@@ -224,6 +224,7 @@ def test_a_utf8_coding_line_and_a_hash_in_a_docstring_pass(task_dir: Path) -> No
     source = ("# -*- coding: utf-8 -*-\n" + KERNEL + '\n\ndef row_sum(x, out, m, n):\n    """As torch.sum(x, 1),\n'
               '    one program per row (issue #3)."""\n    launch(x, out, m, n)\n')
     assert not static_messages(task_dir, source)
+    assert not static_messages(task_dir, "\ufeff" + source)  # saved with a byte-order mark (ninth red team)
 
 
 TORCH_EVASIONS = {
