@@ -683,6 +683,16 @@ static void pf_serve_fetch(pf_run *r) {
 #endif
 
 #define PF_ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+/* system call `nr` allowed when its 64-bit argument `arg` is NULL (both halves zero), refused with EPERM otherwise; any
+ * other call falls through with the number still loaded */
+#define PF_ALLOW_IF_NULL(nr, arg)                                                                          \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 6),                                                       \
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[arg])),                          \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),                                                          \
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[arg]) + 4),                      \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),                                                          \
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),                                                          \
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
 
 /* The system calls a kernel process may make once it serves: memory, threads, time, its own signals, the channel
  * (already open) and writes to its open descriptors. Everything else fails with EPERM: no file, socket, process,
@@ -761,21 +771,9 @@ static int pf_install_filter(void) {
          * the judge resumes the process with SIGCONT, on the main thread before it says "start": work outside the
          * window (the red team's SIGCONT handler read 9x against the honest 5x; sigaction found in libc's symbol
          * table, past the binary policy). Nothing a kernel does needs a handler once "ready" is said. */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rt_sigaction, 0, 6),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1]) + 4),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        PF_ALLOW_IF_NULL(__NR_rt_sigaction, 1),
         /* prlimit64: reading only (new limit NULL) */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prlimit64, 0, 6),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2]) + 4),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        PF_ALLOW_IF_NULL(__NR_prlimit64, 2),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
     };
     struct sock_fprog fprog = {(unsigned short)(sizeof prog / sizeof prog[0]), prog};

@@ -274,36 +274,11 @@ def test_a_cache_keyed_by_input_contents_never_hits(cpu_task_dir: Path, tmp_path
     assert verdict.status is Status.INCORRECT and "identical inputs disagree" in verdict.reason
 
 
-FIXED_TASK_TOML = """\
-name = "matvec_fixed_weights"
-target = "cpu"
-source = "kernel.c"
-kernel = "matvec_fixed"
-harness = "harness.c"
-bottleneck = "memory_bound"
-description = "matrix-vector product with a weight matrix the harness sets up once"
-
-[build]
-compiler = "gcc"
-flags = ["-O2"]
-
-[[outputs]]
-name = "y"
-dtype = "float32"
-
-[[configs]]
-name = "default"
-params = { n = 640 }
-default = true
-
-[validate]
-seeds = 5
-calls = 2
-warmup = 1
-trials = 7
-rounds = 4
-timeout_s = 30
-"""
+# the matvec task of conftest.py with a weight matrix the harness sets up once (a fixed buffer)
+FIXED_TASK_TOML = (TASK_TOML.replace('name = "matvec_colwalk"', 'name = "matvec_fixed_weights"')
+                   .replace('reference = "fast.c"\n', "")
+                   .replace('kernel = "matvec"', 'kernel = "matvec_fixed"').replace('name = "out"', 'name = "y"')
+                   .replace("n = 1536", "n = 640"))
 FIXED_HARNESS = r"""#include "perfforge_harness.h"
 void matvec_fixed(int n, const float *wt, const float *x, float *y);
 int main(int argc, char **argv) {
