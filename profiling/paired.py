@@ -252,8 +252,14 @@ class Pair:
         on_host = not process.staged  # its kernel reads the judge's pages from the host's caches
         cpu = process.last_cpu() if on_host else None
         with _judge_thread(cpu, on=True):
+            # the call's own buffers, evicted before it is timed; not the fixed ones (set up once, the same every
+            # call, like the tables a process keeps for itself): evicting them while a private copy of them stayed
+            # cached read the red team's copy 1.49x faster than identical code
+            per_call: list[np.ndarray] = []
             for buffer in process.buffers:
                 data = buffer.data()
+                if buffer.role is not Role.FIXED:
+                    per_call.append(data)
                 if buffer.role in (Role.INPUT, Role.INOUT):
                     # on this thread where it is pinned: the judge's pool threads would write from other cores
                     # (and one started now would stay pinned for good)
@@ -266,11 +272,7 @@ class Pair:
             if process.interpreted and process.staged:  # its harness is not trusted with the copies or the flush
                 return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush, fetch=fetch)
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
-                # the call's own buffers, not the fixed ones (set up once, the same every call, like the tables a
-                # process keeps for itself): evicting them while a private copy of them stays cached read the red
-                # team's copy 1.49x faster than identical code
-                self.host_flusher.flush(cpu, tuple(buffer.data() for buffer in process.buffers
-                                                   if buffer.role is not Role.FIXED))
+                self.host_flusher.flush(cpu, tuple(per_call))
         with _failures_of(side), _judge_thread(cpu, on=False):
             timed = process.call(timeout_s)
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)

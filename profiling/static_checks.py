@@ -10,7 +10,6 @@ reference).
 from __future__ import annotations
 
 import ast
-import codecs
 import enum
 import io
 import re
@@ -157,26 +156,19 @@ def _parses(source: str, task: Task) -> list[tuple[int, str]]:
     return []
 
 
-# PEP 263's encoding declaration, in a comment on either of the first two lines
-_CODING_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
-
-
 @_register("source_encoding", "a source encoding other than UTF-8, under which the interpreter reads other code than "
            "the checks (utf-7 spelled torch.sum as `torch.+AHM-um`; unicode_escape hid imports behind \\x escapes)",
            _PYTHON, reads=Reads.SOURCE)
 def _source_encoding(source: str, task: Task) -> list[tuple[int, str]]:
-    problems = []
-    for number, line in enumerate(source.splitlines()[:2], start=1):
-        declared = _CODING_RE.match(line)
-        if declared:
-            try:
-                name = codecs.lookup(declared.group(1)).name
-            except LookupError:
-                name = declared.group(1)
-            if name not in ("utf-8", "utf-8-sig"):
-                problems.append((number, f"declares the source encoding {declared.group(1)}: write the kernel in "
-                                         "UTF-8 without a coding line"))
-    return problems
+    # the encoding as import finds it (importlib.util.decode_source calls the same function): a pattern over
+    # str.splitlines missed a coding line after a form feed on line 1, which Python still honours
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source.encode("utf-8", "surrogatepass")).readline)
+    except SyntaxError as error:
+        return [(1, f"declares a source encoding Python refuses ({error.msg}): write the kernel in UTF-8")]
+    if encoding in ("utf-8", "utf-8-sig"):
+        return []
+    return [(1, f"declares the source encoding {encoding}: write the kernel in UTF-8 without a coding line")]
 
 
 @_register("includes_reference", "a candidate that includes, imports or calls the task's known fast version",

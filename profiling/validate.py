@@ -70,7 +70,7 @@ TIMED_CHECK_ALL_BYTES = 8 << 20
 NULL_CALLS = 21
 MIN_CALL_MS = 1e-4  # a call never counts as shorter than 0.1 us, whatever the round trip's noise
 # Work a staged (CUDA) candidate may do outside its timed window beyond the original's before it is refused
-# (_hidden_work): a tenth of the faster side's median call, or four standard errors of the paired difference's median
+# (_hidden_work): a tenth of the original's kernel time, or four standard errors of the paired difference's median
 # (the input copies of a 256 MB buffer vary by a fraction of a millisecond between calls).
 HIDDEN_WORK_SHARE = 0.1
 HIDDEN_WORK_SE = 4.0
@@ -613,19 +613,19 @@ def _timeout_s(session: _Session, side: str) -> float:
     return session.task.validate.timeout_s if side == "original" else session.candidate_timeout_s()
 
 
-def _hidden_work(outside_ms: dict[str, list[float]], call_ms: float, *,
+def _hidden_work(outside_ms: dict[str, list[float]], baseline_ms: float, *,
                  where: str = "outside the kernel's timed window") -> None:
     """A staged (CUDA) call is timed from the process's "start" to its "synced": what it does around them (copying
     the inputs up, the L2 flush, the messages) is the harness's, the same on both sides for the same buffers. Code
     that moved work outside that window (said "synced" early, worked in a signal handler before "start") makes
     the candidate's calls longer outside it than the original's: refused when the paired difference's median
-    exceeds both HIDDEN_WORK_SHARE of `call_ms` (the original's median call) and HIDDEN_WORK_SE standard errors."""
+    exceeds both HIDDEN_WORK_SHARE of the original's kernel time and HIDDEN_WORK_SE standard errors."""
     differences = [c - o for c, o in zip(outside_ms["candidate"], outside_ms["original"], strict=True)]
     if len(differences) < 2:
         return
     hidden_ms = statistics.median(differences)
     standard_error_ms = _median_standard_error(differences)
-    allowed_ms = max(HIDDEN_WORK_SHARE * call_ms, HIDDEN_WORK_SE * standard_error_ms)
+    allowed_ms = max(HIDDEN_WORK_SHARE * baseline_ms, HIDDEN_WORK_SE * standard_error_ms)
     if hidden_ms > allowed_ms:
         raise _Stop(Status.REJECTED, f"the candidate's calls took {hidden_ms:.3g} ms more than the original's {where} "
                                      f"(median of {len(differences)} paired calls; at most {allowed_ms:.3g} ms is "

@@ -23,6 +23,11 @@ from profiling.diagnoses.registry import Rule, Threshold, finding, make_diagnosi
 TARGETS = profiled_with("ncu")
 REGIME_WEIGHT = 0.6  # the most a regime diagnosis (dram/compute/latency bound) weighs
 SYMPTOM_WEIGHT = 0.5  # a diagnosis that is the symptom of another one's cause weighs at most half
+# warp states of a warp waiting on a global load: its data (long_scoreboard) or room in the L1's request queue
+# (lg_throttle); on the global memory path at all, also its stores leaving before it exits (drain: 47% of the
+# naive transpose's samples, whose stores are the uncoalesced side)
+GLOBAL_LOAD_STALLS = ("long_scoreboard", "lg_throttle")
+GLOBAL_WAIT_STALLS = (*GLOBAL_LOAD_STALLS, "drain")
 Check = Callable[[Profile, dict[str, Threshold]], Diagnosis | None]
 
 
@@ -51,7 +56,7 @@ def _lines_where(profile: Profile, keep: Callable[[HotLine], bool], top: int = 3
 
 def _memory_stall_lines(profile: Profile) -> list[int]:
     """Hot lines whose warps mostly wait on global memory (a load's result, or the load/store queue)."""
-    return _lines_where(profile, lambda h: h.dominant_stall in ("long_scoreboard", "lg_throttle"))
+    return _lines_where(profile, lambda h: h.dominant_stall in GLOBAL_LOAD_STALLS)
 
 
 def _rule(name: str, counters: tuple[str, ...], thresholds: tuple[str, ...], hint: str,
@@ -104,12 +109,6 @@ def uncoalesced(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     lines = _lines(profile, "global_excessive_sectors")
     return make_diagnosis("uncoalesced_global_access", min(1.0, share) * weight,
                           [finding("excess_sectors_per_global_sector", share, limit, ">", lines)], extra)
-
-
-# warp states of a warp waiting on the global memory path: its load's data (long_scoreboard), room in the L1's
-# request queue (lg_throttle), its stores leaving before it exits (drain: 47% of the naive transpose's samples,
-# whose stores are the uncoalesced side)
-GLOBAL_WAIT_STALLS = ("long_scoreboard", "lg_throttle", "drain")
 
 
 def _global_wait_share(profile: Profile) -> float | None:

@@ -30,26 +30,26 @@ def _outside(shift_ms: float, *, calls: int = 120, noise_ms: float = 0.3, seed: 
 
 @pytest.mark.parametrize("seed", range(5))
 def test_the_same_harness_work_on_both_sides_passes(seed: int) -> None:
-    _hidden_work(_outside(0.0, seed=seed), call_ms=2.0)
+    _hidden_work(_outside(0.0, seed=seed), baseline_ms=2.0)
 
 
 def test_a_candidate_cheaper_outside_its_window_passes() -> None:
-    _hidden_work(_outside(-5.0), call_ms=2.0)
+    _hidden_work(_outside(-5.0), baseline_ms=2.0)
 
 
 def test_work_moved_out_of_the_window_is_refused() -> None:
     """Attack: the kernel says "synced" early (or works in a signal handler before "start") and does a millisecond
     of its 2 ms of work where the window does not see it."""
     with pytest.raises(_Stop) as stopped:
-        _hidden_work(_outside(1.0), call_ms=2.0)
+        _hidden_work(_outside(1.0), baseline_ms=2.0)
     assert stopped.value.status is Status.REJECTED and "outside the kernel's timed window" in stopped.value.reason
 
 
 def test_what_noise_allows_is_bounded_by_a_share_of_the_kernel() -> None:
     """Below a tenth of the original's kernel time nothing is refused, however quiet the measurements."""
-    _hidden_work(_outside(0.9 * HIDDEN_WORK_SHARE * 2.0, noise_ms=0.001), call_ms=2.0)
+    _hidden_work(_outside(0.9 * HIDDEN_WORK_SHARE * 2.0, noise_ms=0.001), baseline_ms=2.0)
     with pytest.raises(_Stop):
-        _hidden_work(_outside(1.5 * HIDDEN_WORK_SHARE * 2.0, noise_ms=0.001), call_ms=2.0)
+        _hidden_work(_outside(1.5 * HIDDEN_WORK_SHARE * 2.0, noise_ms=0.001), baseline_ms=2.0)
 
 
 def _abba(kernel_ms: dict[str, float], *, second_ms: float, lingering_ms: float, seed: int = 1,
@@ -187,8 +187,8 @@ def test_work_after_done_in_most_calls_is_refused_and_a_rare_one_is_noise() -> N
     """The check takes the median of the paired calls: a worker caught in transit once (a stale reading) passes,
     one that works on after every call is refused once it exceeds a tenth of the original's call."""
     rare = {"original": [0.0] * 40, "candidate": [0.0] * 39 + [3.0]}
-    _hidden_work(rare, call_ms=2.0)
+    _hidden_work(rare, baseline_ms=2.0)
     steady = {"original": [0.0] * 40, "candidate": [0.5] * 40}
     with pytest.raises(_Stop) as stop:
-        _hidden_work(steady, call_ms=2.0, where="after its call said 'done'")
+        _hidden_work(steady, baseline_ms=2.0, where="after its call said 'done'")
     assert stop.value.status is Status.REJECTED and "after its call said 'done'" in stop.value.reason

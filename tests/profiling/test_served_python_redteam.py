@@ -210,12 +210,15 @@ def test_static_check_evasion_is_flagged(task_dir: Path, name: str) -> None:
                            "    launch(x, out, m, n)\n")
 
 
-@pytest.mark.parametrize("cookie", ["utf-7", "unicode_escape", "latin-1"])
-def test_a_source_encoding_other_than_utf8_is_flagged(task_dir: Path, cookie: str) -> None:
+@pytest.mark.parametrize(("cookie", "first_line"), [("utf-7", ""), ("unicode_escape", ""), ("latin-1", ""),
+                                                    ("utf-7", "#\x0cx\n"), ("utf-7", "#x\r")])
+def test_a_source_encoding_other_than_utf8_is_flagged(task_dir: Path, cookie: str, first_line: str) -> None:
     """Attack (static): the interpreter honours a coding line; the checks read UTF-8. Saved as utf-7, torch.sum is
-    `torch.+AHM-um` to the checks; under unicode_escape, imports hide behind \\x escapes."""
-    assert static_messages(task_dir, f"# -*- coding: {cookie} -*-\n" + KERNEL + "\n\ndef row_sum(x, out, m, n):\n"
-                           "    launch(x, out, m, n)\n")
+    `torch.+AHM-um` to the checks; under unicode_escape, imports hide behind \\x escapes. The review found the
+    coding line on line 2 missed behind a form feed in line 1 (str.splitlines breaks there, Python does not; import
+    still read utf-7), and a lone carriage return ends line 1 for Python too."""
+    assert static_messages(task_dir, first_line + f"# -*- coding: {cookie} -*-\n" + KERNEL
+                           + "\n\ndef row_sum(x, out, m, n):\n    launch(x, out, m, n)\n")
 
 
 def test_a_utf8_coding_line_and_a_hash_in_a_docstring_pass(task_dir: Path) -> None:
