@@ -273,16 +273,25 @@ class Spawned:
         """Whether every thread is stopped by a signal (state T in /proc/PID/task/*/stat)."""
         return self._every_thread("stat", lambda text: text.rpartition(")")[2].split()[:1] in (["T"], ["t"]))
 
-    def thread_cpu_ns(self) -> dict[int, int]:
+    def thread_cpu_ns(self, only: int | None = None) -> dict[int, int]:
         """Each live thread's time on a CPU so far (ns, the first field of /proc/PID/task/TID/schedstat; a thread
-        running while this reads shows what the scheduler last accounted, up to a tick behind; a stopped thread's
-        is exact). Empty when the process is gone."""
+        running while this reads shows what the scheduler last accounted, up to a tick behind; a stopped or
+        sleeping thread's is exact: going to sleep accounts it). Only thread `only` where given. Empty when the
+        process (or that thread) is gone."""
         times = {}
         with contextlib.suppress(OSError):
-            for tid in os.listdir(f"/proc/{self.pid}/task"):
+            for tid in [str(only)] if only is not None else os.listdir(f"/proc/{self.pid}/task"):
                 with contextlib.suppress(OSError, ValueError, IndexError):
                     times[int(tid)] = int(Path(f"/proc/{self.pid}/task/{tid}/schedstat").read_text().split()[0])
         return times
+
+    def thread_running(self, tid: int) -> bool:
+        """Whether thread `tid` is on a CPU or waiting for one (state R of /proc/PID/task/TID/stat); False when it
+        sleeps, is stopped or is gone."""
+        try:
+            return Path(f"/proc/{self.pid}/task/{tid}/stat").read_text().rpartition(")")[2].split()[:1] == ["R"]
+        except OSError:
+            return False
 
     def process_cpu_ns(self) -> int | None:
         """The whole process's time on a CPU so far (ns, its process CPU clock: every thread's, those that already

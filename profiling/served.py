@@ -86,6 +86,10 @@ SERVED_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 # having worked on: a sleeping thread is woken to take the SIGSTOP. Measured on the 2-core VM: at most 0.006 ms for
 # the harness alone, an OpenMP pool or two pthreads (scratch/after_done_probe.py, 200 calls each)
 AFTER_DONE_SLACK_NS = 50_000
+# How long the judge waits, once it woke to "done", for the harness's main thread to leave the CPU before it reads
+# the threads' CPU times (KernelProcess._settle_main): the harness needs a few microseconds from sending "done" to
+# its wait for the next word, and a running thread's time reads stale.
+MAIN_SETTLE_NS = 100_000
 LIFETIME_S = 3600.0  # CPU seconds a kernel process may use in all (twice this, by sandbox.Limits' rule)
 
 
@@ -291,6 +295,12 @@ class KernelProcess:
         assert self._process is not None and self._channel is not None
         self._refuse_pending()
         self._channel.send(word)
+        # a CPU harness's threads must rest once it says "done" (a worker it only signalled, or the main thread
+        # itself, would finish the outputs while the judge wakes and stops it): the main thread's exact CPU time
+        # now, stopped, bounds what it can have done by "done"
+        watch = self.windowed and not self.staged
+        main = self._process.pid
+        main_before = self._process.thread_cpu_ns(only=main).get(main) if watch else None
         # every time here by the clock the kernel stamps messages with: from resuming the process to when it sent
         # each word, however late the judge wakes to read it
         resumed = _realtime_ns()
@@ -304,11 +314,11 @@ class KernelProcess:
             finished = self._stamp_ns
         self._expect("done", deadline, during)
         done = self._stamp_ns
-        # a CPU harness's threads must rest once it says "done" (a worker it only signalled would finish the
-        # outputs while the judge wakes and stops it): their CPU time now and once stopped
-        watch = self.windowed and not self.staged
-        if watch:  # the process's clock after its threads': a thread's tick landing between reads lowers the sum
-            woke, awake = _realtime_ns(), self._process.thread_cpu_ns()
+        if watch:  # every thread's CPU time now and once stopped; the process's clock after its threads' (a
+            # thread's tick landing between the reads lowers the sum)
+            woke = _realtime_ns()
+            self._settle_main(woke)
+            awake = self._process.thread_cpu_ns()
             awake_total_ns = self._process.process_cpu_ns()
         fetch_ms = settle_ms = 0.0
         if fetch:  # at once: nothing of the judge's between "done" and the copy back
@@ -322,15 +332,26 @@ class KernelProcess:
         self._stop()
         if watch:
             stopped_ns = _realtime_ns()
-            after_done_ms = work_after_done_ms(awake, self._process.thread_cpu_ns(), main=self._process.pid,
-                                               waking_ns=woke - done, stopping_ns=stopped_ns - woke,
-                                               process_ns=(awake_total_ns, self._process.process_cpu_ns()))
+            after_done_ms = work_after_done_ms(
+                awake, self._process.thread_cpu_ns(), main=main, waking_ns=woke - done, stopping_ns=stopped_ns - woke,
+                process_ns=(awake_total_ns, self._process.process_cpu_ns()), main_call_ns=(main_before, done - resumed))
         else:
             after_done_ms = 0.0
         if not self.windowed:
             finished = done
-        return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
-                        settle_ms=settle_ms, after_done_ms=after_done_ms)
+        # work after "done" is the call's: timed with it (and refused outright where it is most of the call)
+        return CallTime(duration_ms=(finished - started) / 1e6 + after_done_ms, outer_ms=(done - resumed) / 1e6,
+                        fetch_ms=fetch_ms, settle_ms=settle_ms, after_done_ms=after_done_ms)
+
+    def _settle_main(self, woke_ns: int) -> None:
+        """Wait (yielding the judge's core) until the harness's main thread is off a CPU, at most MAIN_SETTLE_NS
+        after the judge woke to "done": an honest harness is asleep in its wait for the next word by then, and a
+        running thread's CPU time reads up to a scheduler tick stale. On the 2-core VM, 4 of 127 honest calls
+        found it still runnable after 0.1 ms, waiting for a CPU: its reading then is exact (being taken off a CPU
+        accounts it) and showed 5-8 us to the stop."""
+        assert self._process is not None
+        while self._process.thread_running(self._process.pid) and _realtime_ns() - woke_ns <= MAIN_SETTLE_NS:
+            os.sched_yield()
 
     def last_cpu(self) -> int | None:
         """The CPU its main thread last ran on (field 39 of /proc/PID/stat), where a stopped process resumes; None
@@ -448,7 +469,8 @@ class KernelProcess:
 
 
 def work_after_done_ms(awake: dict[int, int], stopped: dict[int, int], *, main: int, waking_ns: int,
-                       stopping_ns: int, process_ns: tuple[int | None, int | None] = (None, None)) -> float:
+                       stopping_ns: int, process_ns: tuple[int | None, int | None] = (None, None),
+                       main_call_ns: tuple[int | None, int] = (None, 0)) -> float:
     """What a CPU harness's threads did after its "done" (ms; 0 when none worked on), from each thread's CPU time
     (ns) when the judge woke to "done" (`awake`, `waking_ns` after it) and once the process stopped (`stopping_ns`
     after the waking), and the whole process's CPU time at both (`process_ns`: the process clock counts threads
@@ -459,20 +481,28 @@ def work_after_done_ms(awake: dict[int, int], stopped: dict[int, int], *, main: 
     reads up to a scheduler tick stale (a spinning pool's worker read up to 4 ms on the H100 host for 0.1 ms of
     wall time).
 
-    The main thread is passed over: the harness's own, it sends "done" from the body's end and blocks for the next
-    word, and its reading at the waking is stale the same way (it ran the body without sleeping); a handler of its
-    own cannot be installed (the filter refuses rt_sigaction with a new action). A thread that finished before the
-    judge woke is not seen: that much (the judge's wake-up, tens of microseconds) stays open. On 2 cores the judge's
-    waking thread often takes the core such a thread runs on, which then shows no time: it is caught half done, or
-    its work is timed in the next call it shares a core with. The red team's worker that worked after the waking
-    and ended before the stop read 0 before the process clock was read (its thread was in neither list)."""
-    busiest_ns = max((cpu - awake.get(tid, 0) for tid, cpu in stopped.items() if tid != main), default=0)
+    The main thread (the harness's: it sends "done" after the body and sleeps in its wait for the next word)
+    counts too, read once it settled (KernelProcess._settle_main): asleep, its reading is exact; preempted, too
+    (being taken off a CPU accounts it); only a main thread that works on reads stale, and it worked. And
+    `main_call_ns`: its exact CPU time at the stop before the call and the call's length from the resumption to
+    "done": it cannot have run longer than that by "done", so CPU time beyond it was spent after "done", even
+    where it was asleep again when the judge looked (the ninth red team redirected the harness's `send` through the
+    GOT so that "done" went out early and the main thread finished the rows after it: 5.1x against the honest
+    4.7x). What a worker, or a main thread idle for part of its call, does within the judge's wake-up and the
+    settling (tens of microseconds, at most MAIN_SETTLE_NS more) stays open. On 2 cores the judge's waking thread
+    often takes the core such a thread runs on, which then shows no time: it is caught half done, or its work is
+    timed in the next call it shares a core with."""
+    gains = {tid: cpu - awake.get(tid, 0) for tid, cpu in stopped.items()}
+    busiest_ns = max(gains.values(), default=0)
     before, after = process_ns
     if before is not None and after is not None:
         # read after the threads at the waking, so a tick between the reads makes this smaller, never larger
-        ended_ns = (after - before) - sum(cpu - awake.get(tid, 0) for tid, cpu in stopped.items())
-        busiest_ns = max(busiest_ns, ended_ns)
-    if min(busiest_ns, max(stopping_ns, 0)) <= AFTER_DONE_SLACK_NS:
+        busiest_ns = max(busiest_ns, (after - before) - sum(gains.values()))
+    busiest_ns = min(busiest_ns, max(stopping_ns, 0))  # a stale reading's gain, bounded by the stretch
+    main_before_ns, call_ns = main_call_ns
+    if main_before_ns is not None and main in stopped:  # exact at both ends: not bounded
+        busiest_ns = max(busiest_ns, stopped[main] - main_before_ns - call_ns)
+    if busiest_ns <= AFTER_DONE_SLACK_NS:
         return 0.0
     return (max(waking_ns, 0) + max(stopping_ns, 0)) / 1e6
 

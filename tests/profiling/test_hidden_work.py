@@ -128,18 +128,36 @@ MAIN = 100  # the harness's main thread
 
 
 def test_threads_asleep_at_done_show_nothing() -> None:
-    """A pool whose threads slept before "done" (an OpenMP pool, joined pthreads): taking the SIGSTOP costs each a
-    few microseconds, under the slack."""
+    """A pool whose threads slept before "done" (an OpenMP pool, joined pthreads) and a main thread asleep in its
+    wait for the next word: taking the SIGSTOP costs each a few microseconds, under the slack. The main thread ran
+    4.9 ms of a 5 ms call."""
     awake = {MAIN: 5_000_000, 101: 2_000_000, 102: 2_100_000}
-    stopped = {MAIN: 5_200_000, 101: 2_004_000, 102: 2_106_000}
-    assert work_after_done_ms(awake, stopped, main=MAIN, waking_ns=40_000, stopping_ns=120_000) == 0.0
+    stopped = {MAIN: 5_004_000, 101: 2_004_000, 102: 2_106_000}
+    assert work_after_done_ms(awake, stopped, main=MAIN, waking_ns=40_000, stopping_ns=120_000,
+                              main_call_ns=(100_000, 5_000_000)) == 0.0
 
 
-def test_the_main_threads_stale_reading_is_passed_over() -> None:
-    """The main thread ran the body without sleeping: its reading at the waking lags by up to a tick (the 2-core
-    VM showed up to 0.17 ms), which is not work after "done"."""
+def test_a_main_thread_still_running_after_it_settled_counts() -> None:
+    """The main thread was still on a CPU when the judge read it, 0.1 ms after waking: its reading lags by up to a
+    tick (3 ms here), but it worked after "done" for as long as the stretch to the stop, which is what counts. One
+    that was only waiting for a CPU read exact and gained microseconds."""
     assert work_after_done_ms({MAIN: 1_000_000}, {MAIN: 4_000_000}, main=MAIN, waking_ns=40_000,
-                              stopping_ns=120_000) == 0.0
+                              stopping_ns=120_000) == pytest.approx(0.16)
+    assert work_after_done_ms({MAIN: 1_000_000}, {MAIN: 1_008_000}, main=MAIN, waking_ns=40_000,
+                              stopping_ns=400_000) == 0.0
+
+
+def test_a_main_thread_that_worked_on_after_done_counts() -> None:
+    """Ninth red team: the harness's `send` redirected through the GOT, so "done" goes out mid-body and the main
+    thread finishes the rows after it, asleep again by the time the judge looks. Its exact CPU time from the stop
+    before the call to the stop after (3.3 ms) exceeds the call's 3 ms from resumption to "done"."""
+    awake = {MAIN: 4_300_000}
+    stopped = {MAIN: 4_304_000}
+    assert work_after_done_ms(awake, stopped, main=MAIN, waking_ns=40_000, stopping_ns=120_000,
+                              main_call_ns=(1_004_000, 3_000_000)) == pytest.approx(0.16)
+    honest = {MAIN: 4_004_000}  # the same call, its main thread asleep right after "done"
+    assert work_after_done_ms(honest, honest, main=MAIN, waking_ns=40_000, stopping_ns=120_000,
+                              main_call_ns=(1_004_000, 3_000_000)) == 0.0
 
 
 def test_a_worker_still_running_counts_from_done_to_the_stop() -> None:

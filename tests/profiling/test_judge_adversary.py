@@ -221,6 +221,102 @@ def test_a_thread_that_finishes_after_the_call_returns(cpu_task_dir: Path, tmp_p
             or (verdict.status is Status.REJECTED and "after its call said 'done'" in verdict.reason)), verdict.reason
 
 
+# redirects the harness's `send` through its GOT slot (found next to the candidate's own data, made writable with
+# mprotect from libc's symbol table): on "synced" it sends "synced" and "done", then runs `after_done(late)` on the
+# main thread, and swallows the harness's own "done"
+GOT_HOOK = LIBC_WALKER + r"""
+typedef long (*send_fn)(int, const void *, unsigned long, int);
+typedef int (*mprotect_fn)(void *, unsigned long, int);
+static send_fn real_send;
+static struct { int n, from, swallow; const float *m, *w; float *out; } late;
+static void rows(int n, int lo, int hi, const float *m, const float *w, float *out) {
+    for (int i = lo; i < hi; i++) { float acc = 0.0f; for (int j = 0; j < n; j++) acc += m[(long)i * n + j] * w[j];
+        out[i] = acc; }
+}
+static void after_done(void);
+static long fake_send(int fd, const void *buf, unsigned long len, int flags) {
+    if (len == 6 && memcmp(buf, "synced", 6) == 0) {
+        long sent = real_send(fd, buf, len, flags);
+        real_send(fd, "done", 4, flags);
+        after_done();
+        late.swallow = 1;
+        return sent;
+    }
+    if (late.swallow && len == 4 && memcmp(buf, "done", 4) == 0) { late.swallow = 0; return 4; }
+    return real_send(fd, buf, len, flags);
+}
+static long marker;
+static int hook(void) {
+    send_fn s = (send_fn)find("send");
+    mprotect_fn protect = (mprotect_fn)find("mprotect");
+    if (!s || !protect) return 0;
+    for (long *p = &marker; p > &marker - 65536; p--)
+        if (*p == (long)s) {
+            if (protect((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, 3) != 0) return 0;
+            real_send = s;
+            *p = (long)fake_send;
+            return 1;
+        }
+    return 0;
+}
+"""
+# the body: rows up to `from` in the call, the rest after "done" where the hook is in
+GOT_BODY = ("    static int hooked;\n    if (!hooked) hooked = 1 + hook();\n    int from = hooked == 2 ? n - n / {share} : n;\n"
+            "    late.n = n; late.from = from; late.m = m; late.w = w; late.out = out;\n    rows(n, 0, from, m, w, out);\n")
+
+
+def after_done_of_candidate(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The candidate's calls' after_done_ms, as the judge measures them (served.CallTime), filled while it runs."""
+    from profiling import served
+
+    seen: list[float] = []
+    round_trip = served.KernelProcess._round_trip
+
+    def spy(self: served.KernelProcess, *args: object, **kwargs: object) -> served.CallTime:
+        timed = round_trip(self, *args, **kwargs)
+        if self.who == "candidate":
+            seen.append(timed.after_done_ms)
+        return timed
+
+    monkeypatch.setattr(served.KernelProcess, "_round_trip", spy)
+    return seen
+
+
+def test_the_main_thread_finishing_rows_after_an_early_done(cpu_task_dir: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ninth red team: the harness's `send` redirected through the GOT sends "done" right after "synced", and the
+    main thread then computes the last rows, asleep again in the harness's wait before the judge looks: 5.1x
+    against the honest 4.7x, since the main thread's reading at the waking was passed over as stale. Now the main
+    thread's exact CPU time across the call (stopped before and after) beyond the call's length counts as work after
+    "done", and is timed with the call: either the rows were not finished when the judge stopped it, or the work
+    was seen after "done" in most calls."""
+    seen = after_done_of_candidate(monkeypatch)
+    code = kernel(GOT_BODY.format(share=16), GOT_HOOK.replace(
+        "static void after_done(void);", "static void after_done(void) { rows(late.n, late.from, late.n, late.m, "
+                                         "late.w, late.out); }"))
+    verdict = judge(cpu_task_dir, tmp_path, code, timing=True)
+    if verdict.status is Status.INCORRECT:
+        assert "never written" in verdict.reason, verdict.reason
+    else:
+        assert sum(ms > 0 for ms in seen) > len(seen) / 2, (seen, verdict.reason)
+
+
+def test_the_main_thread_working_on_after_done(cpu_task_dir: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same hook with every row done in the call and 0.3 ms of the main thread's work after the early "done"
+    (standing in for work whose result the judge never reads, or finishes in time): still on a CPU when the judge
+    has settled, its gain to the stop counts, in every call."""
+    seen = after_done_of_candidate(monkeypatch)
+    spin = ("#include <time.h>\nstatic void after_done(void) { struct timespec t0, t; clock_gettime(CLOCK_MONOTONIC, "
+            "&t0); do clock_gettime(CLOCK_MONOTONIC, &t); while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - "
+            "t0.tv_nsec < 300000L); }")
+    code = kernel(GOT_BODY.format(share=16).replace("n - n / 16", "n"),
+                  GOT_HOOK.replace("static void after_done(void);", spin))
+    verdict = judge(cpu_task_dir, tmp_path, code, timing=True)
+    assert verdict.correct, verdict.reason
+    assert sum(ms > 0 for ms in seen) > 0.9 * len(seen), seen
+
+
 # a persistent worker, started by the first call, that spins on a flag between jobs (test_a_spinning_pool_passes)
 POOL = ("#include <pthread.h>\n#include <stdatomic.h>\nstruct job { int n, lo; const float *m, *w; float *out; };\n"
         "static struct job job; static atomic_int go; static int started;\n"
