@@ -261,8 +261,10 @@ static int hook(void) {
 }
 """
 # the body: rows up to `from` in the call, the rest after "done" where the hook is in
-GOT_BODY = ("    static int hooked;\n    if (!hooked) hooked = 1 + hook();\n    int from = hooked == 2 ? n - n / {share} : n;\n"
-            "    late.n = n; late.from = from; late.m = m; late.w = w; late.out = out;\n    rows(n, 0, from, m, w, out);\n")
+GOT_BODY = ("    static int hooked;\n    if (!hooked) hooked = 1 + hook();\n"
+            "    int from = hooked == 2 ? n - n / {share} : n;\n"
+            "    late.n = n; late.from = from; late.m = m; late.w = w; late.out = out;\n"
+            "    rows(n, 0, from, m, w, out);\n")
 
 
 def after_done_of_candidate(monkeypatch: pytest.MonkeyPatch) -> list[float]:
