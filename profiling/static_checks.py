@@ -22,6 +22,7 @@ from perfforge.records import blank_comments
 from perfforge.registry import Registry
 from perfforge.targets import TARGETS
 from perfforge.task import Task
+from profiling.python_policy import policy_problems, qualified_names
 from profiling.python_precision import low_precision_uses
 
 
@@ -169,6 +170,13 @@ def _source_encoding(source: str, task: Task) -> list[tuple[int, str]]:
     if encoding in ("utf-8", "utf-8-sig"):
         return []
     return [(1, f"declares the source encoding {encoding}: write the kernel in UTF-8 without a coding line")]
+
+
+@_register("python_policy", "a Python candidate that imports what a kernel does not need (pydoc, posix, marshal, "
+           "operator: the process and files by other names) or walks dunder attributes to the interpreter's "
+           "internals", _PYTHON)
+def _python_policy(code: str, task: Task) -> list[tuple[int, str]]:
+    return policy_problems(code)
 
 
 @_register("includes_reference", "a candidate that includes, imports or calls the task's known fast version",
@@ -344,8 +352,9 @@ class _DropDocstrings(ast.NodeTransformer):
 
 
 def _unparsed(code: str) -> str | None:
-    """The code as Python's parser reads it, written out again without docstrings; None when it does not parse."""
+    """The code as Python's parser reads it, written out again without docstrings and with imported aliases in full
+    (`s(x)` after `from torch import sum as s` reads `torch.sum(x)`); None when it does not parse."""
     try:
-        return ast.unparse(_DropDocstrings().visit(ast.parse(code)))
+        return ast.unparse(qualified_names(_DropDocstrings().visit(ast.parse(code))))
     except (SyntaxError, ValueError, RecursionError):
         return None
