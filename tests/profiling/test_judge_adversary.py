@@ -7,6 +7,8 @@ matvec of conftest.py (the original walks the matrix by column; FAST_C by row).
 
 from __future__ import annotations
 
+import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -301,6 +303,39 @@ def test_the_main_thread_finishing_rows_after_an_early_done(cpu_task_dir: Path, 
         assert "never written" in verdict.reason, verdict.reason
     else:
         assert sum(ms > 0 for ms in seen) > len(seen) / 2, (seen, verdict.reason)
+
+
+def test_rows_computed_between_synced_and_done(cpu_task_dir: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tenth red team: the same hook, with "done" left to the harness, computes the last 30% of the rows between
+    passing "synced" on and returning (or, its twin, 25% before passing "start" on): outside the window, before
+    "done", so nothing after "done" shows. Refused only past a tenth of the original's call, it read 4.7-4.9x
+    against the honest 2.2-3.6x on the 2-core VM. Now each CPU call is charged what it spent outside its window
+    beyond the original's calls there (validate._charged_windows): the candidate's time as reported holds the
+    rows it moved out."""
+    from profiling import served
+
+    calls: dict[str, list[served.CallTime]] = {"original": [], "candidate": []}
+    round_trip = served.KernelProcess._round_trip
+
+    def spy(self: served.KernelProcess, *args: object, **kwargs: object) -> served.CallTime:
+        timed = round_trip(self, *args, **kwargs)
+        if args and args[0] == b"call":
+            calls[self.who].append(timed)
+        return timed
+
+    monkeypatch.setattr(served.KernelProcess, "_round_trip", spy)
+    hook = GOT_HOOK.replace('real_send(fd, "done", 4, flags);', "").replace("late.swallow = 1;", "").replace(
+        "static void after_done(void);", "static void after_done(void) { rows(late.n, late.from, late.n, late.m, "
+                                         "late.w, late.out); }")
+    verdict = judge(cpu_task_dir, tmp_path, kernel(GOT_BODY.format(share=3), hook), timing=True)
+    assert verdict.correct, verdict.reason
+    window_ms = statistics.median(t.duration_ms for t in calls["candidate"])
+    moved_ms = (statistics.median(t.outer_ms - t.duration_ms for t in calls["candidate"])
+                - statistics.median(t.outer_ms - t.duration_ms for t in calls["original"]))
+    reported_ms = float(re.search(r"candidate ([\d.]+) ms", verdict.reason).group(1))
+    assert moved_ms > 0.1, moved_ms  # the hook did move work out of the window
+    assert reported_ms > window_ms + 0.7 * moved_ms, (reported_ms, window_ms, moved_ms)
 
 
 def test_the_main_thread_working_on_after_done(cpu_task_dir: Path, tmp_path: Path,
