@@ -60,6 +60,12 @@ class TargetSpec:
     # launches of the kernels its source defines must take most of its device time (profiling/kernel_coverage.py;
     # the torch target, whose answers may mix PyTorch operators with their kernels)
     kernel_coverage: bool = False
+    # Python targets: names of library routines refused wherever host code (outside a @triton.jit function) reads
+    # them as an attribute, whatever the receiver (`x.sum(1)`, `torch.Tensor.sum`, `torch.linalg.matmul`, `s =
+    # torch.sum`), and whether the `@` operator is one (python_policy.host_library_uses). The tenth red team's
+    # Triton answer launched an empty kernel and returned `x.sum(1)`: correct, and nothing on a CPU saw it.
+    library_methods: frozenset[str] = frozenset()
+    library_matmul_operator: bool = False
 
     def __post_init__(self) -> None:
         # the records label code with a Target: a runnable target the records cannot name would be lost there
@@ -114,6 +120,13 @@ TARGETS.register("triton", TargetSpec(
     profiler="ncu", thresholds="cuda.toml", key_counters=NCU_KEY_COUNTERS,
     library_pattern=r"\b(torch\.(matmul|mm|bmm|sum|mean|softmax|einsum|nn\.functional\.\w+|cumsum|sort|add|mul)|"
                     r"F\.\w+)\s*\(",
+    # reductions, scans, sorts and products that would be a Triton task's whole job done by PyTorch on the host
+    library_methods=frozenset({"sum", "nansum", "mean", "nanmean", "prod", "cumsum", "cumprod", "logcumsumexp",
+                               "logsumexp", "softmax", "log_softmax", "sort", "argsort", "topk", "amax", "amin",
+                               "norm", "var", "std", "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner",
+                               "tensordot", "einsum", "addmm", "baddbmm", "multi_dot", "linear", "histc",
+                               "bincount"}),
+    library_matmul_operator=True,
     # served (profiling/runtime/perfforge_serve.py): the candidate's interpreter is not trusted; each call is
     # staged, flushed by the judge and timed whole, so a Python launch's host cost counts (row_sum_strided on the
     # H200: 2.71x served against 7.74x by the old path's in-process events; docs/validation.md)
@@ -134,6 +147,11 @@ TARGETS.register("torch", TargetSpec(
                     r"linear|scaled_dot_product_attention)|F\.(conv\w*|linear|scaled_dot_product_attention))\s*\(|"
                     r"\btorch\.ops\.aten\.\w+|(?<=[\w)\]])[ \t]*@[ \t]*[\w(]|"
                     r"^\s*(import\s+[^\n]*\bproblem\b|from\s+problem\b)",
+    # the GEMMs and convolutions a problem's reference calls, under any receiver (x.matmul, torch.linalg.matmul)
+    library_methods=frozenset({"matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "inner", "tensordot",
+                               "einsum", "multi_dot", "linear", "bilinear", "conv1d", "conv2d", "conv3d",
+                               "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+                               "scaled_dot_product_attention"}),
     memory_limit_bytes=None, served=True, kernel_coverage=True))
 
 # HIP is EXPERIMENTAL: rocprofv3 output is parsed (profiling/hip/), but no AMD machine builds or runs tasks here.

@@ -31,9 +31,38 @@ ALLOWED_MODULES = {
     "dataclasses": "a launch configuration as a record",
     "collections": "named tuples and ordered records of configurations",
     "enum": "kernel variants as an enum",
+    "warnings": "a warning when a shape falls back to a slower path",
+    "copy": "copying a configuration",
+    "random": "a seeded choice among configurations",
 }
-# dunder names a candidate may use as attributes or names: constructors of a module's class and a function's name
-ALLOWED_DUNDERS = frozenset({"__init__", "__name__"})
+# dunder names a candidate may use as attributes or names: a module class's constructor and call, names, versions
+# and declarations that read or declare, never reach (the tenth red team found honest answers refused for each)
+ALLOWED_DUNDERS = frozenset({"__init__", "__call__", "__repr__", "__name__", "__qualname__", "__class__",
+                             "__version__", "__all__", "__slots__"})
+# builtins that reach any attribute, namespace or code by a string: refused wherever read, not only called (`g =
+# getattr; g(torch, "o" + "s")` is the os module)
+REFLECTIVE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "eval", "exec", "compile", "vars", "globals",
+                                 "locals", "__import__", "breakpoint", "open", "input"})
+# attributes of the allowed packages that reach files, native code or the interpreter's machinery (torch, numpy
+# and triton re-export them; the tenth red team read a file with torch.from_file and reached os through
+# numpy.ctypeslib)
+DENIED_ATTRIBUTES = frozenset({"os", "sys", "subprocess", "builtins", "ctypes", "ctypeslib", "f2py", "from_file",
+                               "serialization", "hub", "package", "load_library", "npyio", "fromregex", "fromfile",
+                               "memmap", "DataSource", "_dynamo", "_C"})
+# (receiver, attribute) pairs refused where the attribute alone is innocent (tl.load is Triton's; triton.testing's
+# do_bench is a benchmark, numpy.testing builds C extensions)
+DENIED_PAIRS = frozenset({("jit", "load"), ("jit", "save"), ("rec", "fromfile"), ("numpy", "testing"),
+                          ("np", "testing")})
+
+
+def _denied_path(dotted: str) -> str | None:
+    """The part of a dotted module path that DENIED_ATTRIBUTES or DENIED_PAIRS refuse (`numpy.ctypeslib`,
+    `numpy.testing.extbuild`), or None."""
+    parts = dotted.split(".")
+    for index, part in enumerate(parts):
+        if part in DENIED_ATTRIBUTES or (index and (parts[index - 1], part) in DENIED_PAIRS):
+            return ".".join(parts[:index + 1])
+    return None
 
 
 def _allowed_module(name: str) -> bool:
@@ -58,17 +87,69 @@ def policy_problems(code: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             problems += [(line, f"imports {alias.name}: a kernel may import only {allowed}")
                          for alias in node.names if not _allowed_module(alias.name)]
+            problems += [(line, f"imports {_denied_path(alias.name)}, which reaches files or native code")
+                         for alias in node.names if _denied_path(alias.name)]
         elif isinstance(node, ast.ImportFrom):
             module = "." * node.level + (node.module or "")
             if node.level or not _allowed_module(module):
                 problems.append((line, f"imports from {module}: a kernel may import only {allowed}"))
-        elif isinstance(node, ast.Attribute) and _dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
-            problems.append((line, f"reaches the interpreter's internals through .{node.attr}"))
+            problems += [(line, f"imports {_denied_path(f'{module}.{alias.name}')}, which reaches files or native "
+                                "code") for alias in node.names if _denied_path(f"{module}.{alias.name}")]
+        elif isinstance(node, ast.Attribute):
+            problems += _attribute_problems(node)
+        elif isinstance(node, ast.Name) and node.id in REFLECTIVE_BUILTINS:
+            problems.append((line, f"uses {node.id}, which reaches code or attributes by a string"))
         elif isinstance(node, ast.Name) and _dunder(node.id) and node.id not in ALLOWED_DUNDERS:
             problems.append((line, f"uses the interpreter's {node.id}"))
         elif isinstance(node, ast.MatchClass):
             problems += [(line, f"reaches the interpreter's internals through a pattern's {name}")
                          for name in node.kwd_attrs if _dunder(name)]
+    return problems
+
+
+def _attribute_problems(node: ast.Attribute) -> list[tuple[int, str]]:
+    line, name = node.lineno, node.attr
+    if _dunder(name) and name not in ALLOWED_DUNDERS:
+        return [(line, f"reaches the interpreter's internals through .{name}")]
+    if name in DENIED_ATTRIBUTES:
+        return [(line, f"reaches files, native code or the interpreter through .{name}")]
+    if isinstance(node.value, ast.Attribute | ast.Name) and (_last_name(node.value), name) in DENIED_PAIRS:
+        return [(line, f"reaches files through .{_last_name(node.value)}.{name}")]
+    if name in ("format", "format_map") and not isinstance(node.value, ast.Constant):
+        # "{0.os}".format(torch) walks attributes named in the string: only a literal's fields are read here
+        return [(line, f"formats a string built at run time with .{name} (its fields can walk attributes)")]
+    return []
+
+
+def _last_name(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def host_library_uses(code: str, methods: frozenset[str], matmul_operator: bool) -> list[tuple[int, str]]:
+    """(line, message) for every library routine in `methods` that host code (anything outside a function
+    decorated with a Triton jit) reads as an attribute, whatever the receiver, and every `@` where
+    `matmul_operator`; nothing when the code does not parse. Inside a Triton kernel `x.sum` is Triton's."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    problems: list[tuple[int, str]] = []
+    pending: list[ast.AST] = [tree]
+    namespaces: set[int] = set()  # attributes read only to reach another (torch.backends.cuda.matmul.allow_tf32)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
+            continue  # a Triton kernel: its reductions and dots are the kernel's own
+        if isinstance(node, ast.Attribute):
+            namespaces.add(id(node.value))
+            # a module's own member (self.linear, built in __init__) is its business; a routine stored there
+            # was read where it was stored
+            own = isinstance(node.value, ast.Name) and node.value.id == "self"
+            if node.attr in methods and not own and id(node) not in namespaces:
+                problems.append((node.lineno, f"uses library routine .{node.attr} in host code"))
+        elif matmul_operator and isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.MatMult):
+            problems.append((node.lineno, "multiplies matrices with @ in host code"))
+        pending.extend(ast.iter_child_nodes(node))
     return problems
 
 

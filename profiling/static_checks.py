@@ -22,7 +22,7 @@ from perfforge.records import blank_comments
 from perfforge.registry import Registry
 from perfforge.targets import TARGETS
 from perfforge.task import Task
-from profiling.python_policy import policy_problems, qualified_names
+from profiling.python_policy import host_library_uses, policy_problems, qualified_names
 from profiling.python_precision import low_precision_uses
 
 
@@ -196,7 +196,11 @@ def _includes_reference(code: str, task: Task) -> list[tuple[int, str]]:
            "torch) instead of writing the kernel", _ALL, reads=Reads.CODE_AND_TREE)
 def _library_fallback(code: str, task: Task) -> list[tuple[int, str]]:
     # each target's spec names the library routines of its kind (perfforge/targets.py)
-    return _matches(code, TARGETS.get(task.target).library_pattern, "calls library routine {}")
+    spec = TARGETS.get(task.target)
+    problems = _matches(code, spec.library_pattern, "calls library routine {}")
+    if task.language == "python" and (spec.library_methods or spec.library_matmul_operator):
+        problems += host_library_uses(code, spec.library_methods, spec.library_matmul_operator)
+    return problems
 
 
 @_register("swallows_errors", "a candidate that wraps the work in try/except and falls back or hides a failure",
@@ -270,9 +274,11 @@ _ESCAPES = {
               r"subprocess|socket|shutil|pathlib|ctypes|importlib|pickle|multiprocessing|threading|signal|builtins|"
               r"inspect|gc|io|glob|tempfile|time|perfforge_harness|perfforge_serve|mmap|pkgutil|runpy|doctest|code|"
               r"codeop|timeit|__main__)\b|\b(open|eval|exec|__import__|globals|vars|getattr|setattr|breakpoint)\s*\(|"
-              r"(?<![\w.])compile\s*\(|\.(os|sys|modules|builtins|subprocess)\b|"
+              r"(?<![\w.])compile\s*\(|\.(os|sys|builtins|subprocess)\b|\.modules\b(?!\s*\()|"
               r"\b(np|numpy|torch)\.(load|save|fromfile|memmap|loadtxt|genfromtxt)\b|\.tofile\s*\(|"
-              r"\b__(builtins|globals|subclasses|code|dict|doc)__\b|^\s*(torch|triton|tl|np|numpy)(\.\w+)+\s*=(?!=)",
+              r"\b__(builtins|globals|subclasses|code|dict|doc)__\b|"
+              # assigning to a module's attribute rewrites what the harness calls; switching TF32 off is innocent
+              r"^\s*(torch|triton|tl|np|numpy)(?!\.backends\.[\w.]+\s*=\s*False\s*$)(\.\w+)+\s*=(?!=)",
 }
 
 
