@@ -28,6 +28,9 @@ SYMPTOM_WEIGHT = 0.5  # a diagnosis that is the symptom of another one's cause w
 # naive transpose's samples, whose stores are the uncoalesced side)
 GLOBAL_LOAD_STALLS = ("long_scoreboard", "lg_throttle")
 GLOBAL_WAIT_STALLS = (*GLOBAL_LOAD_STALLS, "drain")
+# warp states of a warp waiting on the shared-memory pipe: room in the MIO queue that feeds it (mio_throttle) or a
+# shared load's result (short_scoreboard, which special-function results share)
+SHARED_WAIT_STALLS = ("mio_throttle", "short_scoreboard")
 Check = Callable[[Profile, dict[str, Threshold]], Diagnosis | None]
 
 
@@ -82,6 +85,33 @@ def bank_conflicts(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | No
     lines = _lines(profile, "shared_excessive_wavefronts")
     return make_diagnosis("shared_memory_bank_conflicts", min(1.0, share) * l1_busy,
                           [finding("bank_conflicts_per_shared_wavefront", share, limit, ">", lines)])
+
+
+@_rule("shared_memory_bound", (m.L1_THROUGHPUT_PCT, m.SHARED_WAVEFRONTS, m.SHARED_EXCESSIVE_WAVEFRONTS),
+       ("shared_wait_share", "cache_bound_pct", "bank_conflict_share"),
+       "compute several results per thread from values held in registers (register tiling: each shared load feeds "
+       "several FMAs), and load shared memory in wider words",
+       requires=(m.L1_THROUGHPUT_PCT, m.SHARED_WAVEFRONTS))
+def shared_memory_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """Conflict-free shared memory that is still the bound: the L1/shared unit near its peak and the warps waiting
+    on it, because each thread issues about one shared load per result (SGEMM_CUDA's shared-memory-blocked kernel:
+    mio_throttle 54% of the samples, L1 93%). Bank conflicts (excess wavefronts) are the other rule's."""
+    if not profile.stalls:
+        return None
+    waiting = min(1.0, sum(s.share for s in profile.stalls if s.reason in SHARED_WAIT_STALLS))
+    l1_busy = _value(profile, m.L1_THROUGHPUT_PCT)
+    conflicts = _ratio(_value(profile, m.SHARED_EXCESSIVE_WAVEFRONTS), _value(profile, m.SHARED_WAVEFRONTS))
+    wait_limit, busy_limit = _threshold(th, "shared_wait_share"), _threshold(th, "cache_bound_pct")
+    conflicted = conflicts > _threshold(th, "bank_conflict_share").value
+    if waiting < wait_limit.value or l1_busy < busy_limit.value or conflicted:
+        return None
+    findings = [finding("shared_pipe_wait_share", waiting, wait_limit, ">="),
+                finding(m.L1_THROUGHPUT_PCT, l1_busy, busy_limit, ">=")]
+    findings[0].lines = _lines_where(profile, lambda h: h.dominant_stall in SHARED_WAIT_STALLS)
+    extra = [f"{waiting:.0%} of sampled warp states wait on the shared-memory pipe ({', '.join(SHARED_WAIT_STALLS)}), "
+             f"{conflicts:.0%} of its wavefronts are bank-conflict excess"]
+    # Recoverable time: the share of the warps' time spent waiting on the pipe, while it is the busy unit
+    return make_diagnosis("shared_memory_bound", waiting * l1_busy / 100, findings, extra)
 
 
 @_rule("uncoalesced_global_access", (m.GLOBAL_EXCESSIVE_SECTORS, m.GLOBAL_LD_SECTORS, m.GLOBAL_ST_SECTORS,

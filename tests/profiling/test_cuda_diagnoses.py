@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perfforge.records import CounterValue, Profile, RooflinePoint, Timing
+from perfforge.records import CounterValue, Profile, RooflinePoint, Stall, Timing
 from profiling.cuda import launches as ln
 from profiling.cuda import metrics as m
 from profiling.cuda.profile import build_profile, profile_from_files
@@ -248,3 +248,32 @@ def test_redundant_loads_do_not_fire(change):
 def test_redundant_loads_leave_the_naive_matmul_to_poor_cache_locality():
     found = names(load_profile("matmul_naive", "slow"))
     assert found[0] == "poor_cache_locality" and "redundant_global_loads" not in found
+
+
+# Conflict-free shared memory as the bound: the H100 figures of SGEMM_CUDA's shared-memory-blocked kernel (its fix
+# computes several results per thread from registers), and the catalogue's bank-conflict instances beside it.
+SHARED_PIPE = {m.L1_THROUGHPUT_PCT: 93.4, m.SM_THROUGHPUT_PCT: 77.2, m.SHARED_WAVEFRONTS: 4.21e8,
+               m.SHARED_EXCESSIVE_WAVEFRONTS: 0.0, m.SHARED_BANK_CONFLICTS: 1.3e6, m.DRAM_THROUGHPUT_PCT: 1.1,
+               m.MEMORY_THROUGHPUT_PCT: 93.4}
+SHARED_PIPE_STALLS = [Stall("mio_throttle", 0.54), Stall("not_selected", 0.17), Stall("long_scoreboard", 0.13),
+                      Stall("barrier", 0.07), Stall("short_scoreboard", 0.01)]
+
+
+def with_stalls(counters: dict[str, float], stalls: list[Stall]) -> Profile:
+    return replace(synthetic(counters), stalls=stalls)
+
+
+def test_a_conflict_free_shared_pipe_that_bounds_the_kernel_is_shared_memory_bound():
+    found = diagnose(with_stalls(SHARED_PIPE, SHARED_PIPE_STALLS))
+    assert found[0].name == "shared_memory_bound"
+    assert "55% of sampled warp states wait on the shared-memory pipe" in " ".join(found[0].evidence)
+
+
+@pytest.mark.parametrize(("change", "stalls"), [
+    ({m.SHARED_EXCESSIVE_WAVEFRONTS: 3.8e8}, SHARED_PIPE_STALLS),  # bank conflicts: the other rule's
+    ({m.L1_THROUGHPUT_PCT: 50.0}, SHARED_PIPE_STALLS),  # the unit is not the bound
+    ({}, [Stall("long_scoreboard", 0.7), Stall("short_scoreboard", 0.2)]),  # the warps wait on global memory
+    ({}, []),  # no stall samples: not measured
+])
+def test_shared_memory_bound_needs_a_busy_conflict_free_pipe_the_warps_wait_on(change, stalls):
+    assert "shared_memory_bound" not in names(with_stalls({**SHARED_PIPE, **change}, stalls))
