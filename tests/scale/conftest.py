@@ -65,6 +65,6 @@ def dask_cluster(tmp_path: Path) -> Iterator[DaskCluster]:
                 os.killpg(process.pid, signal.SIGTERM)
         for process in processes:
             try:
-                process.wait(timeout=15)
+                process.wait(timeout=5)  # a worker whose peer was killed may not stop on SIGTERM
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
