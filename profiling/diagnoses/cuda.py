@@ -210,6 +210,11 @@ def _small_grid_of_uncoalesced_threads(profile: Profile, th: dict[str, Threshold
     waves = profile.counter(m.WAVES_PER_SM)
     if waves is None or waves >= 1:
         return False
+    return _uncoalesced(profile, th)
+
+
+def _uncoalesced(profile: Profile, th: dict[str, Threshold]) -> bool:
+    """uncoalesced_global_access's condition: the share of global sectors that are excess."""
     sectors = _value(profile, m.GLOBAL_LD_SECTORS) + _value(profile, m.GLOBAL_ST_SECTORS)
     share = _ratio(_value(profile, m.GLOBAL_EXCESSIVE_SECTORS), sectors)
     return share > _threshold(th, "uncoalesced_sector_share").value
@@ -324,7 +329,15 @@ def poor_cache_locality(profile: Profile, th: dict[str, Threshold]) -> Diagnosis
     if dram_bytes > 0:
         extra.append(f"about {32 * global_sectors / dram_bytes:.0f} bytes requested from L1 per DRAM byte")
     findings[0].lines = _memory_stall_lines(profile)
-    return make_diagnosis("poor_cache_locality", l1 / 100 * global_share * (1 - dram / 100), findings, extra)
+    severity = l1 / 100 * global_share * (1 - dram / 100)
+    if _uncoalesced(profile, th):
+        # the L1 busy re-serving the sectors each uncoalesced request wastes: the naive matmuls of SGEMM_CUDA (1)
+        # and llm.c (matmul_forward 1), L1 97-99% busy, whose next versions coalesce (and stay L1-bound, which
+        # their next fix, tiling, removes)
+        severity *= SYMPTOM_WEIGHT
+        extra.append("its global accesses are uncoalesced: the L1 is busy serving the sectors they waste (see "
+                     "uncoalesced_global_access, the fix to make first)")
+    return make_diagnosis("poor_cache_locality", severity, findings, extra)
 
 
 @_rule("launch_overhead", (ln.LAUNCHES_PER_CALL, ln.MEAN_LAUNCH_DURATION_US), ("launches_per_call", "short_launch_us"),

@@ -277,3 +277,18 @@ def test_a_conflict_free_shared_pipe_that_bounds_the_kernel_is_shared_memory_bou
 ])
 def test_shared_memory_bound_needs_a_busy_conflict_free_pipe_the_warps_wait_on(change, stalls):
     assert "shared_memory_bound" not in names(with_stalls({**SHARED_PIPE, **change}, stalls))
+
+
+# A naive matmul whose threads walk rows (SGEMM_CUDA's first kernel on the H100): the L1 saturated serving the
+# sectors each uncoalesced request wastes. Coalescing is the fix to make first; the L1 pressure is its symptom.
+NAIVE_UNCOALESCED = {m.L1_THROUGHPUT_PCT: 99.1, m.DRAM_THROUGHPUT_PCT: 0.1, m.MEMORY_THROUGHPUT_PCT: 99.1,
+                     m.SM_THROUGHPUT_PCT: 6.5, m.GLOBAL_LD_SECTORS: 1.65e9, m.GLOBAL_ST_SECTORS: 1.0e6,
+                     m.GLOBAL_EXCESSIVE_SECTORS: 1.4e9, m.SHARED_WAVEFRONTS: 2.6e5, m.GLOBAL_LD_REQUESTS: 1.0e8}
+
+
+def test_cache_pressure_of_uncoalesced_accesses_is_their_symptom():
+    found = diagnose(synthetic(NAIVE_UNCOALESCED))
+    assert [d.name for d in found][:2] == ["uncoalesced_global_access", "poor_cache_locality"]
+    assert "the fix to make first" in " ".join(found[1].evidence)
+    coalesced = diagnose(synthetic({**NAIVE_UNCOALESCED, m.GLOBAL_EXCESSIVE_SECTORS: 0.0}))
+    assert coalesced[0].name == "poor_cache_locality"
