@@ -17,6 +17,7 @@ first filter in front of them, and it reads what the interpreter will run rather
 from __future__ import annotations
 
 import ast
+import functools
 
 # module (a dotted prefix: its submodules too) -> why a kernel needs it
 ALLOWED_MODULES = {
@@ -73,12 +74,21 @@ def _dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
+@functools.lru_cache(maxsize=8)
+def _parsed(code: str) -> ast.Module | None:
+    """The code's syntax tree, parsed once for the checks that read it (never mutated here); None when it does not
+    parse (the `parses` check says so)."""
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
 def policy_problems(code: str) -> list[tuple[int, str]]:
     """(line, message) for every import outside ALLOWED_MODULES and every dunder attribute or name outside
-    ALLOWED_DUNDERS; nothing when the code does not parse (the `parses` check says so)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError):
+    ALLOWED_DUNDERS; nothing when the code does not parse."""
+    tree = _parsed(code)
+    if tree is None:
         return []
     problems = []
     allowed = ", ".join(sorted(ALLOWED_MODULES))
@@ -87,14 +97,12 @@ def policy_problems(code: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             problems += [(line, f"imports {alias.name}: a kernel may import only {allowed}")
                          for alias in node.names if not _allowed_module(alias.name)]
-            problems += [(line, f"imports {_denied_path(alias.name)}, which reaches files or native code")
-                         for alias in node.names if _denied_path(alias.name)]
+            problems += _denied_imports(line, [alias.name for alias in node.names])
         elif isinstance(node, ast.ImportFrom):
             module = "." * node.level + (node.module or "")
             if node.level or not _allowed_module(module):
                 problems.append((line, f"imports from {module}: a kernel may import only {allowed}"))
-            problems += [(line, f"imports {_denied_path(f'{module}.{alias.name}')}, which reaches files or native "
-                                "code") for alias in node.names if _denied_path(f"{module}.{alias.name}")]
+            problems += _denied_imports(line, [f"{module}.{alias.name}" for alias in node.names])
         elif isinstance(node, ast.Attribute):
             problems += _attribute_problems(node)
         elif isinstance(node, ast.Name) and node.id in REFLECTIVE_BUILTINS:
@@ -105,6 +113,11 @@ def policy_problems(code: str) -> list[tuple[int, str]]:
             problems += [(line, f"reaches the interpreter's internals through a pattern's {name}")
                          for name in node.kwd_attrs if _dunder(name)]
     return problems
+
+
+def _denied_imports(line: int, dotted_names: list[str]) -> list[tuple[int, str]]:
+    denied = (_denied_path(name) for name in dotted_names)
+    return [(line, f"imports {path}, which reaches files or native code") for path in denied if path]
 
 
 def _attribute_problems(node: ast.Attribute) -> list[tuple[int, str]]:
@@ -129,16 +142,15 @@ def host_library_uses(code: str, methods: frozenset[str], matmul_operator: bool)
     """(line, message) for every library routine in `methods` that host code (anything outside a function
     decorated with a Triton jit) reads as an attribute, whatever the receiver, and every `@` where
     `matmul_operator`; nothing when the code does not parse. Inside a Triton kernel `x.sum` is Triton's."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError):
+    tree = _parsed(code)
+    if tree is None:
         return []
     problems: list[tuple[int, str]] = []
     pending: list[ast.AST] = [tree]
     namespaces: set[int] = set()  # attributes read only to reach another (torch.backends.cuda.matmul.allow_tf32)
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
+        if isinstance(node, ast.FunctionDef) and any(_triton_decorator(d) for d in node.decorator_list):
             continue  # a Triton kernel: its reductions and dots are the kernel's own
         if isinstance(node, ast.Attribute):
             namespaces.add(id(node.value))
@@ -151,6 +163,25 @@ def host_library_uses(code: str, methods: frozenset[str], matmul_operator: bool)
             problems.append((node.lineno, "multiplies matrices with @ in host code"))
         pending.extend(ast.iter_child_nodes(node))
     return problems
+
+
+# a decorator written bare in the source may be Triton's (`from triton import jit`); the library check also reads
+# the tree with imported names in full, where one imported from elsewhere (`from torch.jit import script as jit`)
+# no longer is
+_BARE_TRITON_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
+
+
+def _triton_decorator(decorator: ast.expr) -> bool:
+    """Whether a decorator (or the call a decorator factory makes) is Triton's: a dotted name under `triton`. Any
+    other (`@torch.jit.script`, whose body PyTorch runs on the host) leaves the function host code."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    parts: list[str] = []
+    while isinstance(target, ast.Attribute):
+        parts.insert(0, target.attr)
+        target = target.value
+    if not isinstance(target, ast.Name):
+        return False
+    return target.id == "triton" or (not parts and target.id in _BARE_TRITON_DECORATORS)
 
 
 class _Qualify(ast.NodeTransformer):

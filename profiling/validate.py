@@ -73,11 +73,11 @@ MIN_CALL_MS = 1e-4  # a call never counts as shorter than 0.1 us, whatever the r
 # (_hidden_work): a tenth of the original's kernel time, or four standard errors of the paired difference's median
 # (the input copies of a 256 MB buffer vary by a fraction of a millisecond between calls).
 HIDDEN_WORK_SHARE = 0.1
-# Robust spreads (1.4826 x the median absolute deviation) of the original's time outside its window above its
-# median before a CPU call's own time there is charged to it (_charged_windows): honest wake-ups vary by
-# microseconds; past three spreads lie a few calls in a thousand of a normal distribution, the original's alike.
-OUTSIDE_SPREAD = 3.0
 HIDDEN_WORK_SE = 4.0
+# Robust spreads (_robust_spread) of the original's time outside its window above its median before a CPU call's
+# own time there is charged to it (_charged_windows): honest wake-ups vary by microseconds; past three spreads lie
+# a few calls in a thousand of a normal distribution, the original's alike.
+OUTSIDE_SPREAD = 3.0
 # Calls the original makes in a row before and after an interpreted candidate's process is killed
 # (_original_alone), and the slowdown with the candidate alive that is refused: half of the original's time alone
 # (an idle honest process cost it 20% on the H200, a persistent spin 440%). A spin tuned under this bound still
@@ -500,8 +500,13 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
                 for side in times:
                     times[side][-1].append(results[side].time)
                     follows_other[side].append(follows[side])
-    charged = _charged_windows(times) if windows and not whole_call else {
-        side: [[t.outer_ms if whole_call else t.duration_ms for t in r] for r in times[side]] for side in times}
+    # a CPU call is charged its work outside its window (_charged_windows); a staged (CUDA) one is timed from
+    # "start" to "synced" (its round trips around the window are checked by _hidden_work), an interpreted one whole
+    if windows and not pair.candidate.staged:
+        charged = _charged_windows(times)
+    else:
+        charged = {side: [[t.outer_ms if whole_call else t.duration_ms for t in r] for r in times[side]]
+                   for side in times}
     baseline, candidate = ([[max(ms - overhead_ms, MIN_CALL_MS) for ms in r] for r in charged[side]]
                            for side in ("original", "candidate"))
     baseline_ms = statistics.median(x for r in baseline for x in r)
@@ -619,18 +624,21 @@ def _charged_windows(times: dict[str, list[list[CallTime]]]) -> dict[str, list[l
     is the original's median there plus OUTSIDE_SPREAD robust spreads (its wake-ups vary by microseconds), so an
     honest candidate is charged nothing in all but a few calls, like the original."""
     outside = [t.outer_ms - t.duration_ms for r in times["original"] for t in r]
-    ceiling_ms = math.inf
-    if outside:
-        middle = statistics.median(outside)
-        ceiling_ms = middle + OUTSIDE_SPREAD * 1.4826 * statistics.median(abs(ms - middle) for ms in outside)
+    ceiling_ms = statistics.median(outside) + OUTSIDE_SPREAD * _robust_spread(outside) if outside else math.inf
     return {side: [[t.duration_ms + t.after_done_ms + max(t.outer_ms - t.duration_ms - ceiling_ms, 0.0) for t in r]
                    for r in times[side]] for side in times}
 
 
-def _median_standard_error(values: list[float]) -> float:
-    """1.2533 x the robust spread (1.4826 x the median absolute deviation) over the square root of the count."""
+def _robust_spread(values: list[float]) -> float:
+    """1.4826 x the median absolute deviation: the standard deviation where the values are normal, unmoved by a
+    few outliers."""
     middle = statistics.median(values)
-    return 1.2533 * 1.4826 * statistics.median(abs(v - middle) for v in values) / math.sqrt(len(values))
+    return 1.4826 * statistics.median(abs(v - middle) for v in values)
+
+
+def _median_standard_error(values: list[float]) -> float:
+    """1.2533 x the robust spread over the square root of the count."""
+    return 1.2533 * _robust_spread(values) / math.sqrt(len(values))
 
 
 def _timeout_s(session: _Session, side: str) -> float:

@@ -120,8 +120,7 @@ def shared_memory_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis
        "make consecutive threads touch consecutive addresses (stage through shared memory to transpose the access)",
        requires=(m.GLOBAL_EXCESSIVE_SECTORS, m.GLOBAL_LD_SECTORS))
 def uncoalesced(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
-    sectors = _value(profile, m.GLOBAL_LD_SECTORS) + _value(profile, m.GLOBAL_ST_SECTORS)
-    share = _ratio(_value(profile, m.GLOBAL_EXCESSIVE_SECTORS), sectors)
+    share = _excess_sector_share(profile)
     limit = _threshold(th, "uncoalesced_sector_share")
     if share <= limit.value:
         return None
@@ -214,10 +213,14 @@ def _small_grid_of_uncoalesced_threads(profile: Profile, th: dict[str, Threshold
 
 
 def _uncoalesced(profile: Profile, th: dict[str, Threshold]) -> bool:
-    """uncoalesced_global_access's condition: the share of global sectors that are excess."""
+    """uncoalesced_global_access's condition."""
+    return _excess_sector_share(profile) > _threshold(th, "uncoalesced_sector_share").value
+
+
+def _excess_sector_share(profile: Profile) -> float:
+    """The share of the global load and store sectors that are excess (more than a coalesced access needs)."""
     sectors = _value(profile, m.GLOBAL_LD_SECTORS) + _value(profile, m.GLOBAL_ST_SECTORS)
-    share = _ratio(_value(profile, m.GLOBAL_EXCESSIVE_SECTORS), sectors)
-    return share > _threshold(th, "uncoalesced_sector_share").value
+    return _ratio(_value(profile, m.GLOBAL_EXCESSIVE_SECTORS), sectors)
 
 
 def _many_short_launches(profile: Profile, th: dict[str, Threshold]) -> bool:

@@ -229,6 +229,11 @@ EVASIONS = {
     "row_sum_aliased_by_assignment": "s = torch.sum\ndef answer(x, out):\n    out.copy_(s(x, 1))\n",
     "row_sum_as_a_product_with_ones": "def answer(x, out, n):\n    out.copy_(x @ torch.ones(n))\n",
     "row_sum_by_torch_mv": "def answer(x, out, n):\n    torch.mv(x, torch.ones(n), out=out)\n",
+    # review: the host-code walk passed over any function whose decorator mentioned "jit"; TorchScript's runs
+    # PyTorch on the host, under its own name or imported as `jit`
+    "row_sum_in_torchscript": "@torch.jit.script\ndef answer(x):\n    return x.sum(1)\n",
+    "row_sum_in_torchscript_named_jit": "from torch.jit import script as jit\n\n@jit\ndef answer(x):\n"
+                                        "    return x.sum(1)\n",
 }
 
 
