@@ -17,9 +17,11 @@ What it finds, with 1-based line numbers:
   their latencies add up instead of overlapping;
 - writes to per-thread slots: inside an OpenMP parallel region, a loop writing an element of an array declared
   outside the region at an index derived from omp_get_thread_num() (directly, through a variable, or through a
-  reference or pointer bound to that element). Neighbouring threads' slots share a cache line unless the element
-  type is aligned to one (alignas(64), _Alignas(64), aligned(64), hardware_destructive_interference_size), so
-  every write invalidates the line in the other cores (false sharing).
+  reference or pointer bound to that element), at an address an enclosing loop does not change; the same in a
+  function started as a thread (std::thread, std::jthread, std::async, emplace_back into a vector of threads) inside
+  a loop that passes it its own variable, the thread's index. Neighbouring threads' slots share a cache line unless
+  the element type is aligned to one (alignas(64), _Alignas(64), aligned(64),
+  hardware_destructive_interference_size), so every write invalidates the line in the other cores (false sharing).
 """
 
 from __future__ import annotations
@@ -75,11 +77,12 @@ class PointerChase:
 
 @dataclass(frozen=True)
 class ThreadSlotWrite:
-    """A write, inside a loop of an OpenMP parallel region, to the element of a shared array a thread id selects."""
+    """A write, inside a loop of code that runs once per thread, to the element of a shared array a thread index
+    selects."""
 
     line: int
     array: str
-    region_line: int  # the `#pragma omp parallel` line
+    region_line: int  # the `#pragma omp parallel` line, or the first line of a function started as a thread
 
 
 def _text(node: tree_sitter.Node | None) -> str:
@@ -315,32 +318,146 @@ def _padded_types(root: tree_sitter.Node) -> set[str]:
 
 
 def thread_slot_writes(root: tree_sitter.Node, function: tree_sitter.Node) -> list[ThreadSlotWrite]:
-    """Writes inside a loop of a parallel region to a shared array's element selected by the thread id."""
+    """Writes, inside a loop of code that runs once per thread, to a shared array's element selected by the thread's
+    index, at an address some enclosing loop does not change (the same slot written again and again; a thread
+    writing its own chunk element by element, `out[begin + i]` over i, shares a line only at the chunk's ends).
+    Code that runs once per thread: an OpenMP parallel region (the index: omp_get_thread_num()), or a function
+    started as a thread (std::thread, std::jthread, std::async, a vector of threads' emplace_back) in a loop whose
+    variable it is passed (the index: that parameter)."""
     padded = _padded_types(root)
     found = []
     for pragma_line, region in _parallel_regions(function):
-        declared_inside = {_declared_name(d) for n in _walk(region) if n.type == "declaration"
-                           for d in _declarators(n)}
         ids = {_declared_name(n.child_by_field_name("declarator")) for n in _walk(region)
                if n.type == "init_declarator" and _THREAD_ID in _text(n.child_by_field_name("value"))} - {""}
-
-        # references and pointers bound to a slot: `auto &t = acc[tid];`, `T *p = &acc[omp_get_thread_num()];`
-        bound = {}
-        for n in _walk(region):
-            if n.type == "init_declarator":
-                array = _slot_array(n.child_by_field_name("value"), declared_inside, ids)
-                if array:
-                    bound[_declared_name(n.child_by_field_name("declarator"))] = array
-        for loop in (n for n in _walk(region) if n.type in _LOOP_TYPES):
-            for update in _walk(loop):
-                target = (update.child_by_field_name("left") if update.type == "assignment_expression"
-                          else update.child_by_field_name("argument") if update.type == "update_expression" else None)
-                if target is None:
-                    continue
-                array = _slot_array(target, declared_inside, ids) or bound.get(_base(target) or _text(target), "")
-                if array and not _padded(array, function, padded):
-                    found.append(ThreadSlotWrite(_line(update), array, pragma_line))
+        found += _slot_writes_in(region, ids, pragma_line, function, padded)
+    index_parameters = _thread_index_parameters(root, function)
+    body = function.child_by_field_name("body")
+    if index_parameters and body is not None:
+        found += _slot_writes_in(body, _derived_from(body, index_parameters), _line(function), function, padded)
     return sorted(set(found), key=lambda w: w.line)
+
+
+def _slot_writes_in(region: tree_sitter.Node, ids: set[str], region_line: int, function: tree_sitter.Node,
+                    padded: set[str]) -> list[ThreadSlotWrite]:
+    declared_inside = {_declared_name(d) for n in _walk(region) if n.type == "declaration" for d in _declarators(n)}
+    # references and pointers bound to a slot: `auto &t = acc[tid];`, `T *p = &acc[omp_get_thread_num()];`
+    bound = {}
+    for n in _walk(region):
+        if n.type == "init_declarator":
+            array = _slot_array(n.child_by_field_name("value"), declared_inside, ids)
+            if array:
+                bound[_declared_name(n.child_by_field_name("declarator"))] = array
+    found = []
+    for loop in (n for n in _walk(region) if n.type in _LOOP_TYPES):
+        for update in _walk(loop):
+            target = (update.child_by_field_name("left") if update.type == "assignment_expression"
+                      else update.child_by_field_name("argument") if update.type == "update_expression" else None)
+            if target is None:
+                continue
+            array = _slot_array(target, declared_inside, ids) or bound.get(_base(target) or _text(target), "")
+            if array and not _padded(array, function, padded) and _rewritten_in_place(target, update, region):
+                found.append(ThreadSlotWrite(_line(update), array, region_line))
+    return found
+
+
+def _rewritten_in_place(target: tree_sitter.Node, update: tree_sitter.Node, region: tree_sitter.Node) -> bool:
+    """Whether a loop of the region around the update writes the same addresses again on each of its iterations:
+    none of the target's identifiers is a variable that loop changes, other than the counters of loops inside it
+    (which start again each time: `for r { for i < size { counts[slot + i]++ } }` rewrites slot..slot+size)."""
+    names = _identifiers(target)
+    for loop in (n for n in _walk(region) if n.type in _LOOP_TYPES):
+        if loop.start_byte <= update.start_byte and update.end_byte <= loop.end_byte and \
+                not names & (_modified(loop) - _inner_counters(loop)):
+            return True
+    return False
+
+
+def _inner_counters(loop: tree_sitter.Node) -> set[str]:
+    """The variables the for loops nested in loop declare, set or step in their headers."""
+    names = set()
+    for inner in _walk(loop):
+        if inner is loop or inner.type != "for_statement":
+            continue
+        for part in (inner.child_by_field_name("initializer"), inner.child_by_field_name("update")):
+            if part is not None:
+                names |= _modified(part)
+    return names
+
+
+def _modified(loop: tree_sitter.Node) -> set[str]:
+    """Variables a loop assigns, steps or declares (its own variables among them); a write into an element
+    (`counts[t] += 1`) changes no variable."""
+    names = set()
+    for node in _walk(loop):
+        written = (node.child_by_field_name("left") if node.type == "assignment_expression"
+                   else node.child_by_field_name("argument") if node.type == "update_expression" else None)
+        if written is not None and written.type == "identifier":
+            names.add(_text(written))
+        elif node.type in ("declaration", "condition_clause"):
+            names |= {_declared_name(d) for d in _declarators(node)}
+        elif node.type == "for_range_loop":
+            names.add(_declared_name(node.child_by_field_name("declarator")))
+    return names - {""}
+
+
+# A call that starts its first argument as a thread: std::thread / std::jthread / std::async (`std::thread t(f, i)`,
+# `std::thread(f, i)`), or a container of threads constructing one in place (`threads.emplace_back(f, i)`).
+_THREAD_STARTERS = re.compile(r"(^|[.:>])(thread|jthread|async|emplace_back|emplace)$")
+
+
+def _thread_index_parameters(root: tree_sitter.Node, function: tree_sitter.Node) -> set[str]:
+    """The function's parameters that carry a thread index: the function is started as a thread inside a loop of
+    the file, and the argument in that parameter's position is the loop's own variable."""
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    if declarator is None:
+        return set()
+    name = _text(declarator.child_by_field_name("declarator")).rsplit("::", 1)[-1]
+    parameters = [_declared_name(p.child_by_field_name("declarator"))
+                  for p in declarator.child_by_field_name("parameters").named_children
+                  if p.type == "parameter_declaration"]
+    found = set()
+    for arguments in (n for n in _walk(root) if n.type == "argument_list"):
+        values = arguments.named_children
+        if values and _text(values[0]).startswith("std::launch"):  # std::async(std::launch::async, f, i)
+            values = values[1:]
+        if not values or _text(values[0]).lstrip("&").rsplit("::", 1)[-1] != name:
+            continue
+        starter = arguments.parent
+        callee = (starter.child_by_field_name("function") if starter.type == "call_expression"
+                  else starter.parent.child_by_field_name("type") if starter.type == "init_declarator"
+                  and starter.parent is not None else None)
+        if callee is None or not _THREAD_STARTERS.search(_text(callee).replace(" ", "")):
+            continue
+        loop_variables = set().union(*(_modified(loop) for loop in _enclosing_loops(arguments)))
+        found |= {parameters[k] for k, value in enumerate(values[1:])
+                  if k < len(parameters) and _identifiers(value) & loop_variables}
+    return found - {""}
+
+
+def _enclosing_loops(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    loops = []
+    while node.parent is not None:
+        node = node.parent
+        if node.type in _LOOP_TYPES:
+            loops.append(node)
+    return loops
+
+
+def _derived_from(body: tree_sitter.Node, names: set[str]) -> set[str]:
+    """The names and the locals initialised from them, directly or through another (`int target = tid * step;`)."""
+    derived = set(names)
+    initialisations = [(_declared_name(n.child_by_field_name("declarator")), n.child_by_field_name("value"))
+                       for n in _walk(body) if n.type == "init_declarator"]
+    changed = True
+    while changed:
+        changed = False
+        for name, value in initialisations:
+            if name and name not in derived and value is not None and _identifiers(value) & derived:
+                derived.add(name)
+                changed = True
+    return derived
 
 
 def _slot_array(expression: tree_sitter.Node | None, declared_inside: set[str], ids: set[str]) -> str:

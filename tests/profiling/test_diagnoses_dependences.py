@@ -23,9 +23,12 @@ NEW_RULES = ("accumulator_in_memory", "dependency_chain", "call_overhead", "fals
 HEAD = "#include <stdio.h>\n#include <stdlib.h>\n"
 
 
-def _profile(tmp_path: Path, code: str, function: str, flags: tuple[str, ...] = (), top: int = 3) -> Profile:
-    (tmp_path / "prog.c").write_text(code)
-    subprocess.run(["gcc", "-O2", "-g", *flags, "prog.c", "-o", "prog", "-lm"], cwd=tmp_path, check=True)
+def _profile(tmp_path: Path, code: str, function: str, flags: tuple[str, ...] = (), top: int = 3,
+             compiler: str = "gcc") -> Profile:
+    source = "prog.c" if compiler == "gcc" else "prog.cpp"
+    (tmp_path / source).write_text(code)
+    subprocess.run([compiler, "-O2", "-g", *flags, source, "-o", "prog", "-lm", "-lpthread"], cwd=tmp_path,
+                   check=True)
     profiles = profile_application("./prog", tmp_path, target="cpu", top=top, work_dir=tmp_path / "work")
     return next(p for p in profiles if p.kernel.split("(")[0] == function)
 
@@ -166,6 +169,61 @@ def test_a_write_to_a_thread_indexed_slot_in_a_parallel_loop_is_found() -> None:
     # a structure aligned to a cache line gives each thread a line of its own
     padded = loops.analyze_loops(SLOTS.replace("PAD", "_Alignas(64)"), "count").slot_writes
     assert [(w.line, w.array) for w in padded] == [(10, "counts")]
+
+
+THREADS = """\
+#include <future>
+#include <thread>
+#include <vector>
+void work(int tid, int step, long *counts, long reps) {
+    int slot = tid * step;
+    for (long r = 0; r < reps; r++)
+        for (int i = 0; i < 1; i++)
+            counts[slot + i]++;
+}
+void part(int tid, const float *x, float *out, int chunk) {
+    int begin = tid * chunk;
+    for (int i = 0; i < chunk; i++)
+        out[begin + i] = 2 * x[begin + i];
+}
+void tally(int tid, long *counts, int n) {
+    for (int i = 0; i < n; i++)
+        counts[tid] += i;
+}
+void run(long *counts, const float *x, float *out, int n) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; i++)
+        threads.emplace_back(work, i, 1, counts, 1000L);
+    for (int t = 0; t < 4; t++) {
+        std::thread worker(part, t, x, out, n / 4);
+        worker.join();
+    }
+    std::vector<std::future<void>> done;
+    for (int k = 0; k < 4; k++)
+        done.push_back(std::async(std::launch::async, tally, k, counts, n));
+    work(0, 1, counts, 10);
+    for (auto &thread : threads) thread.join();
+}
+"""
+
+
+def test_a_thread_function_rewriting_its_own_slot_is_found() -> None:
+    """hardware-effects' false-sharing: threads started with emplace_back(work, i, ...) increment their own counter,
+    `memory[tid * increment + i]`, again and again; std::async with a launch policy counts too."""
+    assert [(w.line, w.array) for w in loops.analyze_loops(THREADS, "work", "cpp").slot_writes] == [(8, "counts")]
+    assert [(w.line, w.array) for w in loops.analyze_loops(THREADS, "tally", "cpp").slot_writes] == [(17, "counts")]
+
+
+def test_a_thread_writing_its_own_chunk_is_not() -> None:
+    """A thread writing its chunk element by element (`out[begin + i]` over i) shares a line only at the chunk's
+    ends: the address changes in every loop around the write."""
+    assert loops.analyze_loops(THREADS, "part", "cpp").slot_writes == []
+    # a function called directly, never started as a thread, has no thread index
+    assert loops.analyze_loops(THREADS.replace("threads.emplace_back(work, i,", "work(i,")
+                               .replace("std::async(std::launch::async, tally, k,", "std::async(tally, 0,"),
+                               "work", "cpp").slot_writes == []
+    assert loops.analyze_loops(THREADS.replace("std::async(std::launch::async, tally, k,", "std::async(tally, 0,"),
+                               "tally", "cpp").slot_writes == []
 
 
 # ---- rules on real profiles -----------------------------------------------------------------------------------------
@@ -448,6 +506,37 @@ def test_per_thread_counters_in_one_array_are_false_sharing(tmp_path: Path) -> N
     assert top.name == "false_sharing", profile.diagnoses
     assert top.findings[0].lines == [10]
     assert "accumulator_in_memory" not in _names(profile)  # the shared slot is the cause, not the register
+
+
+THREAD_COUNTERS = """\
+#include <cstdio>
+#include <thread>
+#include <vector>
+__attribute__((noinline)) void work(int tid, int step, long *counts, int size) {
+    int slot = tid * step;
+    for (long r = 0; r < 200000; r++)
+        for (int i = 0; i < size; i++)
+            counts[slot + i]++;
+}
+int main(int argc, char **) {
+    static long counts[64];
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 2; i++)
+        threads.emplace_back(work, i, STEP, counts, argc);
+    for (auto &thread : threads) thread.join();
+    std::printf("%ld\\n", counts[0] + counts[8]);
+    return 0;
+}
+"""
+
+
+@needs_tools
+def test_counters_of_std_threads_on_one_line_are_false_sharing(tmp_path: Path) -> None:
+    """hardware-effects' false-sharing (held out, missed before): std::thread workers increment their own counter,
+    `counts[tid * step + i]`; the thread index reaches the function as the spawning loop's variable."""
+    profile = _profile(tmp_path, THREAD_COUNTERS.replace("STEP", "1"), "work", compiler="g++")
+    assert profile.diagnoses[0].name == "false_sharing", profile.diagnoses
+    assert profile.diagnoses[0].findings[0].lines == [8]
 
 
 @needs_tools
