@@ -46,7 +46,7 @@ def run_eval(config: EvalConfig) -> int:
                     if executor_config.kind is not ExecutorKind.LOCAL else None)
         endpoints = stack.enter_context(Endpoints(configurations, base_model=config.base_model, url=config.url,
                                                   timeout_s=config.request_timeout_s, log_dir=config.out / "serve",
-                                                  servers=config.servers, log=log))
+                                                  servers=config.servers, backend=config.backend, log=log))
         evaluation = Evaluation(config, tasks, configurations, endpoints, log, executor=executor)
         try:
             progress = evaluation.run()

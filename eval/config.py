@@ -87,11 +87,21 @@ class EvalConfig:
     servers: int = field(default=1, metadata={
         "help": "vLLM servers eval starts when a model has to answer (without --url): server i on GPU i, each "
                 "request's candidates shared among them (a machine's GPUs, one model copy each)"})
+    backend: str = field(default="vllm", metadata={
+        "help": "what answers for base and the adapters: vllm (a server eval starts, or --url) or transformers "
+                "(in process, each configuration's model loaded once with its adapter merged, a request's "
+                "candidates sampled as one batch on the GPU when torch sees one: for machines without vLLM's GPU "
+                "build)"})
 
     def validate(self) -> None:
         if self.bundle and self.executor != "local":
             raise ConfigError("--bundle takes the hardware work elsewhere by hand: leave out --executor with it")
         self.executor_config()
+        if self.backend not in ("vllm", "transformers"):
+            raise ConfigError(f"--backend must be vllm or transformers, got {self.backend!r}")
+        if self.backend == "transformers" and (self.url is not None or self.servers > 1):
+            raise ConfigError("--backend transformers loads the models in this process: leave out --url and "
+                              "--servers")
         if self.servers > 1 and self.url is not None:
             raise ConfigError("--servers starts eval's own servers; with --url, list every running server in it "
                               "(comma-separated) instead")

@@ -1,7 +1,9 @@
 """The model configurations an evaluation compares, and the endpoint that answers for them.
 
-    base            the base model (--base-model), served by a vLLM server eval starts (or --url)
-    NAME=DIR        a LoRA adapter served beside the base model on the same server; DIR is the adapter, or a
+    base            the base model (--base-model), served by a vLLM server eval starts (or --url), or loaded
+                    in process with --backend transformers
+    NAME=DIR        a LoRA adapter served beside the base model on the same server (merged into its own copy of
+                    the base model with --backend transformers); DIR is the adapter, or a
                     perfforge train output directory (adapter/ and splits.json: its held-out patterns label
                     the catalogue suite's split)
     NAME=URL#MODEL  any OpenAI-compatible endpoint, asked for MODEL
@@ -115,14 +117,16 @@ def trained_patterns(configurations: list[ModelConfiguration]) -> dict[str, str]
 
 class Endpoints:
     """Backends for the configurations; the served ones share one vLLM server, started on first need (a resumed
-    evaluation whose answers are all on disk starts none) and stopped on exit."""
+    evaluation whose answers are all on disk starts none) and stopped on exit, or with backend "transformers" are
+    each loaded in this process on first need (the base model, with the configuration's adapter merged)."""
 
     def __init__(self, configurations: list[ModelConfiguration], *, base_model: str, url: str | None,
-                 timeout_s: float, log_dir: Path, servers: int = 1,
+                 timeout_s: float, log_dir: Path, servers: int = 1, backend: str = "vllm",
                  log=print) -> None:  # noqa: ANN001 (a print-like callable)
         self.configurations = {c.name: c for c in configurations}
         self.base_model, self.url, self.timeout_s, self.log_dir, self.log = base_model, url, timeout_s, log_dir, log
-        self.servers = servers
+        self.servers, self.kind = servers, backend
+        self._loaded: dict[str, object] = {}  # --backend transformers: each configuration's model, loaded once
         self._stack = contextlib.ExitStack()
         self._server_url: str | None = url
         self._base_name: str | None = None
@@ -139,6 +143,12 @@ class Endpoints:
         configuration = self.configurations[name]
         if not configuration.served:
             return make_backend("openai", configuration.model, url=configuration.url, timeout_s=self.timeout_s)
+        if self.kind == "transformers":
+            if name not in self._loaded:
+                adapter = f" with the adapter {configuration.adapter} merged" if configuration.adapter else ""
+                self.log(f"loading {self.base_model}{adapter} for {name} (transformers, in process) ...")
+                self._loaded[name] = make_backend("transformers", self.base_model, adapter=configuration.adapter)
+            return self._loaded[name]
         url, base = self._served()
         model = base if configuration.name == BASE else configuration.name
         # our own vLLM server (or the one --url names for the served configurations) takes structured outputs

@@ -193,11 +193,12 @@ class VLLMBackend(Backend):
 
 @backend
 class TransformersBackend(Backend):
-    """transformers' generate, in fp32 on the CPU (or the GPU when torch sees one)."""
+    """transformers' generate, in fp32 on the CPU (or the GPU when torch sees one); a request's n candidates are
+    one batch. adapter: a LoRA adapter merged into the loaded weights."""
 
     name = "transformers"
 
-    def __init__(self, model: str, *, verbose: bool = False) -> None:
+    def __init__(self, model: str, *, verbose: bool = False, adapter: Path | None = None) -> None:
         super().__init__(model)
         import torch
         import transformers
@@ -211,7 +212,12 @@ class TransformersBackend(Backend):
         if not self.tokenizer.chat_template:
             raise PerfforgeError(f"model {model} has no chat template; give a chat (instruct) model")
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.model_obj = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(self.device).eval()
+        model_obj = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        if adapter is not None:  # a LoRA adapter merged into this copy: generation runs at the base model's speed
+            from peft import PeftModel
+
+            model_obj = PeftModel.from_pretrained(model_obj, str(adapter)).merge_and_unload()
+        self.model_obj = model_obj.to(self.device).eval()
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
                  seed: int | None = None, fence: str | None = None) -> list[Completion]:
@@ -282,7 +288,7 @@ class ReplayBackend(Backend):
 
 def make_backend(kind: str, model: str, *, url: str | None = None, api_key: str = "EMPTY",
                  timeout_s: float = 300.0, max_model_len: int = 4096, verbose: bool = False,
-                 structured: bool = False) -> Backend:
+                 structured: bool = False, adapter: Path | None = None) -> Backend:
     """The backend `kind` names (or the one "auto" picks) for `model`. structured: the URL's server takes vLLM's
     structured outputs (perfforge serve's does), so the answer format can be enforced there too."""
     if kind == AUTO:
@@ -299,4 +305,4 @@ def make_backend(kind: str, model: str, *, url: str | None = None, api_key: str 
                           "--url of a served model")
     if kind == "vllm":
         return VLLMBackend(model, max_model_len=max_model_len, verbose=verbose)
-    return TransformersBackend(model, verbose=verbose)
+    return TransformersBackend(model, verbose=verbose, adapter=adapter)
