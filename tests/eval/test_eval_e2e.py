@@ -156,3 +156,18 @@ def test_a_second_evaluation_on_the_same_directory_is_refused(tmp_path: Path) ->
         code, _, stderr = invoke(["eval", "--out", str(out)])
     assert code == 2 and "another perfforge eval is running" in stderr
     assert len(stderr.strip().splitlines()) == 1
+
+
+def test_eval_compare_reads_the_runs_every_configuration_finished(main_eval: MainEval) -> None:
+    """scripts/eval_compare.py, the comparison behind docs/eval_cpu_h100.md, on the module's evaluation: one run of
+    `ep`, correct (the fast answer) and proven faster; the candidate differs from the original."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from eval_compare import compare
+
+    report = compare([main_eval.out], ["ep"])
+    assert report["runs_finished"] == {"ep": 1} and report["runs_compared"] == 1
+    summary = report["splits"]["all"]["ep"]
+    assert (summary["runs"], summary["candidates"], summary["correct"], summary["fast_1"]) == (1, 2, 1.0, 1.0)
+    assert summary["correct_ci95"] == [1.0, 1.0]
+    assert report["copies"]["ep"] == {"correct_candidates": 1, "identical_to_the_original": 0}
+    assert report["statuses"]["human"] == {"improved": 1}
