@@ -204,25 +204,24 @@ def test_adapter_loaded_at_run_time(server: Server, tiny_lora: Path) -> None:
 
 def test_sigterm_to_perfforge_serve_stops_vllm_with_it(tiny_model: Path, tmp_path: Path) -> None:
     """`kill` (or timeout, CI cancellation, Slurm) of `perfforge serve` once left vLLM running without a parent:
-    three processes and ~4 GB. Its own server (~30 s to start), apart from the module's."""
+    three processes and ~4 GB. Killed while vLLM starts, once its engine process exists (the moment most likely to
+    leave one behind, and 30 s sooner than waiting for it to serve); its own server, apart from the module's."""
     import signal
+    import time
 
     from tests.conftest import spawn_perfforge
 
     port = free_port()
     run = spawn_perfforge(["serve", "--model", str(tiny_model), "--port", str(port), "--max-model-len", "512"],
                           tmp_path, env={"VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1"})
-    assert run.process.stdout is not None
-    for line in run.process.stdout:
-        if line.startswith("serving "):
-            break
-    else:
-        pytest.fail(f"perfforge serve stopped before serving: {run.process.communicate()}")
-    assert len(run.processes()) >= 2  # perfforge and vLLM (in a session of its own), found by the run's marker
+    deadline = time.monotonic() + 240
+    while len(run.processes()) < 3 and run.process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)  # perfforge, vLLM's API server (in a session of its own) and its engine core
+    assert len(run.processes()) >= 3, run.process.communicate()
     run.process.send_signal(signal.SIGTERM)
-    _, stderr = run.process.communicate(timeout=30)
+    _, stderr = run.process.communicate(timeout=60)
     assert run.process.returncode == 130, stderr
-    assert stderr.strip().splitlines() == ["stopping"]
+    assert stderr.strip().splitlines()[-1] == "interrupted", stderr
     assert run.left_behind() == []
 
 
