@@ -52,6 +52,7 @@ _COMPOUND = frozenset({"+=", "-=", "*=", "/=", "&=", "|=", "^=", "<<=", ">>=", "
 _MEMORY_TARGETS = frozenset({"subscript_expression", "field_expression", "pointer_expression", "call_expression"})
 _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "for_range_loop"})
 _THREAD_ID = "omp_get_thread_num"
+_THREAD_LOCAL_RE = re.compile(r"\b(thread_local|_Thread_local|__thread)\b")
 
 LoopNodes = Sequence[tuple[tree_sitter.Node, Loop]]
 
@@ -311,10 +312,22 @@ def _parallel_regions(function: tree_sitter.Node) -> list[tuple[int, tree_sitter
 
 
 def _padded_types(root: tree_sitter.Node) -> set[str]:
-    """Structures of the file aligned to a cache line or more: their array elements never share one."""
-    return {_text(n.child_by_field_name("name")) for n in _walk(root)
-            if n.type in ("struct_specifier", "class_specifier", "union_specifier")
-            and n.child_by_field_name("body") is not None and _LINE_ALIGNED_RE.search(_text(n))} - {""}
+    """Structures of the file aligned to a cache line or more, and the typedef and using names of them (an
+    anonymous aligned structure's typedef too): their array elements never share one."""
+    padded = {_text(n.child_by_field_name("name")) for n in _walk(root)
+              if n.type in ("struct_specifier", "class_specifier", "union_specifier")
+              and n.child_by_field_name("body") is not None and _LINE_ALIGNED_RE.search(_text(n))} - {""}
+    for node in _walk(root):
+        if node.type == "type_definition" and (_LINE_ALIGNED_RE.search(_text(node))
+                                               or padded & _type_names(node)):
+            padded |= {_declared_name(d) or _text(d) for d in _declarators(node)}
+        elif node.type == "alias_declaration" and padded & _type_names(node):
+            padded.add(_text(node.child_by_field_name("name")))
+    return padded - {""}
+
+
+def _type_names(node: tree_sitter.Node) -> set[str]:
+    return {_text(n) for n in _walk(node) if n.type == "type_identifier"}
 
 
 def thread_slot_writes(root: tree_sitter.Node, function: tree_sitter.Node) -> list[ThreadSlotWrite]:
@@ -329,21 +342,25 @@ def thread_slot_writes(root: tree_sitter.Node, function: tree_sitter.Node) -> li
     for pragma_line, region in _parallel_regions(function):
         ids = {_declared_name(n.child_by_field_name("declarator")) for n in _walk(region)
                if n.type == "init_declarator" and _THREAD_ID in _text(n.child_by_field_name("value"))} - {""}
-        found += _slot_writes_in(region, ids, pragma_line, function, padded)
+        found += _slot_writes_in(region, ids, pragma_line, (function, root), padded)
     index_parameters = _thread_index_parameters(root, function)
     body = function.child_by_field_name("body")
     if index_parameters and body is not None:
-        found += _slot_writes_in(body, _derived_from(body, index_parameters), _line(function), function, padded)
+        found += _slot_writes_in(body, _derived_from(body, index_parameters), _line(function), (function, root),
+                                 padded)
     return sorted(set(found), key=lambda w: w.line)
 
 
-def _slot_writes_in(region: tree_sitter.Node, ids: set[str], region_line: int, function: tree_sitter.Node,
+def _slot_writes_in(region: tree_sitter.Node, ids: set[str], region_line: int, scopes: Sequence[tree_sitter.Node],
                     padded: set[str]) -> list[ThreadSlotWrite]:
-    declared_inside = {_declared_name(d) for n in _walk(region) if n.type == "declaration" for d in _declarators(n)}
-    # references and pointers bound to a slot: `auto &t = acc[tid];`, `T *p = &acc[omp_get_thread_num()];`
+    declared_inside = {_declared_name(d) for n in _walk(region) if n.type == "declaration"
+                       and not re.search(r"\bstatic\b", _text(n)) for d in _declarators(n)}
+    # references and pointers bound to a slot: `auto &t = acc[tid];`, `T *p = &acc[omp_get_thread_num()];` (not a
+    # copy of its value, `int k = rowptr[tid]`, nor a pointer loaded from it, `double *mine = bufs[tid]`: that one
+    # points at storage of the thread's own)
     bound = {}
     for n in _walk(region):
-        if n.type == "init_declarator":
+        if n.type == "init_declarator" and _binds_slot(n):
             array = _slot_array(n.child_by_field_name("value"), declared_inside, ids)
             if array:
                 bound[_declared_name(n.child_by_field_name("declarator"))] = array
@@ -355,16 +372,34 @@ def _slot_writes_in(region: tree_sitter.Node, ids: set[str], region_line: int, f
             if target is None:
                 continue
             array = _slot_array(target, declared_inside, ids) or bound.get(_base(target) or _text(target), "")
-            if array and not _padded(array, function, padded) and _rewritten_in_place(target, update, region):
+            if array and not _padded(array, scopes, padded) and _rewritten_in_place(target, update, region):
                 found.append(ThreadSlotWrite(_line(update), array, region_line))
     return found
 
 
+def _binds_slot(declaration: tree_sitter.Node) -> bool:
+    """Whether an init declarator binds a reference or a pointer to an element (`T &t = a[i]`, `T *p = &a[i]`,
+    `T *p = a + i`) rather than copying a value out of it."""
+    declarator, value = declaration.child_by_field_name("declarator"), declaration.child_by_field_name("value")
+    if declarator is not None and declarator.type == "reference_declarator":
+        return True
+    return declarator is not None and declarator.type == "pointer_declarator" and value is not None and \
+        (_text(value).lstrip("(").startswith("&") or value.type == "binary_expression")
+
+
+# A loop nested around the write that starts again on each outer iteration rewrites the same few slots when its
+# trip count is a small constant (`for (int k = 0; k < 4; k++) counts[4 * tid + k]++`); with a larger or run-time
+# count it walks a chunk (`for (i = 0; i < chunk; i++) out[begin + i] = ...` inside a time-step loop), which shares
+# a line with the next thread's only at its ends. Elements, so 8 doubles fill one 64-byte line.
+_FEW_SLOTS = 8
+
+
 def _rewritten_in_place(target: tree_sitter.Node, update: tree_sitter.Node, region: tree_sitter.Node) -> bool:
     """Whether a loop of the region around the update writes the same addresses again on each of its iterations:
-    none of the target's identifiers is a variable that loop changes, other than the counters of loops inside it
-    (which start again each time: `for r { for i < size { counts[slot + i]++ } }` rewrites slot..slot+size)."""
-    names = _identifiers(target)
+    none of the variables that place the target is one that loop changes, other than the counters of loops inside
+    it that count a few elements. A value loaded in the loop (`h[tid * 4 + (x[i] & 3)]++`: a bin chosen by the
+    data) moves the write within the thread's slots; it does not walk them."""
+    names = _placing_variables(target)
     for loop in (n for n in _walk(region) if n.type in _LOOP_TYPES):
         if loop.start_byte <= update.start_byte and update.end_byte <= loop.end_byte and \
                 not names & (_modified(loop) - _inner_counters(loop)):
@@ -372,16 +407,46 @@ def _rewritten_in_place(target: tree_sitter.Node, update: tree_sitter.Node, regi
     return False
 
 
+def _placing_variables(target: tree_sitter.Node) -> set[str]:
+    """The identifiers of a memory target, leaving out those inside a value loaded or computed by a call within its
+    subscripts (`x[i]` of `h[t * 4 + (x[i] & 3)]`)."""
+    names: set[str] = set()
+
+    def visit(node: tree_sitter.Node, in_index: bool) -> None:
+        if in_index and node.type in ("subscript_expression", "call_expression"):
+            return
+        if node.type == "identifier":
+            names.add(_text(node))
+        index = node.child_by_field_name("index") if node.type == "subscript_expression" else None
+        for child in node.children:
+            visit(child, in_index or (index is not None and child.start_byte >= index.start_byte
+                                      and child.type != "]"))
+
+    visit(target, False)
+    return names
+
+
 def _inner_counters(loop: tree_sitter.Node) -> set[str]:
-    """The variables the for loops nested in loop declare, set or step in their headers."""
+    """The counters of the for loops nested in loop that run a small constant number of times (_FEW_SLOTS)."""
     names = set()
     for inner in _walk(loop):
-        if inner is loop or inner.type != "for_statement":
+        if inner is loop or inner.type != "for_statement" or not _few_trips(inner):
             continue
         for part in (inner.child_by_field_name("initializer"), inner.child_by_field_name("update")):
             if part is not None:
                 names |= _modified(part)
     return names
+
+
+def _few_trips(loop: tree_sitter.Node) -> bool:
+    """`for (... ; k < N; ...)` or `<= N` with N a literal of at most _FEW_SLOTS."""
+    condition = loop.child_by_field_name("condition")
+    if condition is None or condition.type != "binary_expression":
+        return False
+    bound = condition.child_by_field_name("right")
+    operator = _text(condition.child_by_field_name("operator"))
+    return operator in ("<", "<=") and bound is not None and bound.type == "number_literal" and \
+        _text(bound).rstrip("uUlL").isdigit() and int(_text(bound).rstrip("uUlL")) <= _FEW_SLOTS
 
 
 def _modified(loop: tree_sitter.Node) -> set[str]:
@@ -446,10 +511,14 @@ def _enclosing_loops(node: tree_sitter.Node) -> list[tree_sitter.Node]:
 
 
 def _derived_from(body: tree_sitter.Node, names: set[str]) -> set[str]:
-    """The names and the locals initialised from them, directly or through another (`int target = tid * step;`)."""
+    """The names and the locals initialised from them and never changed after, directly or through another
+    (`int target = tid * step;`; not a loop counter started from the index, `for (i = tid; i < n; i += T)`)."""
     derived = set(names)
+    reassigned = {_text(n.child_by_field_name("left")) for n in _walk(body) if n.type == "assignment_expression"} | \
+        {_text(n.child_by_field_name("argument")) for n in _walk(body) if n.type == "update_expression"}
     initialisations = [(_declared_name(n.child_by_field_name("declarator")), n.child_by_field_name("value"))
-                       for n in _walk(body) if n.type == "init_declarator"]
+                       for n in _walk(body) if n.type == "init_declarator"
+                       and _declared_name(n.child_by_field_name("declarator")) not in reassigned]
     changed = True
     while changed:
         changed = False
@@ -473,10 +542,13 @@ def _slot_array(expression: tree_sitter.Node | None, declared_inside: set[str], 
     return ""
 
 
-def _padded(array: str, function: tree_sitter.Node, padded: set[str]) -> bool:
-    """Whether the array is declared with an element type aligned to a cache line."""
-    for node in _walk(function):
-        if node.type in ("declaration", "parameter_declaration") and \
-                any(_declared_name(d) == array for d in _declarators(node)):
-            return bool(padded & {_text(n) for n in _walk(node) if n.type == "type_identifier"})
+def _padded(array: str, scopes: Sequence[tree_sitter.Node], padded: set[str]) -> bool:
+    """Whether the array's declaration, in the first scope that has one (the function, then the file), gives each
+    thread a line of its own: an element type aligned to a cache line, or thread-local storage (every thread has
+    its own copy)."""
+    for scope in scopes:
+        for node in _walk(scope):
+            if node.type in ("declaration", "parameter_declaration") and \
+                    any(_declared_name(d) == array for d in _declarators(node)):
+                return bool(padded & _type_names(node)) or bool(_THREAD_LOCAL_RE.search(_text(node)))
     return False

@@ -50,6 +50,8 @@ def test_base_and_adapter_answer_in_process(tiny_model: Path, adapter: Path, tmp
                    backend="transformers", log=logged.append) as endpoints:
         base, tuned = _greedy(endpoints, BASE), _greedy(endpoints, "ft")
         assert endpoints.backend("ft") is endpoints.backend("ft")  # loaded once
+        assert endpoints.backend("ft").model == f"{tiny_model}+{adapter}"  # the rows tell the two apart
+        assert endpoints.backend(BASE).model == str(tiny_model)
         assert endpoints.backend("ft").constrains()  # the answer format can be enforced in process
     assert base != tuned  # the adapter is applied
     assert len(logged) == 2 and "merged" in logged[1]
