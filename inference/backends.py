@@ -199,7 +199,8 @@ class TransformersBackend(Backend):
     name = "transformers"
 
     def __init__(self, model: str, *, verbose: bool = False, adapter: Path | None = None) -> None:
-        super().__init__(model)
+        # the rows' model names the adapter too: two configurations of one base model are told apart
+        super().__init__(model if adapter is None else f"{model}+{adapter}")
         import torch
         import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
