@@ -182,10 +182,19 @@ def _walk(node: tree_sitter.Node):
 
 
 def analyze_loops(source: str, kernel: str, language: str = "c") -> LoopAnalysis:
-    """The loops of the function named kernel in source (language c or cpp)."""
+    """The loops of the function named kernel in source (language c or cpp). Source the parser cannot read as a
+    function with a body (a header it recovered from as an error), or nested deeper than the recursive walks go,
+    gives no static facts rather than an exception: the profile stands without them."""
+    try:
+        return _analyze(source, kernel, language)
+    except RecursionError:  # a thousand nested expressions or else-ifs
+        return LoopAnalysis(function_found=False)
+
+
+def _analyze(source: str, kernel: str, language: str) -> LoopAnalysis:
     root = _parser(language).parse(source.encode("utf-8")).root_node
     function = _find_function(root, kernel)
-    if function is None:
+    if function is None or function.child_by_field_name("body") is None:
         return LoopAnalysis(function_found=False)
     body = function.child_by_field_name("body")
     analysis = LoopAnalysis(function_found=True, spawns_threads=bool(_THREAD_RE.search(_text(function))))

@@ -284,6 +284,16 @@ def test_a_bin_chosen_by_the_data_inside_the_threads_slots_is_false_sharing() ->
                                                                                               (11, "spread")]
 
 
+@pytest.mark.parametrize(("source", "language"), [
+    ("vos(int tid) = delete;\nvoid wo(int tid, long *c) { for (;;) c[tid]++; }\n", "cpp"),  # a body-less definition
+    ("long vos(long *c) { return " + " + ".join(["c[0]"] * 1500) + "; }\n", "c"),  # deeper than the walks recurse
+])
+def test_source_the_analysis_cannot_read_gives_no_facts_and_no_exception(source: str, language: str) -> None:
+    """The review's two crashes (a helper's fuzzing; both older than the thread rules): a kernel's source must
+    profile, with or without static facts."""
+    assert not loops.analyze_loops(source, "vos", language).function_found
+
+
 def test_a_thread_writing_its_own_chunk_is_not() -> None:
     """A thread writing its chunk element by element (`out[begin + i]` over i) shares a line only at the chunk's
     ends: the address changes in every loop around the write."""
