@@ -160,25 +160,29 @@ def _uses_vectors(loop: tree_sitter.Node, types: set[str], variables: set[str]) 
 
 # ---- accumulators in memory -----------------------------------------------------------------------------------------
 
+def _written_target(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    """What an assignment (`t = e`, `t op= e`) or an increment (`t++`) writes; None for any other node."""
+    if node.type == "assignment_expression":
+        return node.child_by_field_name("left")
+    return node.child_by_field_name("argument") if node.type == "update_expression" else None
+
+
+def _assigned_names(node: tree_sitter.Node) -> set[str]:
+    """Plain variables assigned or incremented under node (a write into an element, `counts[t] += 1`, changes no
+    variable)."""
+    return {_text(target) for n in _walk(node) if (target := _written_target(n)) is not None
+            and target.type == "identifier"}
+
+
 def _written_names(loop: tree_sitter.Node) -> set[str]:
     """Names a loop changes: plain variables assigned, incremented or declared in it (its header included)."""
-    names: set[str] = set()
+    names = _assigned_names(loop)
     for node in _walk(loop):
-        if node.type == "assignment_expression":
-            target = node.child_by_field_name("left")
-        elif node.type == "update_expression":
-            target = node.child_by_field_name("argument")
-        elif node.type == "init_declarator":
+        if node.type == "init_declarator":
             names.add(_declared_name(node.child_by_field_name("declarator")))
-            continue
         elif node.type == "for_range_loop":
             names.add(_declared_name(node.child_by_field_name("declarator")) or
                       _text(node.child_by_field_name("declarator")))
-            continue
-        else:
-            continue
-        if target is not None and target.type == "identifier":
-            names.add(_text(target))
     return names - {""}
 
 
@@ -365,15 +369,15 @@ def _slot_writes_in(region: tree_sitter.Node, ids: set[str], region_line: int, s
             if array:
                 bound[_declared_name(n.child_by_field_name("declarator"))] = array
     found = []
-    for loop in (n for n in _walk(region) if n.type in _LOOP_TYPES):
-        for update in _walk(loop):
-            target = (update.child_by_field_name("left") if update.type == "assignment_expression"
-                      else update.child_by_field_name("argument") if update.type == "update_expression" else None)
-            if target is None:
-                continue
-            array = _slot_array(target, declared_inside, ids) or bound.get(_base(target) or _text(target), "")
-            if array and not _padded(array, scopes, padded) and _rewritten_in_place(target, update, region):
-                found.append(ThreadSlotWrite(_line(update), array, region_line))
+    for update in _walk(region):
+        target = _written_target(update)
+        loops = [loop for loop in _enclosing_loops(update)
+                 if region.start_byte <= loop.start_byte and loop.end_byte <= region.end_byte]
+        if target is None or not loops:
+            continue
+        array = _slot_array(target, declared_inside, ids) or bound.get(_base(target) or _text(target), "")
+        if array and not _padded(array, scopes, padded) and _rewritten_in_place(target, loops):
+            found.append(ThreadSlotWrite(_line(update), array, region_line))
     return found
 
 
@@ -394,17 +398,13 @@ def _binds_slot(declaration: tree_sitter.Node) -> bool:
 _FEW_SLOTS = 8
 
 
-def _rewritten_in_place(target: tree_sitter.Node, update: tree_sitter.Node, region: tree_sitter.Node) -> bool:
-    """Whether a loop of the region around the update writes the same addresses again on each of its iterations:
-    none of the variables that place the target is one that loop changes, other than the counters of loops inside
-    it that count a few elements. A value loaded in the loop (`h[tid * 4 + (x[i] & 3)]++`: a bin chosen by the
-    data) moves the write within the thread's slots; it does not walk them."""
+def _rewritten_in_place(target: tree_sitter.Node, loops: Sequence[tree_sitter.Node]) -> bool:
+    """Whether one of the loops around a write (those of its region) writes the same addresses again on each of its
+    iterations: none of the variables that place the target is one that loop changes, other than the counters of
+    loops inside it that count a few elements. A value loaded in the loop (`h[tid * 4 + (x[i] & 3)]++`: a bin
+    chosen by the data) moves the write within the thread's slots; it does not walk them."""
     names = _placing_variables(target)
-    for loop in (n for n in _walk(region) if n.type in _LOOP_TYPES):
-        if loop.start_byte <= update.start_byte and update.end_byte <= loop.end_byte and \
-                not names & (_modified(loop) - _inner_counters(loop)):
-            return True
-    return False
+    return any(not names & (_written_names(loop) - _inner_counters(loop)) for loop in loops)
 
 
 def _placing_variables(target: tree_sitter.Node) -> set[str]:
@@ -434,7 +434,7 @@ def _inner_counters(loop: tree_sitter.Node) -> set[str]:
             continue
         for part in (inner.child_by_field_name("initializer"), inner.child_by_field_name("update")):
             if part is not None:
-                names |= _modified(part)
+                names |= _written_names(part)
     return names
 
 
@@ -447,22 +447,6 @@ def _few_trips(loop: tree_sitter.Node) -> bool:
     operator = _text(condition.child_by_field_name("operator"))
     return operator in ("<", "<=") and bound is not None and bound.type == "number_literal" and \
         _text(bound).rstrip("uUlL").isdigit() and int(_text(bound).rstrip("uUlL")) <= _FEW_SLOTS
-
-
-def _modified(loop: tree_sitter.Node) -> set[str]:
-    """Variables a loop assigns, steps or declares (its own variables among them); a write into an element
-    (`counts[t] += 1`) changes no variable."""
-    names = set()
-    for node in _walk(loop):
-        written = (node.child_by_field_name("left") if node.type == "assignment_expression"
-                   else node.child_by_field_name("argument") if node.type == "update_expression" else None)
-        if written is not None and written.type == "identifier":
-            names.add(_text(written))
-        elif node.type in ("declaration", "condition_clause"):
-            names |= {_declared_name(d) for d in _declarators(node)}
-        elif node.type == "for_range_loop":
-            names.add(_declared_name(node.child_by_field_name("declarator")))
-    return names - {""}
 
 
 # A call that starts its first argument as a thread: std::thread / std::jthread / std::async (`std::thread t(f, i)`,
@@ -495,7 +479,7 @@ def _thread_index_parameters(root: tree_sitter.Node, function: tree_sitter.Node)
                   and starter.parent is not None else None)
         if callee is None or not _THREAD_STARTERS.search(_text(callee).replace(" ", "")):
             continue
-        loop_variables = set().union(*(_modified(loop) for loop in _enclosing_loops(arguments)))
+        loop_variables = set().union(*(_written_names(loop) for loop in _enclosing_loops(arguments)))
         found |= {parameters[k] for k, value in enumerate(values[1:])
                   if k < len(parameters) and _identifiers(value) & loop_variables}
     return found - {""}
@@ -514,8 +498,7 @@ def _derived_from(body: tree_sitter.Node, names: set[str]) -> set[str]:
     """The names and the locals initialised from them and never changed after, directly or through another
     (`int target = tid * step;`; not a loop counter started from the index, `for (i = tid; i < n; i += T)`)."""
     derived = set(names)
-    reassigned = {_text(n.child_by_field_name("left")) for n in _walk(body) if n.type == "assignment_expression"} | \
-        {_text(n.child_by_field_name("argument")) for n in _walk(body) if n.type == "update_expression"}
+    reassigned = _assigned_names(body)
     initialisations = [(_declared_name(n.child_by_field_name("declarator")), n.child_by_field_name("value"))
                        for n in _walk(body) if n.type == "init_declarator"
                        and _declared_name(n.child_by_field_name("declarator")) not in reassigned]

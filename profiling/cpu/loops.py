@@ -194,9 +194,9 @@ def analyze_loops(source: str, kernel: str, language: str = "c") -> LoopAnalysis
 def _analyze(source: str, kernel: str, language: str) -> LoopAnalysis:
     root = _parser(language).parse(source.encode("utf-8")).root_node
     function = _find_function(root, kernel)
-    if function is None or function.child_by_field_name("body") is None:
+    body = function.child_by_field_name("body") if function is not None else None
+    if body is None:
         return LoopAnalysis(function_found=False)
-    body = function.child_by_field_name("body")
     analysis = LoopAnalysis(function_found=True, spawns_threads=bool(_THREAD_RE.search(_text(function))))
     loop_nodes = _loops(body, depth=1, outer=None, found=[])
     analysis.loops = [loop for _, loop in loop_nodes]
