@@ -23,36 +23,42 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from eval.metrics import fast_p, geomean_speedup  # noqa: E402
+from eval.metrics import BOOTSTRAP_RESAMPLES, compiled_share, correctness_rate, fast_p, geomean_speedup  # noqa: E402
 from eval.results import load  # noqa: E402
 from perfforge.io import read_json, write_json  # noqa: E402
 from perfforge.records import EvalRecord  # noqa: E402
+from perfforge.verdict import Status  # noqa: E402
 
 SPLITS = ("held_out_instance", "held_out_pattern", "all")
-RESAMPLES = 2000
 
 
 def candidates(rows: Sequence[EvalRecord]) -> int:
     return sum(r.attempts for r in rows)
 
 
+def parsed_share(rows: Sequence[EvalRecord]) -> float:
+    """Share of the candidates the loop read code from (not unparsable)."""
+    unparsable = sum(Status(s) is Status.UNPARSABLE for r in rows for s in r.attempt_statuses)
+    return 1 - unparsable / candidates(rows) if candidates(rows) else 0.0
+
+
 RATES: dict[str, Callable[[Sequence[EvalRecord]], float]] = {
-    "parsed": lambda rs: 1 - sum(s == "unparsable" for r in rs for s in r.attempt_statuses) / max(1, candidates(rs)),
-    "compiled": lambda rs: sum(r.compiled for r in rs) / max(1, candidates(rs)),
-    "correct": lambda rs: sum(r.correct for r in rs) / max(1, len(rs)),
-    "fast_1": lambda rs: fast_p(rs, 1.0) if rs else 0.0,
+    "parsed": parsed_share,
+    "compiled": lambda rows: compiled_share(rows) or 0.0,
+    "correct": correctness_rate,
+    "fast_1": lambda rows: fast_p(rows, 1.0),
 }
 
 
 def interval(rows: Sequence[EvalRecord], rate: Callable[[Sequence[EvalRecord]], float], seed: int = 0) -> list[float]:
-    """95% bootstrap interval over tasks."""
+    """95% bootstrap interval over tasks (eval.metrics' resample count)."""
     by_task: dict[str, list[EvalRecord]] = collections.defaultdict(list)
     for row in rows:
         by_task[row.task].append(row)
     tasks = sorted(by_task)
     rng = random.Random(seed)
-    values = sorted(rate([r for _ in tasks for r in by_task[rng.choice(tasks)]]) for _ in range(RESAMPLES))
-    return [values[int(0.025 * RESAMPLES)], values[int(0.975 * RESAMPLES) - 1]]
+    values = sorted(rate([r for _ in tasks for r in by_task[rng.choice(tasks)]]) for _ in range(BOOTSTRAP_RESAMPLES))
+    return [values[int(0.025 * BOOTSTRAP_RESAMPLES)], values[int(0.975 * BOOTSTRAP_RESAMPLES) - 1]]
 
 
 def copies(directory: Path, configuration: str) -> tuple[int, int]:
@@ -60,7 +66,7 @@ def copies(directory: Path, configuration: str) -> tuple[int, int]:
     correct = same = 0
     for path in directory.glob(f"runs/{configuration}/*/s*/*/*/rounds/*/c*/attempt.json"):
         attempt = read_json(path)
-        if attempt.get("status") not in ("no_change", "improved", "slower", "needs_review", "correct"):
+        if not Status(attempt["status"]).correct:
             continue
         correct += 1
         original = re.search(r"```\w*\n(.*?)```", attempt.get("prompt", ""), re.S)
