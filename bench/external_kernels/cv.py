@@ -164,6 +164,40 @@ def leave_one_project_out(items: Sequence[Scored], misses: dict[str, str], base:
     return {"folds": folds, "summary": summary}
 
 
+def accuracy_by_label(items: Sequence[Scored], missed_labels: Sequence[str], thresholds: dict[str, Any],
+                      diagnose: Callable[[Profile, dict[str, Any]], list[Any]]) -> dict[str, dict[str, Any]]:
+    """Per label, under the thresholds: kernels, top-1 and top-3 hits, and what ranked first where the label did
+    not ("(none)": no rule fired; "(not profiled)": the entries of missed_labels, which count as misses)."""
+    table: dict[str, dict[str, Any]] = {}
+    for _, _, labels, profile in items:
+        names = [d.name for d in diagnose(profile, thresholds)]
+        for label in labels:
+            row = table.setdefault(label, {"kernels": 0, "top1": 0, "top3": 0, "instead": {}})
+            row["kernels"] += 1
+            row["top1"] += bool(names) and names[0] == label
+            row["top3"] += label in names[:3]
+            if not (names and names[0] == label):
+                first = names[0] if names else "(none)"
+                row["instead"][first] = row["instead"].get(first, 0) + 1
+    for label in missed_labels:
+        row = table.setdefault(label, {"kernels": 0, "top1": 0, "top3": 0, "instead": {}})
+        row["kernels"] += 1
+        row["instead"]["(not profiled)"] = row["instead"].get("(not profiled)", 0) + 1
+    return dict(sorted(table.items(), key=lambda kv: (-kv[1]["kernels"], kv[0])))
+
+
+def label_table(by_label: dict[str, dict[str, Any]], target: str) -> str:
+    """accuracy_by_label as a Markdown table, with a total row."""
+    lines = [f"| diagnosis ({target}) | kernels | top-1 | top-3 | ranked first instead |", "|---|---|---|---|---|"]
+    for label, row in by_label.items():
+        instead = ", ".join(f"{name} {count}" for name, count in
+                            sorted(row["instead"].items(), key=lambda kv: (-kv[1], kv[0])))
+        lines.append(f"| {label} | {row['kernels']} | {row['top1']} | {row['top3']} | {instead} |")
+    totals = [sum(row[key] for row in by_label.values()) for key in ("kernels", "top1", "top3")]
+    lines.append(f"| **all** | **{totals[0]}** | **{totals[1]}** | **{totals[2]}** | |")
+    return "\n".join(lines)
+
+
 def catalogue_profiles(seeds: Iterable[int], work_dir: Path) -> list[Scored]:
     """Generate the CPU patterns' instances of the given seeds, check each (correctness and the slow version's
     profile, no timing: synth/check.py) and return (task, pattern, {planted bottleneck}, slow profile). Instances

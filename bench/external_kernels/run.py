@@ -609,6 +609,8 @@ def run_cv(args: argparse.Namespace) -> int:
                  else cv.fixture_catalogue())
     report = cv.leave_one_project_out(items, {i: projects[i] for i in missing}, thresholds_for(target), diagnose,
                                       catalogue, cv.GRIDS[target])
+    labels = {r["id"]: r["label"] for r in results["results"]}
+    report["by_label"] = cv.accuracy_by_label(items, [labels[i] for i in missing], thresholds_for(target), diagnose)
     report.update(results=str(out), work_dir=str(work_dir), not_loaded=missing, catalogue_seeds=args.catalogue_seeds)
     report["target"] = target
     cv_out = out.with_suffix(".cv.json")
@@ -619,6 +621,7 @@ def run_cv(args: argparse.Namespace) -> int:
               f"{fold['train_kernels']} others: {fold['chosen']}")
     total = report["summary"]
     print(f"held-out total: {total['kernels']} kernels, top-1 {total['top1']}, top-3 {total['top3']}")
+    print(f"per label, under the file's thresholds:\n{cv.label_table(report['by_label'], target)}")
     if catalogue:
         print(f"catalogue: {total['catalogue_kernels']} instances, file thresholds top-1 "
               f"{total['catalogue_top1_file_thresholds']}, top-3 {total['catalogue_top3_file_thresholds']}")

@@ -69,3 +69,13 @@ def test_the_cuda_grid_names_thresholds_of_the_cuda_file_and_its_catalogue_is_th
     catalogue = cv.fixture_catalogue()
     assert len(catalogue) >= 20 and all(len(labels) == 1 for _, _, labels, _ in catalogue)
     assert cv.hits(catalogue, base, diagnose) == (len(catalogue), len(catalogue))
+
+
+def test_accuracy_per_label_says_what_ranked_first_instead() -> None:
+    """The README's per-diagnosis tables: under knob 1 `a` ranks first, so the `b` entries are second (top-3 hits)
+    and name `a` as what came first; an entry that was not profiled counts as a miss of its label."""
+    items = [_item("p1/x", "p1", "a"), _item("p1/y", "p1", "b"), _item("p2/x", "p2", "b")]
+    table = cv.accuracy_by_label(items, ["b"], BASE, _diagnose)
+    assert table == {"b": {"kernels": 3, "top1": 0, "top3": 2, "instead": {"a": 2, "(not profiled)": 1}},
+                     "a": {"kernels": 1, "top1": 1, "top3": 1, "instead": {}}}
+    assert cv.label_table(table, "cpu").splitlines()[-1] == "| **all** | **4** | **1** | **3** | |"
