@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One measured round of issue 22 on the lent GPU machine, as run on 2026-11-27 (docs/eval_cpu_h100.md): CPU catalogue
-# pairs checked on the host cores, SmolLM2-135M-Instruct fine-tuned on the GPU, base against fine-tuned through
-# `perfforge eval --backend transformers` on held-out instances and held-out patterns.
+# One measured round of issue 22 on the lent GPU machine (docs/eval_cpu_h100.md): CPU catalogue pairs checked on the
+# host cores, SmolLM2-135M-Instruct fine-tuned on the GPU, base against fine-tuned through `perfforge eval --backend
+# transformers` on held-out instances and held-out patterns. The commands and options are those of the 2026-11-27
+# run, gathered into stages; that run issued them from per-call scripts (its pairs under /tmp/synth3, EVAL_S 420
+# then 95), and this file itself has not been run end to end.
 #
 #   scripts/round_gpu_cpu.sh STAGE      (from the checkout's root on the GPU machine; stages in this order)
 #     install   the carried wheels (.wheels/, scripts/carry_wheels.sh, plus tree-sitter-* and datasketch) into
