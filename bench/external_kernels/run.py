@@ -50,7 +50,7 @@ SCHEMA_VERSION = 1
 TARGETS = ("cpu", "cuda")
 BUILD_TIMEOUT_S = 900.0  # nvcc on the largest dev/cuda files takes minutes
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-PLACEHOLDER_RE = re.compile(r"\{(root|dir|file|stem|bin|version|iterations|shims|drivers|cuda_arch|reldir)\}")
+PLACEHOLDER_RE = re.compile(r"\{(root|dir|file|stem|bin|version|iterations|defines|shims|drivers|cuda_arch|reldir)\}")
 EVALUATED = ("ok", "not_profiled")  # statuses that count in the accuracy (a failure or a skip does not)
 
 
@@ -89,6 +89,7 @@ class Entry:
     run: str | None = None
     top: int | None = None
     iterations: int = 1  # {iterations}: how often a benchmark harness repeats the kernel in one run
+    defines: str = ""  # {defines}: the entry's own compiler switches in its recipe's build (problem sizes, types)
 
     def names(self) -> tuple[str, ...]:
         """The names the labelled kernel or function may be profiled under."""
@@ -110,7 +111,7 @@ class Catalogue:
 
 _ENTRY_FIELDS = {"id", "project", "recipe", "commit", "file", "function", "version", "label", "reason",
                  "fix_commit", "fix_version", "symbols", "secondary", "prepare", "build", "run", "top",
-                 "iterations"}
+                 "iterations", "defines"}
 _RECIPE_FIELDS = {"target", "export", "build", "run", "prepare", "top"}
 
 
@@ -133,7 +134,7 @@ def _recipe(name: str, raw: dict[str, Any]) -> Recipe:
 
 
 def _entry(raw: dict[str, Any]) -> Entry:
-    required = _ENTRY_FIELDS - {"symbols", "secondary", "prepare", "build", "run", "top", "iterations"}
+    required = _ENTRY_FIELDS - {"symbols", "secondary", "prepare", "build", "run", "top", "iterations", "defines"}
     _check_fields(f"kernel {raw.get('id', '?')}", raw, _ENTRY_FIELDS, required)
     values = dict(raw)
     values["symbols"] = tuple(raw.get("symbols", ()))
@@ -214,8 +215,9 @@ def commands_for(entry: Entry, recipe: Recipe, src: Path, bin_path: Path, cuda_a
     """The entry's prepare, build and run commands with the placeholders filled in."""
     file = src / entry.file
     values = {"root": str(src), "dir": str(file.parent), "file": str(file), "stem": file.stem, "bin": str(bin_path),
-              "version": entry.version, "iterations": str(entry.iterations), "shims": str(SHIMS_DIR),
-              "drivers": str(DRIVERS_DIR), "cuda_arch": cuda_arch, "reldir": str(Path(entry.file).parent)}
+              "version": entry.version, "iterations": str(entry.iterations), "defines": entry.defines,
+              "shims": str(SHIMS_DIR), "drivers": str(DRIVERS_DIR), "cuda_arch": cuda_arch,
+              "reldir": str(Path(entry.file).parent)}
     pick = {name: getattr(entry, name) if getattr(entry, name) is not None else getattr(recipe, name)
             for name in ("prepare", "build", "run")}
     return Commands(prepare=fill(pick["prepare"], values), build=fill(pick["build"], values),

@@ -71,6 +71,22 @@ def test_every_recipe_placeholder_is_known(catalogue) -> None:
             assert "{bin}" not in text and "{file}" not in text
 
 
+def test_an_entrys_defines_fill_its_recipes_build(catalogue) -> None:
+    """`defines` (cut problem sizes, an element type) go into the recipe's {defines}; an entry without them builds
+    with the recipe's command as it is."""
+    entries = {e.id: e for e in catalogue.entries}
+
+    def build(entry_id: str) -> str:
+        entry = entries[entry_id]
+        return run.commands_for(entry, catalogue.recipes[entry.recipe], Path("/src"), Path("/bin/prog"), "sm_90").build
+
+    assert "-g -DREPETITIONS=200000 /src/cache-conflicts/cache-conflicts.cpp -o /bin/prog" in \
+        build("hardware-effects/cache-conflicts")
+    assert "-DPERFFORGE_T=__half -DPERFFORGE_LAUNCH=launch_gemm_kernel_v06_vectorized" in \
+        build("CUDA-GEMM-Optimization/fp16/v06_vectorized")
+    assert "PERFFORGE_T" not in build("CUDA-GEMM-Optimization/v00")  # the driver's default element type: float
+
+
 def test_a_bad_label_and_a_short_sha_are_reported(catalogue) -> None:
     entry = catalogue.entries[0]
     bad = run.Catalogue(projects=catalogue.projects, recipes=catalogue.recipes, vocabulary=catalogue.vocabulary,
