@@ -312,7 +312,9 @@ def test_rows_computed_between_synced_and_done(cpu_task_dir: Path, tmp_path: Pat
     "done", so nothing after "done" shows. Refused only past a tenth of the original's call, it read 4.7-4.9x
     against the honest 2.2-3.6x on the 2-core VM. Now each CPU call is charged what it spent outside its window
     beyond the original's calls there (validate._charged_windows): the candidate's time as reported holds the
-    rows it moved out."""
+    rows it moved out. Where the moved rows also pass the older bound (a tenth of the original's call, or four
+    standard errors: 0.744 ms against 0.73 in one CI run of 30), the judge refuses the candidate outright, which
+    gives the attacker nothing either; either way the rows are never credited."""
     from profiling import served
 
     calls: dict[str, list[served.CallTime]] = {"original": [], "candidate": []}
@@ -329,7 +331,10 @@ def test_rows_computed_between_synced_and_done(cpu_task_dir: Path, tmp_path: Pat
         "static void after_done(void);", "static void after_done(void) { rows(late.n, late.from, late.n, late.m, "
                                          "late.w, late.out); }")
     verdict = judge(cpu_task_dir, tmp_path, kernel(GOT_BODY.format(share=3), hook), timing=True)
-    assert verdict.correct, verdict.reason
+    if not verdict.correct:
+        assert verdict.status is Status.REJECTED and "work moved out of the timed region" in verdict.reason, \
+            verdict.reason
+        return
     window_ms = statistics.median(t.duration_ms for t in calls["candidate"])
     moved_ms = (statistics.median(t.outer_ms - t.duration_ms for t in calls["candidate"])
                 - statistics.median(t.outer_ms - t.duration_ms for t in calls["original"]))
