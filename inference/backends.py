@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import threading
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -64,11 +65,15 @@ class Shared(Backend):
     def __init__(self, engine: Backend) -> None:
         super().__init__(engine.model)
         self.engine = engine
+        # runs in several threads (iterate --jobs) take turns: an in-process engine generates one batch at a time,
+        # and a sampling seed set for one request must not be drawn from by another
+        self.lock = threading.Lock()
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
                  seed: int | None = None, fence: str | None = None) -> list[Completion]:
-        return self.engine.generate(messages, n=n, max_tokens=max_tokens, temperature=temperature, seed=seed,
-                                    fence=fence)
+        with self.lock:
+            return self.engine.generate(messages, n=n, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                                        fence=fence)
 
     def constrains(self) -> bool:
         return self.engine.constrains()

@@ -40,11 +40,17 @@ class IterateConfig:
     max_length: int = field(default=2048, metadata={"help": "tokens per example"})
     lora_target_modules: str = field(default="all-linear", metadata={
         "help": "modules to adapt: all-linear, or comma-separated names (q_proj,v_proj)"})
+    lora_r: int = field(default=8, metadata={"help": "LoRA rank of each round's fine-tuning"})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA alpha (scale = alpha / r)"})
+    jobs: int = field(default=1, metadata={
+        "help": "training tasks sampled and judged at once: the model generates for one at a time, the judges of "
+                "the others run meanwhile (a GPU machine's host cores judge while its GPU generates)"})
 
     def validate(self) -> None:
         if not self.tasks:
             raise ConfigError("give at least one training task (a task directory or a directory of tasks)")
-        for name in ("rounds", "samples", "seeds", "max_tokens", "max_steps", "batch_size", "max_length"):
+        for name in ("rounds", "samples", "seeds", "max_tokens", "max_steps", "batch_size", "max_length", "lora_r",
+                     "lora_alpha", "jobs"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
         if self.temperature <= 0:

@@ -23,7 +23,9 @@ attempts is the documented second step (`perfforge train --method dpo OUT/round_
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,7 +104,7 @@ def training_tasks(paths: list[Path]) -> list[Task]:
 # What a rerun may change in an output directory: more rounds go on from where it stopped (and the task paths may be
 # spelt otherwise: the fingerprint holds them resolved); anything else would mix runs of other tasks or settings into
 # the kept set and reuse trainings made on other data.
-_MAY_CHANGE = ("out", "rounds", "tasks")
+_MAY_CHANGE = ("out", "rounds", "tasks", "jobs")
 
 
 def _fingerprint(config: IterateConfig, tasks: list[Task]) -> dict[str, Any]:
@@ -175,39 +177,58 @@ def iterate(config: IterateConfig, log: Callable[[str], None] = print,
 def _sample(config: IterateConfig, tasks: list[Task], number: int, model: str, layout: IterationLayout,
             profiles: dict[str, Path], engine_of: Callable[[str], Any], record: RoundRecord,
             log: Callable[[str], None]) -> None:
-    """One loop round per task and seed, every run from one engine of `model`; counts into `record`."""
+    """One loop round per task and seed, every run from one engine of `model`; counts into `record`. With --jobs N,
+    N tasks are in flight: their generations take turns on the engine (Shared's lock), their judges run at once."""
     from inference.backends import Shared
+
+    shared: list[Shared] = []
+    loading = threading.Lock()
+
+    def backend() -> Shared:  # the engine is loaded when a run first needs it (a resumed round may need none)
+        with loading:
+            if not shared:
+                log(f"round {number}: loading {model} ...")
+                shared.append(Shared(engine_of(model)))
+            return shared[0]
+
+    def one_task(task: Task) -> list[list[Any]]:
+        return [_sample_run(config, task, seed, layout.run_dir(number, task, seed), model, profiles, backend, log)
+                for seed in round_seeds(config, number)]
+
+    try:
+        if config.jobs == 1:
+            runs = [one_task(task) for task in tasks]
+        else:
+            with ThreadPoolExecutor(max_workers=config.jobs) as pool:
+                runs = list(pool.map(one_task, tasks))  # in task order, whatever order they finish in
+        for task, task_runs in zip(tasks, runs, strict=True):
+            for attempts in task_runs:
+                _count(attempts, record, task.name)
+    finally:
+        for engine in shared:
+            engine.close_engine()
+
+
+def _sample_run(config: IterateConfig, task: Task, seed: int, out: Path, model: str, profiles: dict[str, Path],
+                backend: Callable[[], Any], log: Callable[[str], None]) -> list[Any]:
+    """One loop run of one round on a task at a sampling seed; its attempts. The task's seeds run one after the
+    other in one thread, so the original's profile made by its first run is copied into the others."""
     from inference.config import OptimizeConfig
     from inference.run import run_loop
     from profiling.judge import LocalJudge
 
-    shared: list[Shared] = []
-
-    def backend() -> Shared:  # the engine is loaded when a run first needs it (a resumed round may need none)
-        if not shared:
-            log(f"round {number}: loading {model} ...")
-            shared.append(Shared(engine_of(model)))
-        return shared[0]
-
-    try:
-        for task in tasks:
-            for seed in round_seeds(config, number):
-                out = layout.run_dir(number, task, seed)
-                run_layout = RunLayout(out)
-                if task.name in profiles and not run_layout.original_profile.is_file():
-                    write_text(run_layout.original_profile, profiles[task.name].read_text())  # atomic
-                loop = OptimizeConfig(task=task.root, out=out, model=model, candidates=config.samples, rounds=1,
-                                      temperature=config.temperature, max_tokens=config.max_tokens, seed=seed,
-                                      constrain=config.constrain, profile_candidates=False)
-                loop.validate()
-                judge = LocalJudge(out / "work", profile_improved=False, log=log)
-                run = run_loop(task, loop, backend, judge, log)
-                if run_layout.original_profile.is_file():
-                    profiles.setdefault(task.name, run_layout.original_profile)
-                _count(run.state.attempts, record, task.name)
-    finally:
-        for engine in shared:
-            engine.close_engine()
+    run_layout = RunLayout(out)
+    if task.name in profiles and not run_layout.original_profile.is_file():
+        write_text(run_layout.original_profile, profiles[task.name].read_text())  # atomic
+    loop = OptimizeConfig(task=task.root, out=out, model=model, candidates=config.samples, rounds=1,
+                          temperature=config.temperature, max_tokens=config.max_tokens, seed=seed,
+                          constrain=config.constrain, profile_candidates=False)
+    loop.validate()
+    judge = LocalJudge(out / "work", profile_improved=False, log=log)
+    run = run_loop(task, loop, backend, judge, log)
+    if run_layout.original_profile.is_file():
+        profiles.setdefault(task.name, run_layout.original_profile)
+    return run.state.attempts
 
 
 def _count(attempts: list[Any], record: RoundRecord, task_name: str) -> None:
@@ -243,5 +264,6 @@ def _train(config: IterateConfig, data: list[Path], out: Path, log: Callable[[st
         metrics = train(TrainConfig(data=list(data), out=out, base_model=config.base_model, max_steps=config.max_steps,
                                     learning_rate=config.learning_rate, batch_size=config.batch_size,
                                     max_length=config.max_length, lora_target_modules=config.lora_target_modules,
+                                    lora_r=config.lora_r, lora_alpha=config.lora_alpha,
                                     eval_fraction=0.0, merge=True), log=log)
     return {**metrics, "merged": out / "merged"}

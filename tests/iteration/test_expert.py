@@ -132,3 +132,43 @@ def test_two_tasks_of_one_name_are_one_error(tmp_path: Path) -> None:
 def test_option_errors_are_one_line(tmp_path: Path, flags: list[str], message: str) -> None:
     code, _, stderr = invoke(["iterate", *[str(tmp_path) if f == "TASKS" else f for f in flags]])
     assert code == 2 and message in stderr and "Traceback" not in stderr
+
+
+def test_jobs_judge_tasks_at_once_while_the_engine_generates_for_one(tmp_path: Path) -> None:
+    """iterate --jobs 2: two training tasks in flight. Their generations must take turns on the one engine (an
+    in-process model generating two batches at once, or a seed set for one request drawn on by the other, would
+    make a round depend on thread timing); every run is still counted, in task order."""
+    import threading
+    import time
+
+    from inference.backends import Backend
+    from perfforge.llm_client import Completion
+
+    class Engine(Backend):
+        name = "test-engine"
+
+        def __init__(self) -> None:
+            super().__init__("engine")
+            self.active, self.most, self.calls, self.lock = 0, 0, 0, threading.Lock()
+
+        def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
+                     seed: int | None = None, fence: str | None = None) -> list[Completion]:
+            with self.lock:
+                self.active += 1
+                self.most, self.calls = max(self.most, self.active), self.calls + 1
+            time.sleep(0.2)  # long enough for the other thread to arrive if nothing held it back
+            with self.lock:
+                self.active -= 1
+            return [Completion("Hypothesis: h\nEvidence: e\n```c\nthis is not C\n```\n", "stop", 9, 9)] * n
+
+    engine = Engine()
+    for name in ("matvec_a", "matvec_b"):
+        write_task(tmp_path / "tasks" / name, toml=FAST_TASK_TOML.replace('"matvec_colwalk"', f'"{name}"'))
+    config = IterateConfig(tasks=[tmp_path / "tasks"], out=tmp_path / "out", rounds=1, samples=2, seeds=2, jobs=2,
+                           backend="transformers")
+    (record,) = iterate(config, log=lambda _: None, make_engine=lambda model: engine)
+    assert engine.calls == 4 and engine.most == 1
+    assert record.runs == 4 and record.candidates == 8 and record.parsed == 8 and record.improved == 0
+    layout = IterationLayout(config.out)
+    for task in training_tasks(config.tasks):
+        assert all((layout.run_dir(1, task, seed) / "attempts.parquet").is_file() for seed in (0, 1))
