@@ -7,7 +7,9 @@ vectoriser verdict per loop (vectorize.py) under the flags the binary records
 The function is named as callgrind reports it (`select(std::array<int, 4ul>&) [clone .constprop.0]`); its loops are
 looked up by its base name in the file holding most of its instructions, and when that file does not define it
 (perf-ninja's `solution`, whose hot code is `Life::simulateNext` inlined from solution.hpp) in the function of that
-file around its hottest line.
+file around its hottest line. Hot lines of another function of the file, inlined into this one (perf-ninja's
+`power`, whose hot lines are the loops of `multiply`), get the facts of the function around them: the loops that
+hold a line are those of the function its text is in.
 """
 
 from __future__ import annotations
@@ -38,12 +40,47 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
     command = compile_command(binary, files)
     text = source.read_text(encoding="utf-8", errors="replace")
     language = language_of(source, command)
-    analysis = loops.analyze_loops(text, base_name(symbol), language)
+    name = base_name(symbol)
+    analysis = loops.analyze_loops(text, name, language)
     if not analysis.function_found and hot_lines:
         around = loops.function_at(text, hot_lines[0].line, language)
-        analysis = loops.analyze_loops(text, around, language) if around else analysis
+        if around:
+            name, analysis = around, loops.analyze_loops(text, around, language)
     report, description = _vectoriser_report(command, source, scratch)
-    return StaticFacts(static_metrics(hot_lines, analysis, report), description)
+    counters = static_metrics([h for h in hot_lines if _owner(text, h, language, name) == name], analysis, report)
+    for owner, lines in _inlined_callees(text, hot_lines, language, name).items():
+        counters = _merged(counters, static_metrics(lines, loops.analyze_loops(text, owner, language), report))
+    return StaticFacts(counters, description)
+
+
+def _owner(text: str, line: HotLine, language: str, analysed: str) -> str:
+    """The function whose text holds the line: the analysed one unless another definition of the file does."""
+    around = loops.function_at(text, line.line, language)
+    return around if around and _short(around) != _short(analysed) else analysed
+
+
+def _inlined_callees(text: str, hot_lines: list[HotLine], language: str, analysed: str) -> dict[str, list[HotLine]]:
+    """Hot lines in other functions of the file (inlined into the analysed one), by the function around them."""
+    callees: dict[str, list[HotLine]] = {}
+    for line in hot_lines:
+        owner = _owner(text, line, language, analysed)
+        if owner != analysed:
+            callees.setdefault(owner, []).append(line)
+    return callees
+
+
+def _short(name: str) -> str:
+    return name.split("::")[-1]
+
+
+def _merged(counters: list[CounterValue], more: list[CounterValue]) -> list[CounterValue]:
+    """Kernel-wide counters of the function and of what was inlined into it: an OpenMP region or a thread spawn
+    anywhere in the inlined code counts (the larger value of each; cpu_cores is the same in both)."""
+    values = {c.name: c for c in counters}
+    for counter in more:
+        if counter.name not in values or counter.value > values[counter.name].value:
+            values[counter.name] = counter
+    return list(values.values())
 
 
 def _vectoriser_report(command: CompileCommand | None, source: Path,

@@ -45,3 +45,47 @@ def test_code_inlined_from_a_header_is_analysed_in_the_function_around_it(tmp_pa
     assert hot[0].metric("static.loop_depth") == 2 and hot[0].metric("static.outer_loop_line") == 5
     assert {c.name for c in facts.counters} == {"cpu_cores", "static.openmp_pragmas", "static.thread_spawns"}
     assert "none" in facts.description
+
+
+MATRIX_CPP = """\
+constexpr int N = 64;
+void zero(float (&r)[N][N]) {
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            r[i][j] = 0;
+}
+void multiply(float (&r)[N][N], const float (&a)[N][N], const float (&b)[N][N]) {
+    zero(r);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            for (int k = 0; k < N; k++)
+                r[i][j] += a[i][k] * b[k][j];
+}
+void power(float (&r)[N][N], const float (&a)[N][N], float (&t)[N][N], int k) {
+    for (int i = 0; i < k; i++) {
+        multiply(t, r, a);
+        #pragma omp parallel for
+        for (int x = 0; x < N; x++)
+            for (int y = 0; y < N; y++)
+                r[x][y] = t[x][y];
+    }
+}
+"""
+
+
+def test_hot_lines_of_a_callee_inlined_from_the_same_file_get_the_callee_s_loops(tmp_path: Path) -> None:
+    """Scenario (perf-ninja's loop_interchange_1): callgrind names `power`, defined in the file, but its hot lines
+    are the loop nest of `multiply`, inlined into it. Read in `power`, those lines were in no loop (depth 0), and no
+    loop rule could see the nest; they take `multiply`'s loops, power's own line keeps power's, and power's OpenMP
+    region still counts for the kernel."""
+    source = tmp_path / "solution.cpp"
+    source.write_text(MATRIX_CPP)
+    hot = [HotLine(line=line, code="", share=0.3, dominant_stall="", metrics=[]) for line in (11, 12, 20)]
+    facts = function_static_facts("power(float (&) [64][64], float const (&) [64][64], float (&) [64][64], int)",
+                                  source, hot, tmp_path / "absent", [], tmp_path)
+    inner, body, copy = hot
+    assert inner.metric("static.loop_depth") == 3 and inner.metric("static.outer_loop_line") == 9
+    assert body.metric("static.loop_depth") == 3
+    assert copy.metric("static.loop_depth") == 3 and copy.metric("static.outer_loop_line") == 15
+    counters = {c.name: c.value for c in facts.counters}
+    assert counters["static.openmp_pragmas"] == 1 and len(facts.counters) == 3
