@@ -125,12 +125,22 @@ def _static_line_metrics(hot: HotLine, analysis: loops.LoopAnalysis,
                     if c.loop_line == loop.outer_line]
     if loop is not None and _in_static_triangular(loop, analysis):
         metrics.append(CounterValue("static.omp_static_triangular", 1.0, "flag"))
-    if loop is not None and loop.innermost and loop.start_line in vec_report:
-        report = vec_report[loop.start_line]
+    report = _loop_report(loop, vec_report) if loop is not None and loop.innermost else None
+    if report is not None:
         metrics += [CounterValue("gcc.vectorized", float(report.vectorized), "flag"),
                     CounterValue("gcc.vector_bytes", float(report.vector_bytes), "byte")]
         metrics += [CounterValue(f"gcc.missed.{reason}", 1.0, "flag") for reason in report.reasons]
     return metrics
+
+
+def _loop_report(loop: loops.Loop, vec_report: dict[int, vectorize.LoopReport]) -> vectorize.LoopReport | None:
+    """gcc's verdict on an innermost loop. gcc gives a loop the location of its header, or of the first statement
+    of its body when the header has no initialiser (`for (; i < n; ++i)`: mandelbrot's escape loop is reported at the
+    line after its `for`); an innermost loop holds no other loop, so a report inside its span is its own."""
+    if loop.start_line in vec_report:
+        return vec_report[loop.start_line]
+    inside = [line for line in vec_report if loop.start_line < line <= loop.end_line]
+    return vec_report[min(inside)] if inside else None
 
 
 def carried_metric(carried: loops.CarriedScalar) -> str:

@@ -75,3 +75,37 @@ def test_a_source_that_does_not_compile_is_an_error(tmp_path: Path) -> None:
 
 def test_other_compilers_get_none(tmp_path: Path) -> None:
     assert vectorize.vectorization_report(tmp_path / "k.c", "clang", FLAGS, tmp_path) is None
+
+
+ESCAPE = """\
+void escape(const double *cx, const double *cy, short *out, int n, int limit) {
+    for (int p = 0; p < n; p++) {
+        double x = 0.0, y = 0.0;
+        int it = 0;
+        for (; it < limit; ++it) {
+            double xx = x * x, yy = y * y;
+            if (xx + yy > 4.0)
+                break;
+            y = 2.0 * x * y + cy[p];
+            x = xx - yy + cx[p];
+        }
+        out[p] = (short)it;
+    }
+}
+"""
+
+
+def test_a_loop_gcc_reports_at_its_first_statement_gets_the_verdict(tmp_path: Path) -> None:
+    """Scenario (perf-ninja's compiler_intrinsics_4, a Mandelbrot escape loop): `for (; it < limit; ++it)` has no
+    initialiser and gcc gives the loop the location of its body's first statement (line 6, not 5). Keyed by the
+    header alone the hot lines of the loop carried no gcc verdict, and missed_vectorization could not fire on the
+    kernel whose fix is vectorising across points."""
+    from perfforge.records import HotLine
+    from profiling.cpu import loops
+    from profiling.cpu.profile import static_metrics
+
+    report = _report(tmp_path, ESCAPE)
+    assert 5 not in report and not report[6].vectorized
+    hot = [HotLine(line=line, code="", share=0.4, dominant_stall="", metrics=[]) for line in (6, 9)]
+    static_metrics(hot, loops.analyze_loops(ESCAPE, "escape", "c"), report)
+    assert all(line.metric("gcc.vectorized") == 0.0 for line in hot)
