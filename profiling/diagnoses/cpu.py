@@ -23,7 +23,8 @@ for the whole kernel, so severities of different rules compare (docs/cpu.md has 
   value, times the share keeping it in a register saves (accumulator_saving: not measured); it claims those lines
   from missed_vectorization (the loop cannot be vectorised before the accumulator is in a register);
 - dependency_chain: the miss cycles of a pointer-chasing loop's lines, times the share walking independent chains
-  together overlaps (1 - 1/independent_chains); it claims those lines from cache_miss_bound;
+  together overlaps (1 - 1/independent_chains); it claims those lines from cache_miss_bound and
+  missed_vectorization;
 - call_overhead: a call's cost (call_overhead_cycles) against the estimated cycles of one call of the profiled
   function, when it is called often (min_calls);
 - false_sharing: the coherence misses of writes to per-thread slots of a shared array in a parallel region
@@ -373,7 +374,10 @@ def _missed_reasons(line: HotLine) -> list[str]:
 
 def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     total = _total_cycles(profile, th)
-    claimed = _claimed(profile, th) | _search_claimed(profile) | _accumulator_claimed(profile, th)
+    # A pointer chase is no vectoriser's loop: each step's address is the last step's load (dependency_chain names
+    # its fix, walking independent chains together).
+    claimed = (_claimed(profile, th) | _search_claimed(profile) | _accumulator_claimed(profile, th)
+               | _chase_claimed(profile, th))
     # A loop written with vector registers by hand (intrinsics, vector types) is vectorised already: gcc's "not
     # vectorized" (unsupported type) is about its own vectoriser, not a loop left scalar.
     lines = [line for line in profile.hot_lines if line.metric("gcc.vectorized") == 0.0
