@@ -191,16 +191,27 @@ def _sample(config: IterateConfig, tasks: list[Task], number: int, model: str, l
                 shared.append(Shared(engine_of(model)))
             return shared[0]
 
+    stop = threading.Event()  # set on Ctrl-C: no thread starts another run
+
     def one_task(task: Task) -> list[list[Any]]:
         return [_sample_run(config, task, seed, layout.run_dir(number, task, seed), model, profiles, backend, log)
-                for seed in round_seeds(config, number)]
+                for seed in round_seeds(config, number) if not stop.is_set()]
 
     try:
         if config.jobs == 1:
             runs = [one_task(task) for task in tasks]
         else:
-            with ThreadPoolExecutor(max_workers=config.jobs) as pool:
+            pool = ThreadPoolExecutor(max_workers=config.jobs)
+            try:
                 runs = list(pool.map(one_task, tasks))  # in task order, whatever order they finish in
+            except KeyboardInterrupt:
+                # Threads cannot be stopped mid-run: the runs under way finish (their files are whole and kept,
+                # a rerun resumes after them), no other starts, and the interrupt goes on once they have.
+                stop.set()
+                log(f"round {number}: interrupted; the runs under way finish first (at most {config.jobs})")
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            pool.shutdown()
         for task, task_runs in zip(tasks, runs, strict=True):
             for attempts in task_runs:
                 _count(attempts, record, task.name)

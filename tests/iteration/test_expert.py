@@ -172,3 +172,43 @@ def test_jobs_judge_tasks_at_once_while_the_engine_generates_for_one(tmp_path: P
     layout = IterationLayout(config.out)
     for task in training_tasks(config.tasks):
         assert all((layout.run_dir(1, task, seed) / "attempts.parquet").is_file() for seed in (0, 1))
+
+
+def test_an_interrupt_with_jobs_starts_no_other_run_and_keeps_the_finished_ones(tmp_path: Path) -> None:
+    """Ctrl-C during iterate --jobs 2 (raised in the main thread while the workers generate): the runs under way
+    finish with whole files, no other run starts, the interrupt reaches the caller, and a rerun resumes: every run
+    is there afterwards and the finished ones are not sampled again."""
+    import os
+    import signal
+
+    from inference.backends import Backend
+    from perfforge.llm_client import Completion
+
+    class Engine(Backend):
+        name = "test-interrupting-engine"
+
+        def __init__(self, interrupt: bool) -> None:
+            super().__init__("engine")
+            self.interrupt, self.calls = interrupt, 0
+
+        def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
+                     seed: int | None = None, fence: str | None = None) -> list[Completion]:
+            self.calls += 1
+            if self.interrupt and self.calls == 1:
+                os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C: KeyboardInterrupt in the main thread
+            return [Completion("Hypothesis: h\nEvidence: e\n```c\nthis is not C\n```\n", "stop", 9, 9)] * n
+
+    for name in ("matvec_a", "matvec_b", "matvec_c", "matvec_d"):
+        write_task(tmp_path / "tasks" / name, toml=FAST_TASK_TOML.replace('"matvec_colwalk"', f'"{name}"'))
+    config = IterateConfig(tasks=[tmp_path / "tasks"], out=tmp_path / "out", rounds=1, samples=1, seeds=2, jobs=2,
+                           backend="transformers")
+    first = Engine(interrupt=True)
+    with pytest.raises(KeyboardInterrupt):
+        iterate(config, log=lambda _: None, make_engine=lambda model: first)
+    layout = IterationLayout(config.out)
+    tasks = training_tasks(config.tasks)
+    finished = [(t.name, s) for t in tasks for s in (0, 1) if (layout.run_dir(1, t, s) / "attempts.parquet").is_file()]
+    assert 1 <= len(finished) <= 2 == first.calls  # only the two runs under way went on
+    again = Engine(interrupt=False)
+    (record,) = iterate(config, log=lambda _: None, make_engine=lambda model: again)
+    assert record.runs == 8 and again.calls == 8 - len(finished)
