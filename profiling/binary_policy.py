@@ -26,11 +26,11 @@ from __future__ import annotations
 import functools
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.task import Task
+from profiling import sandbox
 
 # Libraries a program may load: the names they import through the dynamic linker are what a definition in the
 # program would take over (their sonames, found through the compiler; one not installed imports nothing).
@@ -353,7 +353,7 @@ def _dynamic_symbols(soname: str, which: str) -> frozenset[str]:
 
 def _tool(argv: list[str]) -> str:
     """A binutils command's output (the object is data to it: nothing of the candidate's runs)."""
-    result = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=120)
+    result = sandbox.run_trusted(argv, timeout_s=120, text=True, errors="replace")
     if result.returncode != 0:
         raise BinaryPolicyError(f"{argv[0]} could not read {argv[-1]}: {result.stderr.strip()[:200]}")
     return result.stdout

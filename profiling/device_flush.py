@@ -55,9 +55,9 @@ class DeviceFlusher:
         self._process: subprocess.Popen[str] | None = None
 
     def start(self) -> DeviceFlusher:
-        self._process = subprocess.Popen([sys.executable, "-c", _SCRIPT], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        sandbox.track(self._process.pid)  # the judge's own: not an orphan a kernel process left
+        # the judge's own, tracked from its start: not an orphan a kernel process left
+        self._process = sandbox.start_tracked([sys.executable, "-c", _SCRIPT], stdin=subprocess.PIPE,
+                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         return self
 
     def wait_ready(self) -> bool:

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from profiling import sandbox
 from profiling.cpu.cache_model import reported_last_level_bytes
 
 # twice the last-level cache evicts it under LRU; capped because virtual machines report the host's whole L3 (the
@@ -161,8 +162,8 @@ def evict_lines() -> ctypes._CFuncPtr | None:
     try:
         source, library = directory / "evict.c", directory / "evict.so"
         source.write_text(EVICT_SOURCE)
-        built = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(library), str(source)],
-                               capture_output=True, timeout=60, check=False)
+        built = sandbox.run_trusted([compiler, "-O2", "-shared", "-fPIC", "-o", str(library), str(source)],
+                                    timeout_s=60)
         if built.returncode != 0:
             return None
         function = ctypes.CDLL(str(library)).pf_evict  # mapped now: the files can go

@@ -12,6 +12,8 @@ import platform
 import subprocess
 from dataclasses import dataclass
 
+from profiling import sandbox
+
 
 @dataclass(frozen=True)
 class Peaks:
@@ -52,7 +54,7 @@ def cpu_model() -> str:
 def tool_version(tool: str) -> str:
     """First line of `tool --version`, or 'not found'."""
     try:
-        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=20)
+        out = sandbox.run_trusted([tool, "--version"], timeout_s=20, text=True)
     except (OSError, subprocess.TimeoutExpired):
         return "not found"
     lines = [line for line in (out.stdout or out.stderr).splitlines() if line.strip()]

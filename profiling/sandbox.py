@@ -403,6 +403,33 @@ def track(pid: int) -> None:
         _running.add(pid)
 
 
+def start_tracked(argv: Sequence[str], **popen: Any) -> subprocess.Popen:
+    """Start one of the judge's own commands, tracked from its first instant: started under the lock that a run's
+    clean-up sweeps under, so no sweep sees it untracked. untrack() it once it is waited for."""
+    with _running_lock:
+        proc = subprocess.Popen(list(argv), **popen)
+        _running.add(proc.pid)
+    return proc
+
+
+def run_trusted(argv: Sequence[str], *, timeout_s: float, **popen: Any) -> subprocess.CompletedProcess:
+    """subprocess.run(argv, capture_output=True) for the judge's own tools (binutils reading an object, a compiler
+    building the judge's code, a --version): not sandboxed, and known to the sweeps. A run in another thread (iterate
+    --jobs judges tasks in threads) ends by killing and reaping this process's new children that no run tracks; an
+    untracked tool would be killed mid-read, or reaped before its own wait, which then reads returncode 0 with its
+    output cut short (an nm listing missing the candidate's symbols)."""
+    proc = start_tracked(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    finally:
+        untrack(proc.pid)  # reaped by now: its pid is no child of ours any more
+    return subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)
+
+
 def untrack(pid: int) -> None:
     with _running_lock:
         _running.discard(pid)

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from profiling import sandbox
+
 READELF_TIMEOUT_S = 60.0
 # Assumed when the binary does not record its build: -O2 is the level of most release builds (autotools' and
 # Debian's default CFLAGS; gcc 12 vectorises at -O2 with its very-cheap cost model), with no -march (baseline x86-64).
@@ -66,8 +68,8 @@ def compile_units(binary: Path) -> list[CompileUnit]:
     if readelf is None or not binary.is_file():
         return []
     try:
-        proc = subprocess.run([readelf, "--debug-dump=info", "--dwarf-depth=1", str(binary)], capture_output=True,
-                              text=True, errors="replace", timeout=READELF_TIMEOUT_S)
+        proc = sandbox.run_trusted([readelf, "--debug-dump=info", "--dwarf-depth=1", str(binary)],
+                                   timeout_s=READELF_TIMEOUT_S, text=True, errors="replace")
     except subprocess.TimeoutExpired:
         return []
     return _parse_units(proc.stdout) if proc.returncode == 0 else []

@@ -187,3 +187,26 @@ def test_a_chain_of_daemons_is_swept_to_its_end(tmp_path: Path) -> None:
     result = sandbox.run(["bash", "-c", top], cwd=tmp_path / "own")
     last = int((tmp_path / "own" / "last.pid").read_text())
     assert result.ok and not Path(f"/proc/{last}").exists()
+
+
+
+def test_a_run_ending_in_another_thread_leaves_the_judges_own_tools_alone(tmp_path: Path) -> None:
+    """Scenario (iterate --jobs judges tasks in threads of one process): a sandboxed run ends and sweeps this
+    process's new children that no run tracks, while another thread's judge reads a candidate's object with nm. The
+    tool, killed mid-read and reaped by the sweep, left its own wait returncode 0 and a listing cut short: the
+    candidate's symbols unread. Started through run_trusted, it is tracked from its first instant and finishes."""
+    import threading
+
+    results: list[subprocess.CompletedProcess] = []
+
+    def judge_reads_an_object() -> None:
+        time.sleep(0.3)  # after the run started: the tool is none of the children that run had before it
+        results.append(sandbox.run_trusted(["bash", "-c", "sleep 1.5; echo all symbols"], timeout_s=30, text=True))
+
+    reader = threading.Thread(target=judge_reads_an_object)
+    reader.start()
+    ran = sandbox.run(["bash", "-c", "sleep 1"], cwd=tmp_path / "run")  # ends, and sweeps, while the tool reads
+    reader.join()
+    assert ran.returncode == 0
+    (tool,) = results
+    assert tool.returncode == 0 and tool.stdout == "all symbols\n"
