@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import tree_sitter
@@ -220,10 +221,18 @@ def _analyze(source: str, kernel: str, language: str) -> LoopAnalysis:
 def function_at(source: str, line: int, language: str = "c") -> str | None:
     """The name of the innermost function definition whose span holds line (1-based), None outside every one:
     which function of a header a profiled function's hot code was inlined from."""
+    return functions_at(source, [line], language)[line]
+
+
+def functions_at(source: str, lines: Sequence[int], language: str = "c") -> dict[int, str | None]:
+    """function_at for each of lines, from one parse of the source."""
     root = _parser(language).parse(source.encode("utf-8")).root_node
-    around = [node for node in _walk(root) if node.type == "function_definition"
-              and node.start_point.row + 1 <= line <= node.end_point.row + 1 and _function_name(node)]
-    return _function_name(max(around, key=lambda node: node.start_byte)) if around else None
+    definitions = [node for node in _walk(root) if node.type == "function_definition" and _function_name(node)]
+    found: dict[int, str | None] = {}
+    for line in lines:
+        around = [node for node in definitions if node.start_point.row + 1 <= line <= node.end_point.row + 1]
+        found[line] = _function_name(max(around, key=lambda node: node.start_byte)) if around else None
+    return found
 
 
 def _function_name(node: tree_sitter.Node) -> str:

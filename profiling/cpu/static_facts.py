@@ -47,30 +47,23 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
         if around:
             name, analysis = around, loops.analyze_loops(text, around, language)
     report, description = _vectoriser_report(command, source, scratch)
-    counters = static_metrics([h for h in hot_lines if _owner(text, h, language, name) == name], analysis, report)
-    for owner, lines in _inlined_callees(text, hot_lines, language, name).items():
+    by_function = _by_function(text, hot_lines, language, name)
+    counters = static_metrics(by_function.pop(name, []), analysis, report)
+    for owner, lines in by_function.items():  # functions of the file inlined into the analysed one
         counters = _merged(counters, static_metrics(lines, loops.analyze_loops(text, owner, language), report))
     return StaticFacts(counters, description)
 
 
-def _owner(text: str, line: HotLine, language: str, analysed: str) -> str:
-    """The function whose text holds the line: the analysed one unless another definition of the file does."""
-    around = loops.function_at(text, line.line, language)
-    return around if around and _short(around) != _short(analysed) else analysed
-
-
-def _inlined_callees(text: str, hot_lines: list[HotLine], language: str, analysed: str) -> dict[str, list[HotLine]]:
-    """Hot lines in other functions of the file (inlined into the analysed one), by the function around them."""
-    callees: dict[str, list[HotLine]] = {}
+def _by_function(text: str, hot_lines: list[HotLine], language: str, analysed: str) -> dict[str, list[HotLine]]:
+    """The hot lines by the function whose text holds them: the analysed one unless another definition of the file
+    does (a line outside every definition stays with the analysed function)."""
+    owners = loops.functions_at(text, [line.line for line in hot_lines], language)
+    grouped: dict[str, list[HotLine]] = {}
     for line in hot_lines:
-        owner = _owner(text, line, language, analysed)
-        if owner != analysed:
-            callees.setdefault(owner, []).append(line)
-    return callees
-
-
-def _short(name: str) -> str:
-    return name.split("::")[-1]
+        owner = owners[line.line]
+        key = owner if owner and owner.split("::")[-1] != analysed.split("::")[-1] else analysed
+        grouped.setdefault(key, []).append(line)
+    return grouped
 
 
 def _merged(counters: list[CounterValue], more: list[CounterValue]) -> list[CounterValue]:
