@@ -8,6 +8,7 @@ from pathlib import Path
 
 from perfforge.errors import ConfigError
 from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
+from training.config import TrainConfig
 
 
 @dataclass
@@ -40,8 +41,11 @@ class IterateConfig:
     max_length: int = field(default=2048, metadata={"help": "tokens per example"})
     lora_target_modules: str = field(default="all-linear", metadata={
         "help": "modules to adapt: all-linear, or comma-separated names (q_proj,v_proj)"})
-    lora_r: int = field(default=8, metadata={"help": "LoRA rank of each round's fine-tuning"})
-    lora_alpha: int = field(default=16, metadata={"help": "LoRA alpha (scale = alpha / r)"})
+    holdout: list[str] = field(default_factory=list, metadata={
+        "help": "patterns (target/name) or repositories no round trains on, though the seed data holds them (their "
+                "tasks belong to perfforge eval: a training task of one is an error)"})
+    lora_r: int = field(default=TrainConfig.lora_r, metadata={"help": "LoRA rank of each round's fine-tuning"})
+    lora_alpha: int = field(default=TrainConfig.lora_alpha, metadata={"help": "LoRA alpha (scale = alpha / r)"})
     jobs: int = field(default=1, metadata={
         "help": "training tasks sampled and judged at once: the model generates for one at a time, the judges of "
                 "the others run meanwhile (a GPU machine's host cores judge while its GPU generates)"})

@@ -137,6 +137,10 @@ def iterate(config: IterateConfig, log: Callable[[str], None] = print,
     from inference.backends import make_backend
 
     tasks = training_tasks(config.tasks)
+    held = [t.name for t in tasks if t.pattern in config.holdout]
+    if held:
+        raise PerfforgeError(f"training task {held[0]!r} is an instance of a held-out pattern ({len(held)} in all): "
+                             "give its tasks to perfforge eval, or leave the pattern out of --holdout")
     layout = IterationLayout(config.out)
     fingerprint = _fingerprint(config, tasks)
     _check_same_run(layout, fingerprint)
@@ -275,6 +279,6 @@ def _train(config: IterateConfig, data: list[Path], out: Path, log: Callable[[st
         metrics = train(TrainConfig(data=list(data), out=out, base_model=config.base_model, max_steps=config.max_steps,
                                     learning_rate=config.learning_rate, batch_size=config.batch_size,
                                     max_length=config.max_length, lora_target_modules=config.lora_target_modules,
-                                    lora_r=config.lora_r, lora_alpha=config.lora_alpha,
+                                    lora_r=config.lora_r, lora_alpha=config.lora_alpha, holdout=list(config.holdout),
                                     eval_fraction=0.0, merge=True), log=log)
     return {**metrics, "merged": out / "merged"}

@@ -54,14 +54,11 @@ train)
         > /tmp/train.log 2>&1
     grep "^sft:" /tmp/train.log; cp /tmp/train/metrics.json /tmp/train/splits.json "$OUT"/ ;;
 iterate)
-    # the seed data without the held-out patterns (iterate trains on all it is given)
-    python3 -c "import pyarrow.parquet as pq, pyarrow.compute as pc, pyarrow as pa; t = pq.read_table('/tmp/synth/pairs.parquet'); \
-pq.write_table(t.filter(pc.invert(pc.is_in(t['pattern'], value_set=pa.array(['cpu/loop_order', 'cpu/row_invariant_call'])))), '/tmp/seed_pairs.parquet')"
     # shellcheck disable=SC2046 (one path per task)
     cd /tmp && python3 -m perfforge.cli iterate $(for p in $TRAINED; do seq -f "/tmp/synth/tasks/cpu__$p/s%g" 0 $((${TASKS:-6} - 1)); done) \
-        --out /tmp/iter --base-model default --seed-data /tmp/seed_pairs.parquet --rounds 1 --samples "${K:-8}" \
-        --backend transformers --max-steps "${STEPS:-150}" --batch-size 8 --lora-r 16 --lora-alpha 32 \
-        --jobs "${IJ:-12}" > /tmp/iterate.log 2>&1
+        --out /tmp/iter --base-model default --seed-data /tmp/synth/pairs.parquet \
+        --holdout cpu/loop_order cpu/row_invariant_call --rounds 1 --samples "${K:-8}" --backend transformers \
+        --max-steps "${STEPS:-150}" --batch-size 8 --lora-r 16 --lora-alpha 32 --jobs "${IJ:-12}" > /tmp/iterate.log 2>&1
     tail -3 /tmp/iterate.log; cp /tmp/iter/iterate.json "$OUT"/ ;;
 eval)
     cd /tmp

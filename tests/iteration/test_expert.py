@@ -21,7 +21,7 @@ import pytest
 
 import perfforge.records as records
 from iteration.config import IterateConfig
-from iteration.expert import IterationLayout, iterate, round_seeds, training_tasks
+from iteration.expert import IterationLayout, _train, iterate, round_seeds, training_tasks
 from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, read_parquet, write_parquet
 from tests.inference.conftest import FAST_TASK_TOML, invoke
@@ -212,3 +212,30 @@ def test_an_interrupt_with_jobs_starts_no_other_run_and_keeps_the_finished_ones(
     again = Engine(interrupt=False)
     (record,) = iterate(config, log=lambda _: None, make_engine=lambda model: again)
     assert record.runs == 8 and again.calls == 8 - len(finished)
+
+
+def test_held_out_patterns_are_never_trained_on_nor_sampled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--holdout reaches every round's fine-tuning (the seed data may hold the held-out patterns' pairs: training
+    keeps them out), and a training task that is an instance of a held-out pattern is one error before anything
+    runs: sampling it would put the eval's pattern into the kept set."""
+    import training.trainer
+
+    seen: list[list[str]] = []
+
+    def train(config: Any, log: Any = None) -> dict[str, Any]:
+        seen.append(list(config.holdout))
+        (config.out / "merged").mkdir(parents=True)
+        return {"steps": 1}
+
+    monkeypatch.setattr(training.trainer, "train", train)
+    held = tmp_path / "held"
+    write_task(held / "lo", toml=FAST_TASK_TOML.replace('name = "matvec_colwalk"',
+                                                        'name = "lo_s1"\npattern = "cpu/loop_order"'))
+    config = IterateConfig(tasks=[held], out=tmp_path / "out", rounds=1, holdout=["cpu/loop_order"],
+                           seed_data=[tmp_path / "seed.parquet"], backend="transformers")
+    with pytest.raises(PerfforgeError, match="training task 'lo_s1' is an instance of a held-out pattern"):
+        iterate(config, log=lambda _: None, make_engine=lambda model: pytest.fail("sampled a held-out task"))
+    assert not seen and not config.out.exists()  # refused before training or writing anything
+
+    _train(config, config.seed_data, tmp_path / "round", lambda _: None)  # what every round's fine-tuning is given
+    assert seen == [["cpu/loop_order"]]
