@@ -23,6 +23,7 @@ def run_eval(config: EvalConfig) -> int:
     from eval.configurations import Endpoints, parse, trained_patterns
     from eval.runner import Evaluation
     from eval.suites import collect
+    from inference.backends import GATHER_S
 
     config.validate()
     baselines = None
@@ -46,7 +47,8 @@ def run_eval(config: EvalConfig) -> int:
                     if executor_config.kind is not ExecutorKind.LOCAL else None)
         endpoints = stack.enter_context(Endpoints(configurations, base_model=config.base_model, url=config.url,
                                                   timeout_s=config.request_timeout_s, log_dir=config.out / "serve",
-                                                  servers=config.servers, backend=config.backend, log=log))
+                                                  servers=config.servers, backend=config.backend, log=log,
+                                                  gather_s=GATHER_S if config.parallel_runs > 1 else 0.0))
         evaluation = Evaluation(config, tasks, configurations, endpoints, log, executor=executor)
         try:
             progress = evaluation.run()

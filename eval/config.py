@@ -93,7 +93,18 @@ class EvalConfig:
                 "candidates sampled as one batch on the GPU when torch sees one: for machines without vLLM's GPU "
                 "build)"})
 
+    parallel_runs: int = field(default=1, metadata={
+        "help": "runs measured at once, in threads of this process: their generations batched together on each "
+                "in-process model (--backend transformers) or sent to the server at once, their judges at once on "
+                "this machine's cores (timings share the cores: keep it well under their count; the tasks' "
+                "originals are measured at once too)"})
+
     def validate(self) -> None:
+        if self.parallel_runs < 1:
+            raise ConfigError("--parallel-runs must be at least 1")
+        if self.parallel_runs > 1 and (self.bundle or self.executor != "local"):
+            raise ConfigError("--parallel-runs judges runs at once on this machine: leave out --bundle and "
+                              "--executor with it (or leave it out to fan candidates out over the executor)")
         if self.bundle and self.executor != "local":
             raise ConfigError("--bundle takes the hardware work elsewhere by hand: leave out --executor with it")
         self.executor_config()

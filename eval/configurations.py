@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,11 +123,15 @@ class Endpoints:
 
     def __init__(self, configurations: list[ModelConfiguration], *, base_model: str, url: str | None,
                  timeout_s: float, log_dir: Path, servers: int = 1, backend: str = "vllm",
-                 log=print) -> None:  # noqa: ANN001 (a print-like callable)
+                 log=print, gather_s: float = 0.0) -> None:  # noqa: ANN001 (a print-like callable)
         self.configurations = {c.name: c for c in configurations}
         self.base_model, self.url, self.timeout_s, self.log_dir, self.log = base_model, url, timeout_s, log_dir, log
         self.servers, self.kind = servers, backend
-        self._loaded: dict[str, object] = {}  # --backend transformers: each configuration's model, loaded once
+        # --backend transformers: each configuration's model, loaded once and shared by the runs (Shared batches
+        # the requests of runs made at once, waiting gather_s for them to join)
+        self._loaded: dict[str, object] = {}
+        self._loading = threading.Lock()
+        self.gather_s = gather_s
         self._stack = contextlib.ExitStack()
         self._server_url: str | None = url
         self._base_name: str | None = None
@@ -144,12 +149,17 @@ class Endpoints:
         if not configuration.served:
             return make_backend("openai", configuration.model, url=configuration.url, timeout_s=self.timeout_s)
         if self.kind == "transformers":
-            if name not in self._loaded:
-                adapter = f" with the adapter {configuration.adapter} merged" if configuration.adapter else ""
-                self.log(f"loading {self.base_model}{adapter} for {name} (transformers, in process) ...")
-                self._loaded[name] = make_backend("transformers", self.base_model, adapter=configuration.adapter)
-            return self._loaded[name]
-        url, base = self._served()
+            from inference.backends import Shared
+
+            with self._loading:
+                if name not in self._loaded:
+                    adapter = f" with the adapter {configuration.adapter} merged" if configuration.adapter else ""
+                    self.log(f"loading {self.base_model}{adapter} for {name} (transformers, in process) ...")
+                    engine = make_backend("transformers", self.base_model, adapter=configuration.adapter)
+                    self._loaded[name] = Shared(engine, gather_s=self.gather_s)
+                return self._loaded[name]
+        with self._loading:  # the server starts once, whichever run asks first
+            url, base = self._served()
         model = base if configuration.name == BASE else configuration.name
         # our own vLLM server (or the one --url names for the served configurations) takes structured outputs
         return make_backend("openai", model, url=url, timeout_s=self.timeout_s, structured=True)

@@ -16,6 +16,7 @@ profiling.validate's and profiling.profile's sandboxed subprocesses.
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from perfforge.executor import Executor
 from perfforge.io import read_json, write_json
 from perfforge.naming import PROFILE_FILE, RunLayout
 from perfforge.records import AttemptRecord, EvalRecord, RooflinePoint
+from perfforge.threads import map_in_threads
 from perfforge.verdict import Status, Verdict
 
 MEASURE_FILE = "measure.json"
@@ -78,8 +80,10 @@ class Evaluation:
         self.executor = executor  # verdicts and profiles fan out over its workers; None: judged here
         self.table = ResultsTable(config.out / RESULTS_FILE)
         self.progress = Progress()
+        self.lock = threading.Lock()  # the table and the progress, with --parallel-runs
 
-    def judge(self, work_dir: Path, *, time_configs: bool):  # noqa: ANN201 (an inference.loop Judge)
+    def judge(self, work_dir: Path, *, time_configs: bool,
+              log: Callable[[str], None] | None = None):  # noqa: ANN201 (an inference.loop Judge)
         from profiling.bundle import BundleJudge
         from profiling.judge import LocalJudge
 
@@ -88,32 +92,47 @@ class Evaluation:
         if self.executor is not None:
             from profiling.executor_judge import ExecutorJudge
 
-            return ExecutorJudge(self.executor, profile_improved=True, time_configs=time_configs, log=self.log)
-        return LocalJudge(work_dir, profile_improved=True, time_configs=time_configs, log=self.log)
+            return ExecutorJudge(self.executor, profile_improved=True, time_configs=time_configs, log=log or self.log)
+        return LocalJudge(work_dir, profile_improved=True, time_configs=time_configs, log=log or self.log)
 
     def run(self) -> Progress:
         self.table.relabel_splits({(item.suite, item.task.name): item.split for item in self.tasks})
-        measured = {item.key: self.measure(item) for item in self.tasks}
+        parallel = self.config.parallel_runs
+        stop = threading.Event()  # set when the pool stops (Ctrl-C, an error): no thread starts another run
+        measures = map_in_threads(lambda item: None if stop.is_set() else self.measure(item), self.tasks,
+                                  workers=parallel, stop=stop, log=self.log, what="measuring the tasks")
+        measured = {item.key: measure for item, measure in zip(self.tasks, measures, strict=True)}
         for item in self.tasks:
             measure = measured[item.key]
             if measure is not None and self.config.human:
                 self.add_human_row(item, measure)
         # Task by task, every configuration in turn: an evaluation stopped early still compares them on the same
-        # tasks.
+        # tasks (with --parallel-runs N, the next N runs of that order at once).
         planned = [(c, v, s, item) for v in variants(self.config) for s in self.config.seeds for item in self.tasks
                    for c in self.configurations]
-        for number, (configuration, variant, seed, item) in enumerate(planned, start=1):
-            key = (item.suite, item.task.name, configuration.name, variant.label, seed)
-            measure = measured[item.key]
-            if self.table.has(key) or measure is None:
-                continue
-            self.log(f"[{number}/{len(planned)}] {configuration.name} {variant.label} seed {seed}: {item.key}")
-            row = self.run_model(item, configuration, variant, seed, measure)
+        todo = [(number, run) for number, run in enumerate(planned, start=1)
+                if not self.table.has(self._key(*run)) and measured[run[3].key] is not None]
+
+        def one(numbered: tuple[int, tuple[ModelConfiguration, Variant, int, SuiteTask]]) -> None:
+            number, (configuration, variant, seed, item) = numbered
+            if stop.is_set():
+                return
+            log = self.log if parallel == 1 else _prefixed(self.log, f"[{number}] ")
+            log(f"[{number}/{len(planned)}] {configuration.name} {variant.label} seed {seed}: {item.key}")
+            row = self.run_model(item, configuration, variant, seed, measured[item.key], log)
             if row is not None:
-                self.table.add(row)
-                self.progress.added += 1
-                self.log(f"    {row.status}" + (f" {row.speedup:.3f}x" if row.speedup is not None else ""))
+                with self.lock:
+                    self.table.add(row)
+                    self.progress.added += 1
+                log(f"    {row.status}" + (f" {row.speedup:.3f}x" if row.speedup is not None else ""))
+
+        map_in_threads(one, todo, workers=parallel, stop=stop, log=self.log, what="eval")
         return self.progress
+
+    @staticmethod
+    def _key(configuration: ModelConfiguration, variant: Variant, seed: int,
+             item: SuiteTask) -> tuple[str, str, str, str, int]:
+        return (item.suite, item.task.name, configuration.name, variant.label, seed)
 
     # --- the task, once: the original's profile and the human-optimised reference
 
@@ -184,7 +203,7 @@ class Evaluation:
                 item.task.name)
 
     def run_model(self, item: SuiteTask, configuration: ModelConfiguration, variant: Variant, seed: int,
-                  measure: dict[str, Any]) -> EvalRecord | None:
+                  measure: dict[str, Any], log: Callable[[str], None] | None = None) -> EvalRecord | None:
         from inference.config import OptimizeConfig
         from inference.run import run_loop
 
@@ -198,8 +217,9 @@ class Evaluation:
             rounds=1 if replay else variant.rounds, temperature=self.config.temperature,
             max_tokens=self.config.max_tokens, seed=seed, sources=variant.sources.split(","),
             token_budget=self.config.token_budget, bundle=self.config.bundle)
+        log = log or self.log
         run = run_loop(item.task, loop_config, lambda: self._backend(configuration, item),
-                       self.judge(out / "work", time_configs=False), _indented(self.log))
+                       self.judge(out / "work", time_configs=False, log=log), _indented(log))
         if run.pending_bundle is not None:
             self.progress.pending.append(run.pending_bundle)
             return None
@@ -309,6 +329,11 @@ def _set_configs(row: EvalRecord, item: SuiteTask, by_config: dict[str, dict[str
         return
     row.config_names = [c.name for c in item.task.configs]
     row.config_speedups = [(by_config.get(name) or {}).get("speedup") for name in row.config_names]
+
+
+def _prefixed(log: Callable[[str], None], prefix: str) -> Callable[[str], None]:
+    """Each line of a run's log marked with its number: runs at once interleave their lines."""
+    return lambda message: log(prefix + message)
 
 
 def _indented(log: Callable[[str], None]) -> Callable[[str], None]:

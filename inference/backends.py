@@ -15,9 +15,11 @@ import importlib.util
 import json
 import os
 import threading
+import time
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfforge.errors import ConfigError, PerfforgeError
@@ -27,6 +29,21 @@ from perfforge.models import resolve_model
 from perfforge.prompt import FENCE_LANGUAGE
 
 AUTO = "auto"
+# How long a run that finds a shared engine free waits for other runs' requests to join its batch: a generation
+# takes tens of seconds, and requests made at once (after judges that ended together) come milliseconds apart.
+GATHER_S = 0.25
+
+
+@dataclass(frozen=True)
+class Request:
+    """One generate() call's arguments, for a batch of them (Backend.generate_many)."""
+
+    messages: list[dict[str, str]]
+    n: int
+    max_tokens: int
+    temperature: float
+    seed: int | None = None
+    fence: str | None = None
 
 
 class Backend(ABC):
@@ -43,6 +60,12 @@ class Backend(ABC):
         """n completions of one chat. fence: the answer format's code-block language, to enforce the format while
         generating where the backend can (inference/constrained.py; None: free generation)."""
 
+    def generate_many(self, requests: list[Request]) -> list[list[Completion]]:
+        """Each request's completions. Engines in the process override it with one batched call (several runs'
+        requests at once, Shared); elsewhere the requests go one after the other."""
+        return [self.generate(r.messages, n=r.n, max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed,
+                              fence=r.fence) for r in requests]
+
     def constrains(self) -> bool:
         """Whether generate() enforces the answer format when given a fence."""
         return False
@@ -58,22 +81,61 @@ class Backend(ABC):
         """Release the model (engines hold GBs)."""
 
 
-class Shared(Backend):
-    """One engine lent to several loop runs (expert iteration samples every task of a round from one model): each
-    run's close() is a no-op; the lender closes the engine once, with close_engine()."""
+@dataclass
+class _Waiting:
+    """A request handed to Shared, and what became of it."""
 
-    def __init__(self, engine: Backend) -> None:
+    request: Request
+    done: bool = False
+    completions: list[Completion] = field(default_factory=list)
+    error: BaseException | None = None
+
+
+class Shared(Backend):
+    """One engine lent to several loop runs (expert iteration samples every task of a round from one model; eval
+    --parallel-runs N runs N at once): each run's close() is a no-op; the lender closes the engine once, with
+    close_engine().
+
+    Runs in several threads batch: while the engine generates for one, the requests of the others wait, and the
+    first of them to get the engine next takes every waiting request into one generate_many call (an in-process
+    engine answers a batch of 12 requests in about the time of one). gather_s: how long a thread that finds the
+    engine free waits for others' requests to join it. Sampling is reproducible for a request generated alone; in a
+    batch it depends on the batch (the seed is the first request's, and the rows draw from one generator)."""
+
+    def __init__(self, engine: Backend, *, gather_s: float = 0.0) -> None:
         super().__init__(engine.model)
-        self.engine = engine
-        # runs in several threads (iterate --jobs) take turns: an in-process engine generates one batch at a time,
-        # and a sampling seed set for one request must not be drawn from by another
-        self.lock = threading.Lock()
+        self.engine, self.gather_s = engine, gather_s
+        self.lock = threading.Lock()  # the engine: one batch at a time
+        self.queue_lock = threading.Lock()  # the waiting requests
+        self.waiting: list[_Waiting] = []
+        self.batch_sizes: list[int] = []  # requests per engine call, in order (how well runs batched)
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
                  seed: int | None = None, fence: str | None = None) -> list[Completion]:
+        mine = _Waiting(Request(messages, n, max_tokens, temperature, seed, fence))
+        with self.queue_lock:
+            self.waiting.append(mine)
         with self.lock:
-            return self.engine.generate(messages, n=n, max_tokens=max_tokens, temperature=temperature, seed=seed,
-                                        fence=fence)
+            if not mine.done:  # no batch took it while this thread waited for the engine: it leads the next one
+                if self.gather_s > 0:
+                    time.sleep(self.gather_s)
+                with self.queue_lock:
+                    batch, self.waiting = self.waiting, []
+                self._run(batch)
+        if mine.error is not None:
+            raise mine.error
+        return mine.completions
+
+    def _run(self, batch: list[_Waiting]) -> None:
+        self.batch_sizes.append(len(batch))
+        try:
+            answers = self.engine.generate_many([w.request for w in batch])
+        except BaseException as error:  # noqa: BLE001 (every request of the batch fails with it, in its own thread)
+            for waiting in batch:
+                waiting.error, waiting.done = error, True
+            return
+        for waiting, completions in zip(batch, answers, strict=True):
+            waiting.completions, waiting.done = completions, True
 
     def constrains(self) -> bool:
         return self.engine.constrains()
@@ -181,13 +243,17 @@ class VLLMBackend(Backend):
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
                  seed: int | None = None, fence: str | None = None) -> list[Completion]:
+        return self.generate_many([Request(messages, n, max_tokens, temperature, seed, fence)])[0]
+
+    def generate_many(self, requests: list[Request]) -> list[list[Completion]]:
+        """One chat call for every request: vLLM batches the conversations, each with its own sampling."""
         from vllm import SamplingParams
 
-        params = SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed)
-        (output,) = self.llm.chat(messages, sampling_params=params, use_tqdm=False)
-        prompt_tokens = len(output.prompt_token_ids or [])
-        return [Completion(o.text, str(o.finish_reason or ""), len(o.token_ids), prompt_tokens)
-                for o in output.outputs]
+        params = [SamplingParams(n=r.n, temperature=r.temperature, max_tokens=r.max_tokens, seed=r.seed)
+                  for r in requests]
+        outputs = self.llm.chat([r.messages for r in requests], sampling_params=params, use_tqdm=False)
+        return [[Completion(o.text, str(o.finish_reason or ""), len(o.token_ids), len(output.prompt_token_ids or []))
+                 for o in output.outputs] for output in outputs]
 
     def count_tokens(self) -> Callable[[str], int] | None:
         return lambda text: len(self.tokenizer.encode(text, add_special_tokens=False))
@@ -227,32 +293,55 @@ class TransformersBackend(Backend):
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
                  seed: int | None = None, fence: str | None = None) -> list[Completion]:
+        return self.generate_many([Request(messages, n, max_tokens, temperature, seed, fence)])[0]
+
+    def generate_many(self, requests: list[Request]) -> list[list[Completion]]:
+        """One generate() call per sampling temperature among the requests, every candidate of them a row."""
+        by_temperature: dict[float, list[int]] = {}
+        for index, request in enumerate(requests):
+            by_temperature.setdefault(request.temperature, []).append(index)
+        answers: list[list[Completion]] = [[] for _ in requests]
+        for temperature, indices in by_temperature.items():
+            batch = self._batch([requests[i] for i in indices], temperature)
+            for index, completions in zip(indices, batch, strict=True):
+                answers[index] = completions
+        return answers
+
+    def _batch(self, requests: list[Request], temperature: float) -> list[list[Completion]]:
+        """The requests' prompts left-padded to one width (a request's n candidates are n rows of its prompt), so
+        every row's new tokens start at the same column; a row is cut at its own request's max_tokens."""
         import torch
 
-        inputs = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                                    return_dict=True).to(self.device)
-        prompt_tokens = int(inputs["input_ids"].shape[1])
-        if seed is not None:
-            torch.manual_seed(seed)
+        prompts = [list(self.tokenizer.apply_chat_template(r.messages, add_generation_prompt=True,
+                                                            return_dict=True)["input_ids"]) for r in requests]
+        rows = [index for index, request in enumerate(requests) for _ in range(request.n)]
+        width = max(len(ids) for ids in prompts)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        input_ids = torch.tensor([[pad] * (width - len(prompts[i])) + prompts[i] for i in rows], device=self.device)
+        attention = torch.tensor([[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in rows],
+                                 device=self.device)
+        budgets = [requests[i].max_tokens for i in rows]
+        if requests[0].seed is not None:
+            torch.manual_seed(requests[0].seed)
         sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
-        if fence is not None:
+        fences = [requests[i].fence for i in rows]
+        if any(fence is not None for fence in fences):
             from inference.constrained import format_processor
 
-            sampling["logits_processor"] = format_processor(self.tokenizer, fence, stop_ids=self._stop_ids(),
-                                                            prompt_tokens=prompt_tokens, max_new_tokens=max_tokens)
+            sampling["logits_processor"] = format_processor(self.tokenizer, fences, stop_ids=self._stop_ids(),
+                                                            prompt_tokens=width, max_new_tokens=budgets)
         with torch.no_grad():
-            out = self.model_obj.generate(**inputs, max_new_tokens=max_tokens, num_return_sequences=n,
-                                          pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
-                                          **sampling)
-        completions = []
-        for row in out[:, prompt_tokens:]:
+            out = self.model_obj.generate(input_ids=input_ids, attention_mask=attention, max_new_tokens=max(budgets),
+                                          pad_token_id=pad, **sampling)
+        answers: list[list[Completion]] = [[] for _ in requests]
+        eos = self.tokenizer.eos_token_id
+        for index, budget, row in zip(rows, budgets, out[:, width:], strict=True):
             ids = row.tolist()
-            eos = self.tokenizer.eos_token_id
-            stopped = eos in ids
-            ids = ids[:ids.index(eos)] if stopped else ids
-            completions.append(Completion(self.tokenizer.decode(ids, skip_special_tokens=True),
-                                          "stop" if stopped else "length", len(ids), prompt_tokens))
-        return completions
+            stopped = eos in ids[:budget]
+            ids = ids[:ids.index(eos)] if stopped else ids[:budget]
+            answers[index].append(Completion(self.tokenizer.decode(ids, skip_special_tokens=True),
+                                             "stop" if stopped else "length", len(ids), len(prompts[index])))
+        return answers
 
     def count_tokens(self) -> Callable[[str], int] | None:
         return lambda text: len(self.tokenizer.encode(text, add_special_tokens=False))

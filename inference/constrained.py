@@ -78,40 +78,53 @@ class AnswerFormat:
 
 @dataclass
 class _Walk:
-    """Where one sequence is in the format."""
+    """Where one sequence is in its format."""
 
+    format: AnswerFormat
+    budget: int  # the sequence's max_new_tokens
     segment: int = 0
     taken: list[int] = field(default_factory=list)  # tokens of the current segment so far
     closing: int = -1  # CODE: how many closing-fence tokens were forced (-1: not closing)
 
 
 class FormatProcessor:
-    """A transformers LogitsProcessor that keeps every sequence of a generate() call in `answer_format`.
+    """A transformers LogitsProcessor that keeps the sequences of a generate() call in their answer formats.
 
-    prompt_tokens: the prompt's length (sequences start after it); max_new_tokens: generate()'s budget, so the
-    closing fence is forced while there is room for it."""
+    formats: one for every row, or a list with a row's own (None: that row is free, as when a batch mixes
+    constrained and free requests); prompt_tokens: the (padded) prompt's length, where every row's new tokens
+    start; max_new_tokens: the budget, one for all or one per row, so the closing fence is forced while there is
+    room for it."""
 
-    def __init__(self, answer_format: AnswerFormat, tokenizer: Any, *, prompt_tokens: int,
-                 max_new_tokens: int) -> None:
-        self.format, self.tokenizer = answer_format, tokenizer
+    def __init__(self, formats: AnswerFormat | Sequence[AnswerFormat | None], tokenizer: Any, *, prompt_tokens: int,
+                 max_new_tokens: int | Sequence[int]) -> None:
+        self.formats, self.tokenizer = formats, tokenizer
         self.prompt_tokens, self.max_new_tokens = prompt_tokens, max_new_tokens
-        self.walks: dict[int, _Walk] = {}
+        self.walks: dict[int, _Walk | None] = {}
+
+    def _walk(self, row: int) -> _Walk | None:
+        if row not in self.walks:
+            answer_format = self.formats if isinstance(self.formats, AnswerFormat) else self.formats[row]
+            budget = self.max_new_tokens if isinstance(self.max_new_tokens, int) else self.max_new_tokens[row]
+            self.walks[row] = None if answer_format is None else _Walk(answer_format, budget)
+        return self.walks[row]
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         generated = input_ids.shape[1] - self.prompt_tokens
         for row in range(input_ids.shape[0]):
-            walk = self.walks.setdefault(row, _Walk())
+            walk = self._walk(row)
+            if walk is None:
+                continue
             if generated > 0:
                 self._advance(walk, int(input_ids[row, -1]))
-            allowed = self._next(walk, self.max_new_tokens - generated)
+            allowed = self._next(walk, walk.budget - generated)
             if allowed is not None:
                 keep = scores[row, allowed].clone()
                 scores[row, :] = float("-inf")
                 scores[row, allowed] = keep
             else:
-                scores[row, list(self.format.stop_ids)] = float("-inf")
-                if self._segment(walk).kind is Kind.LINE and self.format.other_newline_ids:
-                    scores[row, list(self.format.other_newline_ids)] = float("-inf")
+                scores[row, list(walk.format.stop_ids)] = float("-inf")
+                if self._segment(walk).kind is Kind.LINE and walk.format.other_newline_ids:
+                    scores[row, list(walk.format.other_newline_ids)] = float("-inf")
         return scores
 
     # --- one sequence
@@ -119,12 +132,12 @@ class FormatProcessor:
     def _reserve_after(self, walk: _Walk) -> int:
         """Tokens the segments after the current one need at the least (a line its newline, the code a token and
         its closing fence, the end its stop token)."""
-        need = {Kind.LINE: 1, Kind.CODE: 1 + len(self.format.closing_ids), Kind.END: 1}
+        need = {Kind.LINE: 1, Kind.CODE: 1 + len(walk.format.closing_ids), Kind.END: 1}
         return sum(len(s.token_ids) if s.kind is Kind.FORCED else need[s.kind]
-                   for s in self.format.segments[walk.segment + 1:])
+                   for s in walk.format.segments[walk.segment + 1:])
 
     def _segment(self, walk: _Walk) -> Segment:
-        return self.format.segments[min(walk.segment, len(self.format.segments) - 1)]
+        return walk.format.segments[min(walk.segment, len(walk.format.segments) - 1)]
 
     def _advance(self, walk: _Walk, token: int) -> None:
         """Take the token the sequence just got, and move on where its segment is complete."""
@@ -135,11 +148,11 @@ class FormatProcessor:
         if segment.kind is Kind.FORCED:
             done = len(walk.taken) >= len(segment.token_ids)
         elif segment.kind is Kind.LINE:
-            done = token == self.format.newline_id
+            done = token == walk.format.newline_id
         else:  # CODE
             if walk.closing >= 0:
                 walk.closing += 1
-                done = walk.closing >= len(self.format.closing_ids)
+                done = walk.closing >= len(walk.format.closing_ids)
             else:
                 tail = self.tokenizer.decode(walk.taken[-8:])
                 done = CLOSING_FENCE in "\n" + tail if len(walk.taken) <= 8 else CLOSING_FENCE in tail
@@ -151,15 +164,15 @@ class FormatProcessor:
         """The only tokens the sequence may take next (None: any but a stop token)."""
         segment = self._segment(walk)
         if segment.kind is Kind.END:
-            return list(self.format.stop_ids[:1])
+            return list(walk.format.stop_ids[:1])
         if segment.kind is Kind.FORCED:
             return [segment.token_ids[len(walk.taken)]]
         if segment.kind is Kind.LINE:
             # a line gives way to what must still come after it: at most an eighth of the budget each
-            cap = min(LABEL_TOKENS, max(1, self.max_new_tokens // 8))
+            cap = min(LABEL_TOKENS, max(1, walk.budget // 8))
             full = len(walk.taken) >= cap or left <= self._reserve_after(walk) + 1
-            return [self.format.newline_id] if full else None
-        closing = self.format.closing_ids
+            return [walk.format.newline_id] if full else None
+        closing = walk.format.closing_ids
         if walk.closing < 0 and left <= len(closing) + 1:  # room for the fence and the stop token, no more
             walk.closing = 0
         if walk.closing >= 0:
@@ -180,14 +193,23 @@ def answer_regex(fence: str) -> str:
 _FORMATS: dict[tuple[int, str, tuple[int, ...]], AnswerFormat] = {}
 
 
-def format_processor(tokenizer: Any, fence: str, *, stop_ids: Sequence[int], prompt_tokens: int,
-                     max_new_tokens: int) -> Any:
-    """A LogitsProcessorList holding one FormatProcessor, for model.generate(logits_processor=...)."""
+def format_processor(tokenizer: Any, fence: str | None | Sequence[str | None], *, stop_ids: Sequence[int],
+                     prompt_tokens: int, max_new_tokens: int | Sequence[int]) -> Any:
+    """A LogitsProcessorList holding one FormatProcessor, for model.generate(logits_processor=...). fence and
+    max_new_tokens: one for every row, or one per row (a batch of requests; a None fence leaves its row free)."""
     from transformers import LogitsProcessorList
 
-    key = (id(tokenizer), fence, tuple(stop_ids))
-    answer_format = _FORMATS.get(key)
-    if answer_format is None:  # its vocabulary scan takes a second or two on a 49k vocabulary: once per tokenizer
-        answer_format = _FORMATS[key] = AnswerFormat.for_tokenizer(tokenizer, fence, stop_ids)
-    return LogitsProcessorList([FormatProcessor(answer_format, tokenizer, prompt_tokens=prompt_tokens,
+    def answer_format(language: str | None) -> AnswerFormat | None:
+        if language is None:
+            return None
+        key = (id(tokenizer), language, tuple(stop_ids))
+        found = _FORMATS.get(key)
+        if found is None:  # its vocabulary scan takes a second or two on a 49k vocabulary: once per tokenizer
+            found = _FORMATS[key] = AnswerFormat.for_tokenizer(tokenizer, language, stop_ids)
+        return found
+
+    formats = answer_format(fence) if fence is None or isinstance(fence, str) else [answer_format(f) for f in fence]
+    if formats is None:
+        raise ValueError("format_processor needs a fence (or a fence for some row)")
+    return LogitsProcessorList([FormatProcessor(formats, tokenizer, prompt_tokens=prompt_tokens,
                                                 max_new_tokens=max_new_tokens)])

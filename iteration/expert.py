@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from perfforge.errors import PerfforgeError
 from perfforge.io import read_json, write_json, write_text
 from perfforge.naming import ATTEMPTS_FILE, RunLayout
 from perfforge.task import Task, find_tasks
+from perfforge.threads import map_in_threads
 from perfforge.verdict import Status
 from training.config import TrainConfig
 
@@ -182,8 +182,8 @@ def _sample(config: IterateConfig, tasks: list[Task], number: int, model: str, l
             profiles: dict[str, Path], engine_of: Callable[[str], Any], record: RoundRecord,
             log: Callable[[str], None]) -> None:
     """One loop round per task and seed, every run from one engine of `model`; counts into `record`. With --jobs N,
-    N tasks are in flight: their generations take turns on the engine (Shared's lock), their judges run at once."""
-    from inference.backends import Shared
+    N tasks are in flight: their generations batch on the engine (Shared), their judges run at once."""
+    from inference.backends import GATHER_S, Shared
 
     shared: list[Shared] = []
     loading = threading.Lock()
@@ -192,7 +192,7 @@ def _sample(config: IterateConfig, tasks: list[Task], number: int, model: str, l
         with loading:
             if not shared:
                 log(f"round {number}: loading {model} ...")
-                shared.append(Shared(engine_of(model)))
+                shared.append(Shared(engine_of(model), gather_s=GATHER_S if config.jobs > 1 else 0.0))
             return shared[0]
 
     stop = threading.Event()  # set on Ctrl-C: no thread starts another run
@@ -202,20 +202,7 @@ def _sample(config: IterateConfig, tasks: list[Task], number: int, model: str, l
                 for seed in round_seeds(config, number) if not stop.is_set()]
 
     try:
-        if config.jobs == 1:
-            runs = [one_task(task) for task in tasks]
-        else:
-            pool = ThreadPoolExecutor(max_workers=config.jobs)
-            try:
-                runs = list(pool.map(one_task, tasks))  # in task order, whatever order they finish in
-            except KeyboardInterrupt:
-                # Threads cannot be stopped mid-run: the runs under way finish (their files are whole and kept,
-                # a rerun resumes after them), no other starts, and the interrupt goes on once they have.
-                stop.set()
-                log(f"round {number}: interrupted; the runs under way finish first (at most {config.jobs})")
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-            pool.shutdown()
+        runs = map_in_threads(one_task, tasks, workers=config.jobs, stop=stop, log=log, what=f"round {number}")
         for task, task_runs in zip(tasks, runs, strict=True):
             for attempts in task_runs:
                 _count(attempts, record, task.name)

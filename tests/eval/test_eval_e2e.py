@@ -127,6 +127,8 @@ def test_bundles_take_the_work_elsewhere_and_come_back(main_eval: MainEval, tmp_
     (["--models", "x=http://127.0.0.1:1/v1"], "name the endpoint's model"),
     (["--suites", "catalogs"], "write catalogue, tasks:DIR, mined:DIR or kernelbench:DIR"),
     (["--sources", "roofline,colour"], "unknown summary source"),
+    (["--parallel-runs", "0"], "--parallel-runs must be at least 1"),
+    (["--parallel-runs", "2", "--bundle"], "--parallel-runs judges runs at once on this machine"),
 ])
 def test_bad_input_is_one_error_line(tmp_path: Path, argv: list[str], message: str) -> None:
     code, _, stderr = invoke(["eval", "--out", str(tmp_path / "out"), *argv])
@@ -171,3 +173,39 @@ def test_eval_compare_reads_the_runs_every_configuration_finished(main_eval: Mai
     assert summary["correct_ci95"] == [1.0, 1.0]
     assert report["copies"]["ep"] == {"correct_candidates": 1, "identical_to_the_original": 0}
     assert report["statuses"]["human"] == {"improved": 1}
+
+
+def test_parallel_runs_measure_and_run_at_once_and_resume(tmp_path: Path) -> None:
+    """eval --parallel-runs 2 on two tasks: the scripted endpoint answers a request only once a second one is in
+    flight (a barrier), so runs made one after the other would fail; both tasks' runs of both seeds finish, each
+    with its row in one uncorrupted table, every run's lines marked with its number, and a rerun adds nothing."""
+    import threading
+
+    from tests.conftest import json_post_server
+    from tests.inference.conftest import FAST_TASK_TOML
+    from tests.profiling.conftest import write_task
+
+    for name in ("matvec_a", "matvec_b"):
+        write_task(tmp_path / "tasks" / name, toml=FAST_TASK_TOML.replace('"matvec_colwalk"', f'"{name}"'))
+    state = ScriptedEndpoint()
+    together = threading.Barrier(2, timeout=60)
+
+    def reply(path: str, body: dict, headers: object) -> tuple[int, dict]:
+        if path == "/v1/chat/completions":
+            together.wait()  # BrokenBarrierError (a 500, the run fails) unless another run asks at the same time
+        return state.reply(path, body)
+
+    with json_post_server(reply) as url:
+        state.base_url = url
+        state.script(*[[WRONG_ANSWER]] * 4)
+        argv = [*eval_argv(tmp_path / "tasks", tmp_path / "out", state, "--parallel-runs", "2", "--no-human",
+                           "--no-generalise", "--seeds", "0", "1"), "--candidates", "1"]
+        code, _, stderr = invoke(argv)
+        assert code == 0, stderr
+        rows = load(tmp_path / "out" / "results.parquet")
+        assert sorted((r.task, r.seed, r.status) for r in rows) == [
+            (task, seed, "incorrect") for task in ("matvec_a", "matvec_b") for seed in (0, 1)]
+        assert all(f"[{n}]     round 1:" in stderr for n in range(1, 5))
+        code, stdout, stderr = invoke(argv)
+        assert code == 0 and "0 row(s) added" in stdout, stderr
+    assert len(state.completions) == 4

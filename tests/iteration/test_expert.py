@@ -137,7 +137,8 @@ def test_option_errors_are_one_line(tmp_path: Path, flags: list[str], message: s
 def test_jobs_judge_tasks_at_once_while_the_engine_generates_for_one(tmp_path: Path) -> None:
     """iterate --jobs 2: two training tasks in flight. Their generations must take turns on the one engine (an
     in-process model generating two batches at once, or a seed set for one request drawn on by the other, would
-    make a round depend on thread timing); every run is still counted, in task order."""
+    make a round depend on thread timing; requests that wait go as one batch, which this engine answers one
+    after the other); every run is still counted, in task order."""
     import threading
     import time
 
