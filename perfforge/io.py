@@ -67,17 +67,12 @@ def read_json(path: Path) -> Any:
 
 
 def write_parquet(path: Path, rows: list[dict[str, Any]], features: datasets.Features) -> None:
-    """Rows written with HF datasets under the given features (an empty list gives an empty, typed table)."""
-    import datasets
-    import pyarrow as pa
-
-    datasets.disable_progress_bars()  # its per-write bars would bury the command's own progress and summary
-    # Built by pyarrow and wrapped, not Dataset.from_list, which encodes row by row in Python (seconds for a
-    # few hundred records carrying whole source files); the parquet keeps the features in its metadata.
-    table = pa.Table.from_pylist(rows, schema=features.arrow_schema)
-    dataset = datasets.Dataset(table, info=datasets.DatasetInfo(features=features))
-    with atomic_path(path) as tmp:
-        dataset.to_parquet(str(tmp))
+    """Rows written under the given features (an empty list gives an empty, typed table); datasets reads the file
+    back with its features. Built by pyarrow, not through a datasets.Dataset: that fingerprints itself by pickling,
+    which looks transformers up when it is imported (datasets' dill) and failed on a lazily imported transformers
+    while iterate's threads wrote attempts; it also encodes row by row where from_list is used (seconds for a few
+    hundred records carrying whole source files)."""
+    write_parquet_batches(path, [rows], features)
 
 
 def write_parquet_batches(path: Path, batches: Iterable[list[dict[str, Any]]], features: datasets.Features) -> int:

@@ -18,10 +18,12 @@ one of KernelBench's five distributions, picked per call and buffer. Integers ar
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import math
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -65,11 +67,18 @@ def _secret_key() -> bytes:
     except OSError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    fresh = Path(f"{path}.{os.getpid()}.incomplete")
+    # one temporary file per process and thread (judges run in threads of one process with iterate --jobs and eval
+    # --parallel-runs), linked into place only where no key is yet: of judges racing to make it, the first one's
+    # stays and every one reads it (a key replaced under a judge would change the inputs it derives)
+    fresh = Path(f"{path}.{os.getpid()}.{threading.get_ident()}.incomplete")
     fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(os.urandom(KEY_BYTES))
-    os.replace(fresh, path)  # two judges racing both write a key; the last one stays, and both then read it
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(os.urandom(KEY_BYTES))
+        with contextlib.suppress(FileExistsError):
+            os.link(fresh, path)
+    finally:
+        fresh.unlink(missing_ok=True)
     return path.read_bytes()
 
 

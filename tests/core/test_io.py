@@ -38,3 +38,26 @@ def test_parquet_written_in_batches_reads_back_with_the_record_features(tmp_path
     streamed, whole = read_parquet(tmp_path / "streamed.parquet"), read_parquet(tmp_path / "whole.parquet")
     assert streamed.features == whole.features == PAIR_FEATURES
     assert streamed.to_list() == whole.to_list()
+
+
+def test_parquet_is_written_from_threads_while_transformers_is_half_imported(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """iterate --jobs 12 on an H100: the threads writing attempts.parquet died with "module 'transformers' has no
+    attribute 'PreTrainedTokenizerBase'" (datasets fingerprints a Dataset by pickling it, and its pickler looks
+    transformers up whenever it is in sys.modules, here while another thread was importing it lazily). Writing
+    must not depend on what else the process has imported: 8 threads write at once with such a transformers."""
+    import sys
+    import types
+    from concurrent.futures import ThreadPoolExecutor
+
+    from perfforge.io import read_parquet, write_parquet
+    from perfforge.records import PAIR_FEATURES, as_row
+    from tests.core.test_records import make_pair
+
+    monkeypatch.setitem(sys.modules, "transformers", types.ModuleType("transformers"))  # no attributes yet
+    rows = [as_row(make_pair())]
+    paths = [tmp_path / f"t{i}.parquet" for i in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda path: write_parquet(path, rows, PAIR_FEATURES), paths))
+    monkeypatch.undo()
+    assert all(len(read_parquet(path)) == 1 for path in paths)

@@ -171,3 +171,33 @@ def test_drawing_ahead_draws_the_same_inputs_in_the_same_order() -> None:
     for one, other in zip(plain[:4], ahead[:4], strict=True):
         assert all(same_bytes(one[name], other[name]) for name in one)
     assert not same_bytes(ahead[4]["x"], plain[4]["x"]) and not same_bytes(ahead[4]["x"], ahead[3]["x"])
+
+
+def test_judges_in_threads_making_the_key_at_once_all_get_one_key(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """iterate --jobs 12 on an H100 with no key yet: the judges' threads shared one temporary name (the process
+    id), and one thread's rename took the file another was about to rename (FileNotFoundError, the round
+    stopped). Sixteen threads released at once make the key: none fails, and all read the same key (a key
+    replaced under a judge would change the inputs it derives)."""
+    import threading
+
+    from perfforge.models import CACHE_ENV
+    from profiling.inputs import _secret_key
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    start, keys, errors = threading.Barrier(16), [], []
+
+    def make() -> None:
+        start.wait()
+        try:
+            keys.append(_secret_key())
+        except OSError as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=make) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(keys) == 16 and len(set(keys)) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["judge.key"]  # no temporary left behind
