@@ -4,6 +4,7 @@ verdict spends its judge-side time on, made cheap without changing what is check
 from __future__ import annotations
 
 import mmap
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
