@@ -20,7 +20,7 @@ def log(message: str) -> None:
 
 
 def run_eval(config: EvalConfig) -> int:
-    from eval.configurations import Endpoints, parse, trained_patterns
+    from eval.configurations import Endpoints, parse, remembered_patterns, trained_patterns
     from eval.runner import Evaluation
     from eval.suites import collect
     from inference.backends import GATHER_S
@@ -33,7 +33,7 @@ def run_eval(config: EvalConfig) -> int:
         baselines = read_baselines(config.baseline_eager, config.baseline_compile)  # a bad file fails before any work
     lock = _lock(config.out)  # noqa: F841 (held until this process exits)
     configurations = parse(config.models)
-    trained = trained_patterns(configurations)
+    trained = remembered_patterns(config.out, trained_patterns(configurations))
     tasks = collect(config.suites, config.out, target=config.target, patterns=config.patterns,
                     instances=config.instances, seed_base=config.seed_base, trained=trained,
                     kernelbench_problems=config.kernelbench_problems)

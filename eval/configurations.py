@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.errors import ConfigError
-from perfforge.io import read_json
+from perfforge.io import read_json, write_json
 from perfforge.task import Task
 from synth.kernelbench import META_FILE as KERNELBENCH_META_FILE
 
@@ -111,9 +111,29 @@ def trained_patterns(configurations: list[ModelConfiguration]) -> dict[str, str]
             continue
         for group, side in read_json(path).get("groups", {}).items():
             kind, _, pattern = group.partition(":")  # pattern:cpu/loop_order, repo:owner/name
-            if kind == "pattern" and groups.get(pattern) != "train":
-                groups[pattern] = side
+            if kind == "pattern":
+                _join(groups, pattern, side)
     return groups
+
+
+TRAINED_FILE = "trained_patterns.json"
+
+
+def remembered_patterns(out: Path, now: dict[str, str]) -> dict[str, str]:
+    """The trained patterns of every training run evaluated into `out`: those of earlier evaluations (kept in
+    OUT/trained_patterns.json) joined with this one's. The table holds the rows of them all, so a later
+    evaluation of fewer configurations (the base model alone, another seed) keeps its rows' splits."""
+    path = out / TRAINED_FILE
+    groups: dict[str, str] = read_json(path) if path.is_file() else {}
+    for pattern, side in now.items():
+        _join(groups, pattern, side)
+    write_json(path, groups)
+    return groups
+
+
+def _join(groups: dict[str, str], pattern: str, side: str) -> None:
+    if groups.get(pattern) != "train":  # a pattern any run trained on counts as trained
+        groups[pattern] = side
 
 
 class Endpoints:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eval.config import SOURCES_ABLATION, EvalConfig
-from eval.configurations import ModelConfiguration, parse, trained_patterns
+from eval.configurations import ModelConfiguration, parse, remembered_patterns, trained_patterns
 from eval.results import ResultsTable
 from eval.runner import Variant, variants
 from eval.suites import HELD_OUT_INSTANCE, HELD_OUT_PATTERN, collect
@@ -104,3 +104,17 @@ def test_table_is_keyed_atomic_and_relabelled(tmp_path: Path) -> None:
     reread = ResultsTable(tmp_path / "results.parquet")
     assert [(r.task, r.split) for r in reread.all()] == [("a", HELD_OUT_PATTERN), ("b", "")]
     assert not list(tmp_path.glob("*.incomplete*")) and not list(tmp_path.glob(".*"))
+
+
+def test_a_later_evaluation_of_fewer_configurations_keeps_the_splits(tmp_path: Path) -> None:
+    """An H100 run evaluated an adapter (SFT + expert iteration, trained on cpu/a) into a directory, then the base
+    model alone into the same one: the second evaluation knew no training run, and every row of the first lost its
+    split (held-out instance or pattern). The trained patterns of every evaluation into OUT are remembered; a
+    pattern some run trained on stays trained, one only held out so far becomes trained when a run trains on it."""
+    first = remembered_patterns(tmp_path, {"cpu/a": "train", "cpu/b": "eval"})
+    assert first == {"cpu/a": "train", "cpu/b": "eval"}
+    assert remembered_patterns(tmp_path, {}) == first  # the base model alone
+    assert remembered_patterns(tmp_path, {"cpu/a": "eval", "cpu/b": "train"}) == {"cpu/a": "train", "cpu/b": "train"}
+    tasks = collect(["catalogue"], tmp_path / "out", target="cpu", patterns=["cpu/loop_order"], instances=1,
+                    seed_base=300, trained=remembered_patterns(tmp_path, {"cpu/loop_order": "eval"}))
+    assert [t.split for t in tasks] == [HELD_OUT_PATTERN]
