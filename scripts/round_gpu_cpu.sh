@@ -3,8 +3,8 @@
 # host cores, SmolLM2-135M-Instruct fine-tuned on the GPU, base against fine-tuned through `perfforge eval --backend
 # transformers` on held-out instances and held-out patterns. The commands and options are those of the 2026-11-27
 # runs (docs/eval_cpu_h100.md), gathered into stages; those runs issued them from per-call scripts, and this file
-# itself has not been run end to end. Lessons of those runs: the machine is given back after 30 s idle (call the next
-# stage at once); a fresh machine's first train converts the GGUF first (a minute); every stage writes its log to a
+# itself has not been run end to end. Lessons of those runs: the machine is given back after 30 s idle and after
+# 30 minutes held (call the next stage at once; iterate and eval run in the background between calls); a fresh machine's first train converts the GGUF first (a minute); every stage writes its log to a
 # file (a pipe stays open while the judges' children live, and the call outlives its limit).
 #
 #   scripts/round_gpu_cpu.sh STAGE      (from the checkout's root on the GPU machine; stages in this order)
@@ -20,10 +20,11 @@
 #     train     perfforge train: LoRA r 16 on the pairs, 150 steps, two patterns held out (cpu/loop_order,
 #               cpu/row_invariant_call)
 #     iterate   perfforge iterate: SFT on the same pairs (round 0), then one round of expert iteration on TASKS
-#               training instances per trained pattern, K samples each, IJ tasks judged at once
-#     eval      one perfforge eval process per pattern and sampling seed (21 at once; each resumes its own --out
-#               under /tmp/eval), MODELS the configurations, then /tmp/eval packed into $OUT/eval.tgz without build
-#               products
+#               training instances per trained pattern, K samples each, IJ tasks judged at once; in the background
+#     eval      one perfforge eval process, PR runs at once (--parallel-runs), MODELS the configurations (base, the
+#               SFT of round 0 and the SFT + expert iteration of round 1), SEEDS the sampling seeds; in the background
+#     poll      poll iterate|eval: wait up to WAIT_S for it, print its log's tail; the eval packed into $OUT/eval.tgz
+#               without build products (a call that ends while it runs brings back what is finished)
 # The machine keeps /tmp only while it is held: the stages of one round run in calls that follow each other at once.
 set -euo pipefail
 stage=$1
@@ -54,23 +55,31 @@ train)
         > /tmp/train.log 2>&1
     grep "^sft:" /tmp/train.log; cp /tmp/train/metrics.json /tmp/train/splits.json "$OUT"/ ;;
 iterate)
+    # in the background (setsid: it outlives the call; the machine keeps it while held), polled with `poll iterate`
     # shellcheck disable=SC2046 (one path per task)
-    cd /tmp && python3 -m perfforge.cli iterate $(for p in $TRAINED; do seq -f "/tmp/synth/tasks/cpu__$p/s%g" 0 $((${TASKS:-6} - 1)); done) \
+    cd /tmp && rm -f /tmp/iterate.done && setsid nohup bash -c "python3 -m perfforge.cli iterate \
+        $(for p in $TRAINED; do seq -f "/tmp/synth/tasks/cpu__$p/s%g" 0 $((${TASKS:-8} - 1)); done | tr '\n' ' ') \
         --out /tmp/iter --base-model default --seed-data /tmp/synth/pairs.parquet \
-        --holdout cpu/loop_order cpu/row_invariant_call --rounds 1 --samples "${K:-8}" --backend transformers \
-        --max-steps "${STEPS:-150}" --batch-size 8 --lora-r 16 --lora-alpha 32 --jobs "${IJ:-12}" > /tmp/iterate.log 2>&1
-    tail -3 /tmp/iterate.log; cp /tmp/iter/iterate.json "$OUT"/ ;;
+        --holdout cpu/loop_order cpu/row_invariant_call --rounds 1 --samples ${K:-8} --backend transformers \
+        --max-steps ${STEPS:-150} --batch-size 8 --lora-r 16 --lora-alpha 32 --jobs ${IJ:-12} > /tmp/iterate.log 2>&1; \
+        touch /tmp/iterate.done" > /dev/null 2>&1 < /dev/null & ;;
 eval)
-    cd /tmp
-    for p in $PATTERNS; do for seed in 0 1 2; do
-        # shellcheck disable=SC2086 (MODELS: one configuration per word)
-        timeout "${EVAL_S:-420}" python3 -m perfforge.cli eval --backend transformers --base-model default \
-            --models ${MODELS:-base sft=/tmp/train} --suites catalogue --target cpu --patterns "cpu/$p" --instances 5 \
-            --seed-base 300 --seeds "$seed" --candidates 2 --rounds 1 --max-tokens 1024 --no-report \
-            --out "/tmp/eval/$p-$seed" > "/tmp/eval_$p-$seed.log" 2>&1 < /dev/null &
-    done; done
-    wait || true
-    cd /tmp/eval && tar czf "$OUT/eval.tgz" --exclude='*.o' --exclude=bin --exclude='*.so' --exclude='callgrind.out*' . ;;
+    # one process, PR runs at once (their generations batched on each model, their judges on the host cores), in
+    # the background like iterate; a rerun resumes the table in /tmp/eval
+    cd /tmp && rm -f /tmp/eval.done && setsid nohup bash -c "python3 -m perfforge.cli eval --backend transformers \
+        --base-model default --models ${MODELS:-base sft=/tmp/iter/round_00/train ei=/tmp/iter/round_01/train} \
+        --suites catalogue --target cpu --instances 5 --seed-base 300 --seeds ${SEEDS:-0 1 2} --candidates 2 \
+        --rounds 1 --max-tokens 1024 --no-generalise --parallel-runs ${PR:-12} --no-report --out /tmp/eval \
+        > /tmp/eval.log 2>&1; touch /tmp/eval.done" > /dev/null 2>&1 < /dev/null & ;;
+poll)
+    # poll iterate|eval: wait up to WAIT_S for the stage to end, then its log's tail (and the eval packed)
+    what=${2:?poll iterate or poll eval}
+    for _ in $(seq 1 $((${WAIT_S:-500} / 5))); do [ -f "/tmp/$what.done" ] && break; sleep 5; done
+    tail -5 "/tmp/$what.log"
+    if [ "$what" = eval ]; then
+        cd /tmp/eval && tar czf "$OUT/eval.tgz" --exclude='*.o' --exclude=bin --exclude='*.so' \
+            --exclude='callgrind.out*' --exclude=work --exclude=bundle .
+    fi ;;
 *)
-    echo "stage must be install, synth, pairs, model, train, iterate or eval" >&2; exit 2 ;;
+    echo "stage must be install, synth, pairs, model, train, iterate, eval or poll" >&2; exit 2 ;;
 esac
