@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,11 +22,17 @@ if TYPE_CHECKING:  # datasets is imported where parquet is written or read: the 
 INCOMPLETE_SUFFIX = ".incomplete"
 
 
+def temporary_name(path: Path) -> Path:
+    """The temporary name of `path` for this process and thread: writers of one file at once (threads judging the
+    same task write its cached reference launches) each fill their own, and the last rename wins whole."""
+    return path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}{INCOMPLETE_SUFFIX}")
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + INCOMPLETE_SUFFIX)
+    tmp = temporary_name(path)
     try:
         yield tmp
         os.replace(tmp, path)
@@ -40,7 +47,7 @@ def atomic_dir(path: Path, *, keep_existing: bool = False) -> Iterator[Path]:
     the block succeeds, so a reader never sees half a directory. keep_existing: when `path` appeared meanwhile
     (another process made it), keep that one and drop the staging."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(path.name + INCOMPLETE_SUFFIX)
+    staging = temporary_name(path)
     shutil.rmtree(staging, ignore_errors=True)
     try:
         yield staging

@@ -23,12 +23,11 @@ import hashlib
 import hmac
 import math
 import os
-import threading
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
+from perfforge.io import temporary_name
 from perfforge.models import cache_dir
 from perfforge.task import Distribution
 from profiling.correctness import JUDGE_THREADS, NUMPY_DTYPE, judge_pool
@@ -70,7 +69,7 @@ def _secret_key() -> bytes:
     # one temporary file per process and thread (judges run in threads of one process with iterate --jobs and eval
     # --parallel-runs), linked into place only where no key is yet: of judges racing to make it, the first one's
     # stays and every one reads it (a key replaced under a judge would change the inputs it derives)
-    fresh = Path(f"{path}.{os.getpid()}.{threading.get_ident()}.incomplete")
+    fresh = temporary_name(path)
     fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:

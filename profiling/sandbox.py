@@ -328,7 +328,7 @@ class Spawned:
                 found.add(child)
                 frontier.add(child)
         with _running_lock:
-            adopted = _children() - self._children_before - _running
+            adopted = {pid for pid in _children() - self._children_before - _running if not _in_our_session(pid)}
         return found | adopted
 
     def stderr_tail(self) -> str:
@@ -461,6 +461,17 @@ def _children(parent: int | None = None) -> set[int]:
     return _children_by_scan(me)
 
 
+def _in_our_session(pid: int) -> bool:
+    """Whether `pid` is in this process's session: then this process's own code started it (a model server eval
+    starts in a worker thread, a compiler a library runs, a probe), never a run: every run starts a session of its
+    own (setsid before exec), and no process can join a session it is not in. Another thread's sweep must neither
+    kill and reap such a child (its owner would read a clean exit and output cut short) nor count it as a run's."""
+    try:
+        return os.getsid(pid) == os.getsid(0)
+    except OSError:  # gone meanwhile
+        return False
+
+
 def _children_by_scan(me: int) -> set[int]:
     found: set[int] = set()
     for entry in os.scandir("/proc"):
@@ -481,7 +492,7 @@ def _kill_leftovers(children_before: set[int]) -> None:
     deadline, quiet = time.monotonic() + _SWEEP_BUDGET_S, 0
     while quiet < _QUIET_SCANS and time.monotonic() < deadline:
         with _running_lock:
-            stray = _children() - children_before - _running
+            stray = {pid for pid in _children() - children_before - _running if not _in_our_session(pid)}
         quiet = 0 if stray else quiet + 1
         for pid in stray:
             with contextlib.suppress(ProcessLookupError):

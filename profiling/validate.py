@@ -22,6 +22,7 @@ import math
 import os
 import random
 import statistics
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -143,6 +144,13 @@ class _Session:
         self.oracle_duration_s = max(self.oracle_duration_s or 0.0, duration_s)
 
 
+# One GPU verdict's runs at a time in this process (judges in threads: eval --parallel-runs, iterate --jobs). Its
+# rules read the device as the two processes' own: a slow flush or a slowed original is taken for the candidate's
+# hidden work, so another judge's kernels on the device would reject a fair candidate. CPU verdicts run at once
+# (their timings share the cores: the reason to keep --parallel-runs under the core count).
+_GPU_VERDICTS = threading.Lock()
+
+
 def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True,
              served: bool | None = None) -> Verdict:
     """Judge `candidate` (a file standing in for the task's editable source) against the task's original.
@@ -166,10 +174,11 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
             if target_spec(task.target).binary_policy:
                 with phase("binary_policy"):
                     _binary_policy(session)
-            _served(session, verdict, timing, phase)
-            if target_spec(task.target).kernel_coverage and verdict.status.correct and session.on_device:
-                with phase("coverage"):
-                    _kernel_coverage(session, verdict)
+            with _GPU_VERDICTS if target_spec(task.target).gpu else contextlib.nullcontext():
+                _served(session, verdict, timing, phase)
+                if target_spec(task.target).kernel_coverage and verdict.status.correct and session.on_device:
+                    with phase("coverage"):
+                        _kernel_coverage(session, verdict)
         else:
             with phase("correctness"):
                 _check_correctness(session, verdict)

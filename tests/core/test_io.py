@@ -16,7 +16,7 @@ def test_failed_write_leaves_neither_a_partial_file_nor_a_temporary(tmp_path: Pa
         tmp.write_text("{half")
         raise RuntimeError("interrupted")
     assert read_json(target) == {"old": True}
-    assert not (tmp_path / ("out.json" + INCOMPLETE_SUFFIX)).exists()
+    assert not list(tmp_path.glob("out.json*" + INCOMPLETE_SUFFIX))
 
 
 def test_successful_write_replaces_the_target(tmp_path: Path) -> None:
@@ -61,3 +61,42 @@ def test_parquet_is_written_from_threads_while_transformers_is_half_imported(tmp
         list(pool.map(lambda path: write_parquet(path, rows, PAIR_FEATURES), paths))
     monkeypatch.undo()
     assert all(len(read_parquet(path)) == 1 for path in paths)
+
+
+def test_writers_of_one_file_at_once_never_tear_it(tmp_path: Path) -> None:
+    """eval --parallel-runs: the runs in flight are mostly one task's (every configuration in turn), and each judge
+    caches the original's kernel launches in one file named by the original's digest. With one temporary name per
+    file, a rename moved the inode another writer was still filling: FileNotFoundError (the eval stopped) and
+    readers of the target saw half a JSON. Four threads write the same file 100 times each while one reads it."""
+    import threading
+
+    path = tmp_path / "launches.json"
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def write(index: int) -> None:
+        try:
+            for _ in range(100):
+                write_json(path, {"writer": index, "launches": list(range(2000))})
+        except BaseException as error:  # noqa: BLE001 (the test reports every failure)
+            errors.append(error)
+
+    def read() -> None:
+        while not done.is_set():
+            if path.exists():
+                try:
+                    assert len(read_json(path)["launches"]) == 2000
+                except BaseException as error:  # noqa: BLE001
+                    errors.append(error)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    writers = [threading.Thread(target=write, args=(i,)) for i in range(4)]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    done.set()
+    reader.join()
+    assert not errors, errors[:3]
+    assert [p.name for p in tmp_path.iterdir()] == ["launches.json"]

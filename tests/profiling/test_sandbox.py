@@ -210,3 +210,39 @@ def test_a_run_ending_in_another_thread_leaves_the_judges_own_tools_alone(tmp_pa
     assert ran.returncode == 0
     (tool,) = results
     assert tool.returncode == 0 and tool.stdout == "all symbols\n"
+
+
+def test_a_run_ending_leaves_the_processes_this_process_started_alone(tmp_path: Path) -> None:
+    """Scenario (eval --parallel-runs, iterate --jobs): a worker thread starts a child of the judge's own process
+    that no run tracks (eval's vLLM server, started by whichever run asks first; a compiler that Triton runs while a
+    model generates) after a sandboxed run started. The run ended and swept: the child was killed and reaped, and its
+    owner read returncode 0 from a server cut short; and a kernel process spawned before it counted it as the
+    candidate's own process (a served verdict rejects those as a deviation). A child in this process's session is
+    never a run's (each run starts a session of its own): it survives the sweep and is no run's. A run's own daemon
+    is still swept."""
+    import threading
+
+    (tmp_path / "kernel").mkdir()
+    kernel = sandbox.spawn(["sleep", "30"], cwd=tmp_path / "kernel")
+    server: list[subprocess.Popen] = []
+
+    def start_server() -> None:
+        time.sleep(0.3)  # after the run started: none of the children the run had before it
+        server.append(subprocess.Popen(["sleep", "30"]))
+
+    starter = threading.Thread(target=start_server)
+    starter.start()
+    try:
+        ran = sandbox.run(["bash", "-c", "sleep 1"], cwd=tmp_path / "run")  # ends, and sweeps, after the server
+        starter.join()
+        assert ran.returncode == 0
+        assert server[0].poll() is None, "the sweep killed the judge's own child"
+        assert server[0].pid not in kernel.others(), "the judge's own child counted as the kernel's"
+    finally:
+        kernel.close()
+        for process in server:
+            process.kill()
+            process.wait()
+    daemon = '(setsid sleep 60 & echo $! > daemon.pid) ; sleep 0.2'
+    assert sandbox.run(["bash", "-c", daemon], cwd=tmp_path / "d", limits=sandbox.Limits(timeout_s=5)).timed_out
+    assert not Path(f"/proc/{int((tmp_path / 'd' / 'daemon.pid').read_text())}").exists()

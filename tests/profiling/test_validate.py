@@ -322,3 +322,38 @@ def test_a_build_tampered_with_during_the_generalisation_check_fails_it_in_one_l
     by_config = validation.speedup_by_config(load_task(cpu_task_dir), write_fast(tmp_path), tmp_path / "work")
     failures = [v["failure"] for v in by_config.values()]
     assert failures and all(f.startswith("rejected: the original's build changed") for f in failures)
+
+
+def test_gpu_verdicts_in_threads_take_turns_on_the_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """eval --parallel-runs and iterate --jobs judge in threads of one process. A GPU verdict's rules read the
+    device as its two processes' own (a slow flush or a slowed original is the candidate's hidden work), so another
+    judge's kernels running at the same time would reject a fair candidate: three GPU verdicts at once must run
+    their served phases one at a time. (The build and the served runs are stood in for: no GPU here.)"""
+    import threading
+    import time
+
+    from profiling import validate as validate_module
+    from tests.profiling.test_static_checks import CUDA_KERNEL, CUDA_TOML, _task
+
+    task = _task(tmp_path, CUDA_TOML, CUDA_KERNEL, ("kernel.cu", "harness.cu", "fast.cu"))
+    counting, in_flight, most = threading.Lock(), [0], [0]
+
+    def served(session: object, verdict: object, timing: bool, phase: object) -> None:
+        with counting:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.3)  # long enough for the other threads to arrive if nothing held them back
+        with counting:
+            in_flight[0] -= 1
+
+    monkeypatch.setattr(validate_module, "_static", lambda *args: None)
+    monkeypatch.setattr(validate_module, "_binary_policy", lambda session: None)
+    monkeypatch.setattr(validate_module, "_build_both",
+                        lambda task, candidate, work_dir: validate_module._Session(task, work_dir, None, None))
+    monkeypatch.setattr(validate_module, "_served", served)
+    threads = [threading.Thread(target=validate, args=(task, task.source_path, tmp_path / f"w{i}")) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most[0] == 1
