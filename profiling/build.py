@@ -14,7 +14,6 @@ directories (a computed `#include` of the reference, or of another candidate's b
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import sys
@@ -22,6 +21,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfforge.io import atomic_path
 from perfforge.targets import target_spec
 from perfforge.task import Task
 from profiling import sandbox
@@ -198,9 +198,8 @@ def _harness_cache(task: Task, work_dir: Path, argv: list[str]) -> Path:
 
 def _keep(built: Path, cache: Path) -> None:
     cache.parent.mkdir(parents=True, exist_ok=True)
-    partial = cache.with_suffix(f".{os.getpid()}.partial")
-    shutil.copy2(built, partial)
-    os.replace(partial, cache)
+    with atomic_path(cache) as partial:  # one temporary per process and thread: two judges may keep the same object
+        shutil.copy2(built, partial)
 
 
 def harness_object_name(task: Task) -> str:
