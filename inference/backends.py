@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfforge.errors import ConfigError, PerfforgeError
+from perfforge.errors import BackendError, ConfigError, PerfforgeError
 from perfforge.llm_client import ChatClient, Completion
 from perfforge.llm_pool import ChatPool, split_urls
 from perfforge.models import resolve_model
@@ -127,15 +127,19 @@ class Shared(Backend):
         return mine.completions
 
     def _run(self, batch: list[_Waiting]) -> None:
+        """Generate for the batch; every request of it ends answered or with the error, none left waiting."""
         self.batch_sizes.append(len(batch))
         try:
             answers = self.engine.generate_many([w.request for w in batch])
+            if len(answers) != len(batch):
+                raise BackendError(f"{self.engine.describe()} answered {len(answers)} of a batch of {len(batch)} "
+                                   "requests")
+            for waiting, completions in zip(batch, answers, strict=True):
+                waiting.completions, waiting.done = completions, True
         except BaseException as error:  # noqa: BLE001 (every request of the batch fails with it, in its own thread)
             for waiting in batch:
-                waiting.error, waiting.done = error, True
-            return
-        for waiting, completions in zip(batch, answers, strict=True):
-            waiting.completions, waiting.done = completions, True
+                if not waiting.done:
+                    waiting.error, waiting.done = error, True
 
     def constrains(self) -> bool:
         return self.engine.constrains()

@@ -27,6 +27,7 @@ from inference.backends import capped_model_len, engine_dtype
 from inference.config import ServeConfig
 from perfforge.errors import BackendError, PerfforgeError
 from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolve_model
+from profiling.sandbox import start_tracked, untrack
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 POLL_S = 1.0
@@ -117,8 +118,10 @@ class Server:
         with self.log_path.open("a") as log:  # the server keeps its own descriptor, and with it the lock
             _claim_log(log, self.log_path)
             log.truncate(0)
-            self.process = subprocess.Popen(server_argv(self.config, self.model_dir), env=server_env(self.config),
-                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            # tracked: judges in other threads (eval --parallel-runs) neither sweep it away when their runs end nor
+            # count it as a candidate's process
+            self.process = start_tracked(server_argv(self.config, self.model_dir), env=server_env(self.config),
+                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             self.wait_ready()
         except BaseException:  # Ctrl-C or a failed start: the server is in its own session and would outlive us
@@ -146,14 +149,16 @@ class Server:
         return text[-LOG_TAIL_CHARS:]
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
+        if self.process is None:
             return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        untrack(self.process.pid)
 
 
 def load_adapter(url: str, name: str, path: Path, timeout_s: float = 120.0) -> None:

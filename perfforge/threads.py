@@ -22,9 +22,16 @@ def map_in_threads(work: Callable[[Item], Result], items: Iterable[Item], *, wor
     it starts anything (it is set when the pool is stopping); workers 1: one after the other, in this thread."""
     if workers == 1:
         return [work(item) for item in items]
+    def guarded(item: Item) -> Result:
+        try:
+            return work(item)
+        except BaseException:
+            stop.set()  # at once: pool.map reports a run's error only when the runs before it have ended
+            raise
+
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        results = list(pool.map(work, items))
+        results = list(pool.map(guarded, items))
     except BaseException as error:
         stop.set()
         reason = "interrupted" if isinstance(error, KeyboardInterrupt) else f"stopping after an error ({error})"

@@ -405,7 +405,11 @@ def track(pid: int) -> None:
 
 def start_tracked(argv: Sequence[str], **popen: Any) -> subprocess.Popen:
     """Start one of the judge's own commands, tracked from its first instant: started under the lock that a run's
-    clean-up sweeps under, so no sweep sees it untracked. untrack() it once it is waited for."""
+    clean-up sweeps under, so no sweep sees it untracked. untrack() it once it is waited for. It gets a process
+    group of its own (unless it asks for a session): a Ctrl-C reaches the terminal's group, and the runs under way
+    finish after it, so a tool killed by it would fail a fair candidate (nm could not read its object)."""
+    if not popen.get("start_new_session"):
+        popen.setdefault("process_group", 0)
     with _running_lock:
         proc = subprocess.Popen(list(argv), **popen)
         _running.add(proc.pid)
@@ -465,7 +469,9 @@ def _in_our_session(pid: int) -> bool:
     """Whether `pid` is in this process's session: then this process's own code started it (a model server eval
     starts in a worker thread, a compiler a library runs, a probe), never a run: every run starts a session of its
     own (setsid before exec), and no process can join a session it is not in. Another thread's sweep must neither
-    kill and reap such a child (its owner would read a clean exit and output cut short) nor count it as a run's."""
+    kill and reap such a child (its owner would read a clean exit and output cut short) nor count it as a run's.
+    This rests on the run's fences: without Landlock (filesystem_isolation_available) a run may open the
+    /proc/PID/mem of a process of the judge's session and run code there, as it may write outside its directories."""
     try:
         return os.getsid(pid) == os.getsid(0)
     except OSError:  # gone meanwhile

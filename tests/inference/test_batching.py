@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from inference.backends import Backend, Request, Shared, make_backend
+from perfforge.errors import BackendError
 from perfforge.llm_client import Completion
 from perfforge.prompt import parse_answer
 
@@ -84,7 +85,7 @@ def _ask(shared: Shared, text: str, answers: dict[str, object]) -> threading.Thr
         try:
             answers[text] = [c.text for c in shared.generate([{"role": "user", "content": text}], n=2,
                                                              max_tokens=8, temperature=1.0)]
-        except RuntimeError as error:
+        except Exception as error:  # noqa: BLE001 (what the thread got is the test's to check)
             answers[text] = error
 
     thread = threading.Thread(target=ask)
@@ -128,3 +129,20 @@ def test_a_lone_request_is_answered(gather_s: float) -> None:
     assert [c.text for c in Shared(engine, gather_s=gather_s).generate(
         [{"role": "user", "content": "x"}], n=1, max_tokens=4, temperature=0.0)] == ["x"]
     assert engine.batches == [["x"]]
+
+
+def test_an_engine_that_answers_part_of_a_batch_fails_every_request() -> None:
+    """A faulty engine returned fewer answer lists than requests: the leader raised on its own, and the other
+    requests of the batch, no longer waiting nor answered, led empty batches and returned no candidates, silently.
+    Every request of that batch must end with the error."""
+
+    class Short(_Engine):
+        def generate_many(self, requests: list[Request]) -> list[list[Completion]]:
+            return super().generate_many(requests)[:1]
+
+    engine = Short()
+    answers, threads = _queue_behind_a_running_batch(engine)
+    assert not any(thread.is_alive() for thread in threads)
+    assert answers["first"] == ["first", "first"]  # alone in its batch: answered
+    assert all(isinstance(answers[f"run {i}"], BackendError) for i in range(4)), answers
+    assert [len(b) for b in engine.batches] == [1, 4]  # no empty batch led by a stranded request

@@ -431,6 +431,37 @@ def test_a_server_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path,
     assert server.process is not None and server.process.returncode == -9
 
 
+def test_a_server_eval_starts_is_no_runs_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """eval --parallel-runs starts its vLLM server in whichever run first asks, while other threads judge. The
+    server runs in a session of its own: untracked, a sandboxed run that began before it killed and reaped it when
+    it ended (the server cut short, its poll() reading 0), and a served verdict in flight counted it as the
+    candidate's process (a fair candidate rejected as a deviation). Started tracked, it is neither; stop() untracks
+    it."""
+    import threading
+
+    from profiling import sandbox
+
+    monkeypatch.setattr(serve, "server_argv", lambda config, model_dir: [sys.executable, "-c",
+                                                                          "import time; time.sleep(60)"])
+    monkeypatch.setattr(serve.Server, "wait_ready", lambda self: None)
+    (tmp_path / "kernel").mkdir()
+    kernel = sandbox.spawn(["sleep", "30"], cwd=tmp_path / "kernel")  # a served verdict in flight
+    ran: list[object] = []
+    other = threading.Thread(target=lambda: ran.append(sandbox.run(["sleep", "1.5"], cwd=tmp_path / "run")))
+    other.start()
+    time.sleep(0.3)  # the other thread's run is under way: the server is none of the children it had before
+    server = serve.Server(ServeConfig(model=str(model_dir(tmp_path, {})), port=0), tmp_path / "vllm.log")
+    try:
+        server.start()
+        assert server.process is not None and server.process.pid not in kernel.others()
+        other.join()
+        assert ran and server.process.poll() is None, "the other run's sweep took the server"
+    finally:
+        server.stop()
+        kernel.close()
+    assert server.process.pid not in sandbox._running
+
+
 # --- per-candidate token counts ------------------------------------------------------------------------------------
 
 

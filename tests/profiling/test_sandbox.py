@@ -246,3 +246,18 @@ def test_a_run_ending_leaves_the_processes_this_process_started_alone(tmp_path: 
     daemon = '(setsid sleep 60 & echo $! > daemon.pid) ; sleep 0.2'
     assert sandbox.run(["bash", "-c", daemon], cwd=tmp_path / "d", limits=sandbox.Limits(timeout_s=5)).timed_out
     assert not Path(f"/proc/{int((tmp_path / 'd' / 'daemon.pid').read_text())}").exists()
+
+
+def test_the_judges_own_tools_are_out_of_the_terminals_reach_but_in_its_session() -> None:
+    """Ctrl-C reaches the terminal's foreground process group, and eval lets the runs under way finish after it: a
+    judge's tool in that group (nm reading a candidate's object) died with it, and the fair candidate was recorded
+    as rejected ("the binary policy could not read the candidate's object"), kept on resume. A tool gets a process
+    group of its own, and stays in the judge's session (so no sweep takes it for a run's leftover)."""
+    tool = sandbox.start_tracked(["sleep", "5"])
+    try:
+        assert os.getpgid(tool.pid) == tool.pid != os.getpgrp()
+        assert os.getsid(tool.pid) == os.getsid(0)
+    finally:
+        tool.kill()
+        tool.wait()
+        sandbox.untrack(tool.pid)
