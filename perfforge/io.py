@@ -102,4 +102,5 @@ def write_parquet_batches(path: Path, batches: Iterable[list[dict[str, Any]]], f
 def read_parquet(path: Path) -> datasets.Dataset:
     import datasets
 
+    datasets.disable_progress_bars()  # its "Generating train split" bars would bury the command's own lines
     return datasets.Dataset.from_parquet(str(path))
