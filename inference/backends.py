@@ -11,6 +11,7 @@ transformers. The model stacks are imported only by the backend that needs them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -334,7 +335,7 @@ class TransformersBackend(Backend):
 
             sampling["logits_processor"] = format_processor(self.tokenizer, fences, stop_ids=self._stop_ids(),
                                                             prompt_tokens=width, max_new_tokens=budgets)
-        with torch.no_grad():
+        with self._device_turn(), torch.no_grad():
             out = self.model_obj.generate(input_ids=input_ids, attention_mask=attention, max_new_tokens=max(budgets),
                                           pad_token_id=pad, **sampling)
         answers: list[list[Completion]] = [[] for _ in requests]
@@ -346,6 +347,15 @@ class TransformersBackend(Backend):
             answers[index].append(Completion(self.tokenizer.decode(ids, skip_special_tokens=True),
                                              "stop" if stopped else "length", len(ids), len(prompts[index])))
         return answers
+
+    def _device_turn(self):  # noqa: ANN202 (a context manager)
+        """On the GPU, the device's turn that GPU verdicts in other threads of this process take too (their rules
+        would read this model's kernels as a candidate's hidden work); on the CPU, nothing to wait for."""
+        if self.device != "cuda":
+            return contextlib.nullcontext()
+        from profiling.validate import GPU_TURNS
+
+        return GPU_TURNS
 
     def count_tokens(self) -> Callable[[str], int] | None:
         return lambda text: len(self.tokenizer.encode(text, add_special_tokens=False))

@@ -144,11 +144,13 @@ class _Session:
         self.oracle_duration_s = max(self.oracle_duration_s or 0.0, duration_s)
 
 
-# One GPU verdict's runs at a time in this process (judges in threads: eval --parallel-runs, iterate --jobs). Its
-# rules read the device as the two processes' own: a slow flush or a slowed original is taken for the candidate's
-# hidden work, so another judge's kernels on the device would reject a fair candidate. CPU verdicts run at once
-# (their timings share the cores: the reason to keep --parallel-runs under the core count).
-_GPU_VERDICTS = threading.Lock()
+# The GPU, one user at a time in this process (judges in threads: eval --parallel-runs, iterate --jobs; a model
+# generating in process): a GPU verdict's rules read the device as its two processes' own, and a slow flush or a
+# slowed original is taken for the candidate's hidden work, so another judge's kernels, or a model's, on the device
+# would reject a fair candidate. A GPU verdict's served phase and an in-process model's generation on the GPU hold
+# it (inference.backends). CPU verdicts run at once (their timings share the cores: the reason to keep
+# --parallel-runs under the core count).
+GPU_TURNS = threading.Lock()
 
 
 def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True,
@@ -174,7 +176,7 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
             if target_spec(task.target).binary_policy:
                 with phase("binary_policy"):
                     _binary_policy(session)
-            with _GPU_VERDICTS if target_spec(task.target).gpu else contextlib.nullcontext():
+            with GPU_TURNS if target_spec(task.target).gpu else contextlib.nullcontext():
                 _served(session, verdict, timing, phase)
                 if target_spec(task.target).kernel_coverage and verdict.status.correct and session.on_device:
                     with phase("coverage"):

@@ -146,3 +146,26 @@ def test_an_engine_that_answers_part_of_a_batch_fails_every_request() -> None:
     assert answers["first"] == ["first", "first"]  # alone in its batch: answered
     assert all(isinstance(answers[f"run {i}"], BackendError) for i in range(4)), answers
     assert [len(b) for b in engine.batches] == [1, 4]  # no empty batch led by a stranded request
+
+
+def test_a_model_on_the_gpu_generates_in_the_devices_turn(tiny_model: Path) -> None:
+    """iterate --jobs on a GPU machine: the in-process model generates while other threads' GPU verdicts time
+    kernels; their rules would read the model's kernels as a candidate's hidden work and reject a fair candidate.
+    On the GPU a generation waits for the device's turn (the lock GPU verdicts hold); on the CPU it does not."""
+    from profiling.validate import GPU_TURNS
+
+    backend = make_backend("transformers", str(tiny_model))
+    assert backend._device_turn() is not GPU_TURNS  # on the CPU: nothing to wait for
+    backend.device = "cuda"  # as on a GPU machine (the turn is taken before any tensor moves)
+    entered = threading.Event()
+
+    def generate() -> None:
+        with backend._device_turn():
+            entered.set()
+
+    with GPU_TURNS:  # a GPU verdict is timing
+        waiting = threading.Thread(target=generate)
+        waiting.start()
+        assert not entered.wait(0.5)
+    assert entered.wait(10)
+    waiting.join()
