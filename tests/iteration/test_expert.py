@@ -204,8 +204,14 @@ def test_an_interrupt_with_jobs_starts_no_other_run_and_keeps_the_finished_ones(
     config = IterateConfig(tasks=[tmp_path / "tasks"], out=tmp_path / "out", rounds=1, samples=1, seeds=2, jobs=2,
                            backend="transformers")
     first = Engine(interrupt=True)
-    with pytest.raises(KeyboardInterrupt):
-        iterate(config, log=lambda _: None, make_engine=lambda model: first)
+    # Python's own Ctrl-C handler, whatever started the tests (a shell's background job starts with SIGINT
+    # ignored, and no KeyboardInterrupt would come)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            iterate(config, log=lambda _: None, make_engine=lambda model: first)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     layout = IterationLayout(config.out)
     tasks = training_tasks(config.tasks)
     finished = [(t.name, s) for t in tasks for s in (0, 1) if (layout.run_dir(1, t, s) / "attempts.parquet").is_file()]
