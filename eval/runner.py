@@ -110,8 +110,9 @@ class Evaluation:
         # tasks (with --parallel-runs N, the next N runs of that order at once).
         planned = [(c, v, s, item) for v in variants(self.config) for s in self.config.seeds for item in self.tasks
                    for c in self.configurations]
-        todo = [(number, run) for number, run in enumerate(planned, start=1)
-                if not self.table.has(self._key(*run)) and measured[run[3].key] is not None]
+        todo = [(number, (c, v, s, item)) for number, (c, v, s, item) in enumerate(planned, start=1)
+                if not self.table.has((item.suite, item.task.name, c.name, v.label, s))
+                and measured[item.key] is not None]
 
         def one(numbered: tuple[int, tuple[ModelConfiguration, Variant, int, SuiteTask]]) -> None:
             number, (configuration, variant, seed, item) = numbered
@@ -128,11 +129,6 @@ class Evaluation:
 
         map_in_threads(one, todo, workers=parallel, stop=stop, log=self.log, what="eval")
         return self.progress
-
-    @staticmethod
-    def _key(configuration: ModelConfiguration, variant: Variant, seed: int,
-             item: SuiteTask) -> tuple[str, str, str, str, int]:
-        return (item.suite, item.task.name, configuration.name, variant.label, seed)
 
     # --- the task, once: the original's profile and the human-optimised reference
 

@@ -109,7 +109,6 @@ class Shared(Backend):
         self.lock = threading.Lock()  # the engine: one batch at a time
         self.queue_lock = threading.Lock()  # the waiting requests
         self.waiting: list[_Waiting] = []
-        self.batch_sizes: list[int] = []  # requests per engine call, in order (how well runs batched)
 
     def generate(self, messages: list[dict[str, str]], *, n: int, max_tokens: int, temperature: float,
                  seed: int | None = None, fence: str | None = None) -> list[Completion]:
@@ -129,7 +128,6 @@ class Shared(Backend):
 
     def _run(self, batch: list[_Waiting]) -> None:
         """Generate for the batch; every request of it ends answered or with the error, none left waiting."""
-        self.batch_sizes.append(len(batch))
         try:
             answers = self.engine.generate_many([w.request for w in batch])
             if len(answers) != len(batch):
