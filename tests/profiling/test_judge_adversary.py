@@ -345,18 +345,43 @@ def test_rows_computed_between_synced_and_done(cpu_task_dir: Path, tmp_path: Pat
 
 def test_the_main_thread_working_on_after_done(cpu_task_dir: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same hook with every row done in the call and 0.3 ms of the main thread's work after the early "done"
-    (standing in for work whose result the judge never reads, or finishes in time): still on a CPU when the judge
-    has settled, its gain to the stop counts, in every call."""
-    seen = after_done_of_candidate(monkeypatch)
-    spin = ("#include <time.h>\nstatic void after_done(void) { struct timespec t0, t; clock_gettime(CLOCK_MONOTONIC, "
-            "&t0); do clock_gettime(CLOCK_MONOTONIC, &t); while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - "
-            "t0.tv_nsec < 300000L); }")
+    """The same hook with every row done in the call and 0.3 ms of the main thread's CPU work after the early "done"
+    (standing in for work whose result the judge never reads, or finishes in time): never free. Where the main
+    thread is still on a CPU when the judge has settled, the stretch to the stop counts as work after "done"; where
+    the judge's waking thread took its core (2 cores: 6 of 54 calls in one CI run), it was stopped before it could
+    work, and what it left runs when it is resumed for the next call, before that call's "start", which is charged
+    beyond the original's time there (validate._charged_windows)."""
+    from profiling import served
+
+    calls: dict[int, list[served.CallTime]] = {}
+    round_trip = served.KernelProcess._round_trip
+
+    def spy(self: served.KernelProcess, *args: object, **kwargs: object) -> served.CallTime:
+        timed = round_trip(self, *args, **kwargs)
+        if self.who == "candidate" and args and args[0] == b"call":
+            calls.setdefault(id(self), []).append(timed)
+        return timed
+
+    monkeypatch.setattr(served.KernelProcess, "_round_trip", spy)
+    spin = ("#include <time.h>\nstatic void after_done(void) { struct timespec t0, t; "
+            "clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0); do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); while "
+            "((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 300000L); }")
     code = kernel(GOT_BODY.format(share=16).replace("n - n / 16", "n"),
                   GOT_HOOK.replace("static void after_done(void);", spin))
     verdict = judge(cpu_task_dir, tmp_path, code, timing=True)
     assert verdict.correct, verdict.reason
-    assert sum(ms > 0 for ms in seen) > 0.9 * len(seen), seen
+    # a call whose work after "done" went uncounted hands at least 0.25 ms of it (all but the 0.05 ms slack) to the
+    # next call, outside its window; the honest gap there (resumed to "start", "synced" to "done") is microseconds.
+    # Open (served.work_after_done_ms): a loaded host that wakes the judge late and preempted the main thread
+    # within its call (its CPU time then falls short of the call's length) lets the spin finish unseen; with one
+    # busy loop beside the test on the 2-core VM, 1-6 of 54 calls, all but one of them charged more than the spin
+    # outside their own window (preempted there by 0.5-4 ms), so such a call counts as paid here
+    free = [(this, after) for process in calls.values() for this, after in zip(process, process[1:])
+            if this.after_done_ms == 0 and after.outer_ms - after.duration_ms < 0.2
+            and this.outer_ms - this.duration_ms < 0.3]
+    counted = sum(t.after_done_ms > 0 for process in calls.values() for t in process)
+    assert not free, free
+    assert counted > sum(map(len, calls.values())) / 2, calls
 
 
 # a persistent worker, started by the first call, that spins on a flag between jobs (test_a_spinning_pool_passes)
