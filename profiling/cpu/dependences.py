@@ -15,6 +15,10 @@ What it finds, with 1-based line numbers:
 - pointer chases: a loop that steps a variable to a value loaded through that same variable (`p = p->next`,
   `i = next[i]`, `p = *p`): the address of each iteration's loads is known only once the previous load returned, so
   their latencies add up instead of overlapping;
+- divisions on a loop-carried chain: an integer division or remainder, in a loop, by a divisor that is a variable
+  of the function (not a literal, macro or constant, which gcc turns into a multiplication), whose result flows back
+  into the loop's next division (Euclid's `a %= b; swap(a, b)`, `h = (h * 31 + x[i]) % p`). An integer division
+  takes 10-90 cycles of latency where an add takes one, and the chain makes every iteration wait for the last one's;
 - writes to per-thread slots: inside an OpenMP parallel region, a loop writing an element of an array declared
   outside the region at an index derived from omp_get_thread_num() (directly, through a variable, or through a
   reference or pointer bound to that element), at an address an enclosing loop does not change; the same in a
@@ -54,6 +58,14 @@ _LOOP_TYPES = frozenset({"for_statement", "while_statement", "do_statement", "fo
 _THREAD_ID = "omp_get_thread_num"
 _THREAD_LOCAL_RE = re.compile(r"\b(thread_local|_Thread_local|__thread)\b")
 
+# Words of integer types (`unsigned long`, `std::size_t`, `uint32_t`); any other word makes a type not one.
+_INTEGER_TYPE_WORDS = frozenset({
+    "int", "long", "short", "char", "unsigned", "signed", "size_t", "ssize_t", "ptrdiff_t", "intptr_t", "uintptr_t",
+    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "std", "u32", "u64",
+    "i32", "i64", "register",
+})
+_SWAPS = frozenset({"swap", "std::swap"})
+
 LoopNodes = Sequence[tuple[tree_sitter.Node, Loop]]
 
 
@@ -84,6 +96,16 @@ class ThreadSlotWrite:
     line: int
     array: str
     region_line: int  # the `#pragma omp parallel` line, or the first line of a function started as a thread
+
+
+@dataclass(frozen=True)
+class CarriedDivision:
+    """An integer division whose result the loop feeds into its next division."""
+
+    line: int
+    loop_line: int
+    end_line: int
+    text: str  # the division as written (`a %= b`)
 
 
 def _text(node: tree_sitter.Node | None) -> str:
@@ -294,6 +316,121 @@ def pointer_chases(loop_nodes: LoopNodes) -> list[PointerChase]:
                 continue  # an inner loop's chase
             if _loaded_through(update.child_by_field_name("right"), _text(target)):
                 found.append(PointerChase(line, loop.start_line, loop.end_line, _text(target)))
+    return found
+
+
+# ---- divisions on a loop-carried chain -----------------------------------------------------------------------------
+
+def _stripped(node: tree_sitter.Node | None) -> tree_sitter.Node | None:
+    while node is not None and node.type in ("parenthesized_expression", "cast_expression"):
+        node = node.child_by_field_name("value") or (node.named_children[-1] if node.named_children else None)
+    return node
+
+
+def _integer_variables(function: tree_sitter.Node) -> tuple[set[str], set[str]]:
+    """(integer scalars, every scalar) declared in the function, its parameters included, not `const`: what a
+    division's operands must be for the division to be an integer one the compiler cannot strength-reduce (a
+    `const` initialised from a literal folds into a multiplication, as a literal or a macro does)."""
+    integers, scalars = set(), set()
+    for node in _walk(function):
+        if node.type not in ("declaration", "parameter_declaration"):
+            continue
+        if any(child.type == "type_qualifier" and _text(child) in ("const", "constexpr") for child in node.children):
+            continue
+        type_words = set(re.findall(r"[A-Za-z_]\w*", _text(node.child_by_field_name("type"))))
+        for declarator in _declarators(node):
+            inner = declarator.child_by_field_name("declarator") if declarator.type == "init_declarator" else declarator
+            if inner is None or inner.type not in ("identifier", "reference_declarator"):
+                continue  # pointers and arrays: their elements are loads, not a register chain
+            name = _declared_name(inner)
+            scalars.add(name)
+            if type_words and type_words <= _INTEGER_TYPE_WORDS:
+                integers.add(name)
+    return integers - {""}, scalars - {""}
+
+
+def _flows(loop: tree_sitter.Node) -> dict[str, set[str]]:
+    """Which plain variables each variable's value flows into within one pass of the loop: `x = e(y)` and
+    `x op= e(y)` send y (and x) to x, `T x = e(y)` y to x, `swap(x, y)` each into the other."""
+    flows: dict[str, set[str]] = {}
+    for node in _walk(loop):
+        if node.type in ("assignment_expression", "init_declarator"):
+            target = node.child_by_field_name("left") if node.type == "assignment_expression" else \
+                node.child_by_field_name("declarator")
+            source = node.child_by_field_name("right") if node.type == "assignment_expression" else \
+                node.child_by_field_name("value")
+            if target is None or target.type != "identifier" or source is None:
+                continue
+            sources = _identifiers(source)
+            if node.type == "assignment_expression" and _text(node.child_by_field_name("operator")) != "=":
+                sources.add(_text(target))
+            for name in sources:
+                flows.setdefault(name, set()).add(_text(target))
+        elif node.type == "call_expression" and _text(node.child_by_field_name("function")) in _SWAPS:
+            arguments = [_text(a) for a in (node.child_by_field_name("arguments") or node).named_children
+                         if a.type == "identifier"]
+            if len(arguments) == 2:
+                flows.setdefault(arguments[0], set()).add(arguments[1])
+                flows.setdefault(arguments[1], set()).add(arguments[0])
+    return flows
+
+
+def _reached(start: str, flows: dict[str, set[str]]) -> set[str]:
+    reached, pending = {start}, [start]
+    while pending:
+        for name in flows.get(pending.pop(), set()) - reached:
+            reached.add(name)
+            pending.append(name)
+    return reached
+
+
+def _division_result(node: tree_sitter.Node) -> str:
+    """The plain variable a division's value is stored in (`r` of `r %= b`, `t = a % b`, `int t = (a % b) + 1`),
+    "" when it goes elsewhere (an element, a return, an argument)."""
+    if node.type == "assignment_expression":
+        target = node.child_by_field_name("left")
+        return _text(target) if target is not None and target.type == "identifier" else ""
+    parent = node.parent
+    while parent is not None and parent.type in ("parenthesized_expression", "binary_expression", "cast_expression",
+                                                 "unary_expression", "conditional_expression"):
+        parent = parent.parent
+    if parent is not None and parent.type == "assignment_expression":
+        return _division_result(parent)
+    if parent is not None and parent.type == "init_declarator":
+        return _declared_name(parent.child_by_field_name("declarator"))
+    return ""
+
+
+def carried_divisions(function: tree_sitter.Node, loop_nodes: LoopNodes) -> list[CarriedDivision]:
+    """Integer divisions and remainders, in a loop, by a divisor that is a variable of the function, whose result
+    flows back into the loop's next division (Euclid's `a %= b; swap(a, b)`, `h = (h * 31 + x[i]) % p`): each
+    waits for the last one's result, so their latencies add up. Reported for the innermost loop around them."""
+    integers, scalars = _integer_variables(function)
+    found = []
+    for node, loop in loop_nodes:
+        inner_spans = [(other.start_line, other.end_line) for _, other in loop_nodes
+                       if other.depth > loop.depth and loop.start_line <= other.start_line <= loop.end_line]
+        flows = _flows(node)
+        for division in _walk(node):
+            operator = _text(division.child_by_field_name("operator"))
+            if not ((division.type == "binary_expression" and operator in ("/", "%"))
+                    or (division.type == "assignment_expression" and operator in ("/=", "%="))):
+                continue
+            line = _line(division)
+            if any(start <= line <= end for start, end in inner_spans):
+                continue  # an inner loop's division
+            dividend = _stripped(division.child_by_field_name("left"))
+            divisor = _stripped(division.child_by_field_name("right"))
+            if dividend is None or divisor is None or divisor.type == "number_literal":
+                continue
+            divisor_names, operands = _identifiers(divisor), _identifiers(dividend) | _identifiers(divisor)
+            if not divisor_names & scalars or "." in _text(divisor) or "[" in _text(divisor):
+                continue  # a literal, a macro, a constant, an element or a field: not a variable of this function
+            if operator.startswith("/") and not (operands <= integers):
+                continue  # `/` of floats (or of what we cannot type) is no integer division
+            result = _division_result(division)
+            if result and _reached(result, flows) & operands:
+                found.append(CarriedDivision(line, loop.start_line, loop.end_line, _text(division)))
     return found
 
 

@@ -150,6 +150,7 @@ class LoopAnalysis:
     vector_loops: set[int] = field(default_factory=set)  # start lines of loops that use vector registers by hand
     accumulators: list[dependences.MemoryAccumulator] = field(default_factory=list)
     chases: list[dependences.PointerChase] = field(default_factory=list)
+    divisions: list[dependences.CarriedDivision] = field(default_factory=list)
     slot_writes: list[dependences.ThreadSlotWrite] = field(default_factory=list)
 
     @property
@@ -214,6 +215,7 @@ def _analyze(source: str, kernel: str, language: str) -> LoopAnalysis:
     analysis.vector_loops = dependences.hand_vectorized_loops(root, function, loop_nodes)
     analysis.accumulators = dependences.memory_accumulators(function, loop_nodes)
     analysis.chases = dependences.pointer_chases(loop_nodes)
+    analysis.divisions = dependences.carried_divisions(function, loop_nodes)
     analysis.slot_writes = dependences.thread_slot_writes(root, function)
     return analysis
 
@@ -769,8 +771,10 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
     """(metric, value, unit) facts of one source line from dependences.py: `static.hand_vectorized` (its innermost
     loop uses vector registers by hand), `static.memory_accumulators` (updates on the line of a memory location
     at an address its loop does not change), `static.pointer_chase_loop` (the start line of the innermost loop
-    around it that steps a variable to a value loaded through it) and `static.thread_slot_writes` (writes on the
-    line, in a parallel region,, to a shared array's element selected by the thread id)."""
+    around it that steps a variable to a value loaded through it), `static.carried_divisions` (integer divisions on
+    the line whose result feeds the loop's next division), `static.carried_division_loop` (the start line of the
+    loop of such a division whose span holds the line) and `static.thread_slot_writes` (writes on the line, in a
+    parallel region, to a shared array's element selected by the thread id)."""
     facts: list[tuple[str, float, str]] = []
     loop = analysis.innermost_loop_at(line)
     if loop is not None and loop.start_line in analysis.vector_loops:
@@ -780,6 +784,12 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
         facts.append(("static.memory_accumulators", float(len(accumulators)), "expr"))
     if loop is not None and any(c.loop_line == loop.start_line for c in analysis.chases):
         facts.append(("static.pointer_chase_loop", float(loop.start_line), "line"))
+    divisions = [d for d in analysis.divisions if d.line == line]
+    if divisions:
+        facts.append(("static.carried_divisions", float(len(divisions)), "expr"))
+    division_loop = next((d.loop_line for d in analysis.divisions if d.loop_line <= line <= d.end_line), None)
+    if division_loop is not None:
+        facts.append(("static.carried_division_loop", float(division_loop), "line"))
     slots = [w for w in analysis.slot_writes if w.line == line]
     if slots:
         facts.append(("static.thread_slot_writes", float(len(slots)), "expr"))

@@ -27,6 +27,9 @@ for the whole kernel, so severities of different rules compare (docs/cpu.md has 
   missed_vectorization;
 - call_overhead: a call's cost (call_overhead_cycles) against the estimated cycles of one call of the profiled
   function, when it is called often (min_calls);
+- slow_integer_division: the latency of integer divisions on a loop-carried chain, which callgrind counts as one
+  instruction each (not simulated: divisions x (integer_division_cycles - 1)), against the kernel's cycles plus
+  those; it claims the chain's loop from missed_vectorization (its iterations wait on each other);
 - false_sharing: the coherence misses of writes to per-thread slots of a shared array in a parallel region
   (not simulated: writes x coherence_miss_penalty x (1 - 1/cores)) against the kernel's cycles plus those.
 """
@@ -312,7 +315,8 @@ def _other_savings(profile: Profile, th: dict[str, Threshold]) -> list[tuple[str
               ("loop_invariant_work", _check_invariant), ("redundant_computation", _check_recomputed),
               ("linear_search", _check_search), ("missed_vectorization", _check_vectorization),
               ("branch_mispredictions", _check_branches), ("accumulator_in_memory", _check_accumulator),
-              ("dependency_chain", _check_chain), ("call_overhead", _check_calls))
+              ("dependency_chain", _check_chain), ("call_overhead", _check_calls),
+              ("slow_integer_division", _check_division))
     found = [(name, check(profile, th)) for name, check in checks]
     return [(name, d.severity) for name, d in found if d is not None and d.severity > 0]
 
@@ -377,7 +381,7 @@ def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosi
     # A pointer chase is no vectoriser's loop: each step's address is the last step's load (dependency_chain names
     # its fix, walking independent chains together).
     claimed = (_claimed(profile, th) | _search_claimed(profile) | _accumulator_claimed(profile, th)
-               | _chase_claimed(profile, th))
+               | _chase_claimed(profile, th) | _division_claimed(profile, th))
     # A loop written with vector registers by hand (intrinsics, vector types) is vectorised already: gcc's "not
     # vectorized" (unsupported type) is about its own vectoriser, not a loop left scalar.
     lines = [line for line in profile.hot_lines if line.metric("gcc.vectorized") == 0.0
@@ -488,7 +492,51 @@ def _check_calls(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None
                 finding("kernel_calls_profiled", calls, th["min_calls"], ">=")]
     extra = [f"{calls:.0f} calls of about {per_call:.0f} estimated cycles each: a call costs about "
              f"{overhead:.0f} more (call_overhead_cycles)"]
-    return make_diagnosis("call_overhead", share, findings, extra)
+    recursive = _c(profile, "recursive_calls_profiled")
+    if recursive < calls / 2:
+        return make_diagnosis("call_overhead", share, findings, extra)
+    # Most calls are the function calling itself: no caller to inline it into, the recursion is the fix's target.
+    extra.append(f"{recursive:.0f} of the calls are the function calling itself (recursion)")
+    hint = ("replace the recursion with a loop: descend one path at a time (decide which child holds the answer "
+            "instead of calling both, one of which returns at once), or keep an explicit stack of pending work")
+    return make_diagnosis("call_overhead", share, findings, extra, hint=hint)
+
+
+# ---- slow_integer_division ------------------------------------------------------------------------------------------
+
+def _division_lost(profile: Profile, th: dict[str, Threshold]) -> tuple[list[HotLine], float]:
+    """The hot lines with integer divisions on a loop-carried chain, and the cycles their latency adds beyond the
+    one instruction callgrind counts for each: a division runs at least division_instructions of the line's own
+    instructions (the sign extension and the div), so the line's own count bounds how many ran."""
+    lines = [line for line in profile.hot_lines if _m(line, "static.carried_divisions") >= 1]
+    divisions = sum(_m(line, "Ir_self") / th["division_instructions"].value for line in lines)
+    return lines, divisions * (th["integer_division_cycles"].value - 1.0)
+
+
+def _division_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
+    """Lines of a loop whose iterations wait on each other's divisions: no vectoriser's loop (each step needs the
+    last one's remainder). Claimed only when slow_integer_division reports them."""
+    if _check_division(profile, th) is None:
+        return set()
+    return {line.line for line in profile.hot_lines if _m(line, "static.carried_division_loop")}
+
+
+def _check_division(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """Integer divisions by a variable, each waiting for the last one's result (Euclid's `a %= b; swap(a, b)`,
+    `h = (h * 31 + x) % p`): a division takes tens of cycles of latency where the other instructions take one,
+    and the chain leaves nothing to overlap with it. A division by a literal or a constant is a multiplication
+    once compiled and is not reported; nor are independent divisions (their latencies overlap)."""
+    lines, lost = _division_lost(profile, th)
+    total = _total_cycles(profile, th) + lost
+    if not lines or total <= 0 or lost / total < th["min_line_share"].value:
+        return None
+    findings = [finding("division_latency_share", lost / total, th["min_line_share"], ">=", [x.line for x in lines])]
+    extra = [f"line {line.line} divides by a variable and its result feeds the loop's next division: "
+             f"{line.code.strip()}" for line in lines]
+    extra.append(f"callgrind counts a division as one instruction: its latency is estimated as "
+                 f"{th['integer_division_cycles'].value:.0f} cycles (integer_division_cycles) for each of about "
+                 f"{sum(_m(x, 'Ir_self') for x in lines) / th['division_instructions'].value:.0f} divisions a call")
+    return make_diagnosis("slow_integer_division", lost / total, findings, extra)
 
 
 # ---- false_sharing --------------------------------------------------------------------------------------------------
@@ -562,7 +610,8 @@ register(Rule("missing_parallelism", TARGETS, (*_EVENTS, "cpu_cores", "static.op
               (*_COMMON, "min_cores", "dominant_nest_share", "min_parallel_time", "parallel_efficiency",
                "invariant_inlined_fraction", "search_saving", "vector_speedup", "line_d1_miss_rate",
                "line_ll_miss_rate", "d1_miss_amplification", "line_branch_mispredict_rate", "accumulator_saving",
-               "independent_chains", "call_overhead_cycles", "min_calls", *_AOS),
+               "independent_chains", "call_overhead_cycles", "min_calls", "integer_division_cycles",
+               "division_instructions", *_AOS),
               "share the independent iterations of the dominant loop among the cores (#pragma omp parallel for)",
               _check_parallelism, requires=(*_MEASURED, "cpu_cores")))
 register(Rule("poor_openmp_schedule", TARGETS, (*_EVENTS, "cpu_cores"), (*_COMMON, "min_cores", "dominant_nest_share"),
@@ -586,6 +635,12 @@ register(Rule("call_overhead", TARGETS, (*_EVENTS, "kernel_calls_profiled"),
               "let the compiler inline the call: pass the function as a template argument or lambda (std::sort "
               "instead of qsort), make it static inline in the caller's file, or process many elements per call",
               _check_calls, requires=(*_MEASURED, "kernel_calls_profiled")))
+register(Rule("slow_integer_division", TARGETS, _EVENTS,
+              (*_COMMON, "integer_division_cycles", "division_instructions"),
+              "take the division off the chain: an algorithm without it (binary GCD: shifts, count-trailing-zeros "
+              "and subtraction), a divisor known at compile time (a multiplication once compiled), or a "
+              "precomputed reciprocal for a divisor that repeats (libdivide, Lemire's fastmod)",
+              _check_division, requires=_MEASURED))
 register(Rule("false_sharing", TARGETS, (*_EVENTS, "cpu_cores"), (*_COMMON, "min_cores", "coherence_miss_penalty"),
               "accumulate into a variable local to each thread and write the shared slot once after the loop, or "
               "align and pad each thread's slot to its own cache line (alignas(64))",

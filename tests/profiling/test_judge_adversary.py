@@ -376,7 +376,8 @@ def test_the_main_thread_working_on_after_done(cpu_task_dir: Path, tmp_path: Pat
     # within its call (its CPU time then falls short of the call's length) lets the spin finish unseen; with one
     # busy loop beside the test on the 2-core VM, 1-6 of 54 calls, all but one of them charged more than the spin
     # outside their own window (preempted there by 0.5-4 ms), so such a call counts as paid here
-    free = [(this, after) for process in calls.values() for this, after in zip(process, process[1:])
+    free = [(this, after) for process in calls.values()
+            for this, after in zip(process, process[1:], strict=False)
             if this.after_done_ms == 0 and after.outer_ms - after.duration_ms < 0.2
             and this.outer_ms - this.duration_ms < 0.3]
     counted = sum(t.after_done_ms > 0 for process in calls.values() for t in process)

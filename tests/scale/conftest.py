@@ -65,6 +65,7 @@ def dask_cluster(tmp_path: Path) -> Iterator[DaskCluster]:
                 os.killpg(process.pid, signal.SIGTERM)
         for process in processes:
             try:
-                process.wait(timeout=5)  # a worker whose peer was killed may not stop on SIGTERM
+                process.wait(timeout=1)  # a worker whose peer was killed may not stop on SIGTERM (waited 5 s)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
