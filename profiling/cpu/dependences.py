@@ -65,6 +65,8 @@ _INTEGER_TYPE_WORDS = frozenset({
     "i32", "i64", "register",
 })
 _SWAPS = frozenset({"swap", "std::swap"})
+# a cast to a floating type or a floating literal inside a division makes it a floating-point one
+_FLOATING_RE = re.compile(r"\b(float|double)\b|(?<![\w.])(\d+\.\d*|\.\d)")
 
 LoopNodes = Sequence[tuple[tree_sitter.Node, Loop]]
 
@@ -419,6 +421,8 @@ def carried_divisions(function: tree_sitter.Node, loop_nodes: LoopNodes) -> list
             line = _line(division)
             if any(start <= line <= end for start, end in inner_spans):
                 continue  # an inner loop's division
+            if _FLOATING_RE.search(_text(division)):
+                continue  # `(double) n / d`, `1.0 * n / d`: a floating-point division
             dividend = _stripped(division.child_by_field_name("left"))
             divisor = _stripped(division.child_by_field_name("right"))
             if dividend is None or divisor is None or divisor.type == "number_literal":

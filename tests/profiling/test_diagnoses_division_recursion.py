@@ -69,6 +69,9 @@ NOT_CARRIED = {
     "index": ("void f(float *out, const float *x, int n, int k) {\n  for (int i = 0; i < n; i++) {\n"
               "    int r = i % k;\n    out[i] = x[r];\n  }\n}\n", "f", "c"),
     # floating-point division: not an integer one (and gcc pipelines it)
+    # a cast makes an integer quotient a floating-point one (Lemire's blog, 2019/05/07/simulate.cpp)
+    "cast_to_double": ("double f(int n, int range) {\n  double p = 1.0;\n  for (int i = 0; i < n; i++)\n"
+                       "    range = (double) (n - i) / range;\n  return p;\n}\n", "f", "c"),
     "floats": ("float f(float a, float b, int n) {\n  for (int i = 0; i < n; i++)\n    a = a / b;\n  return a;\n}\n",
                "f", "c"),
 }
