@@ -197,7 +197,6 @@ def _harness_cache(task: Task, work_dir: Path, argv: list[str]) -> Path:
 
 
 def _keep(built: Path, cache: Path) -> None:
-    cache.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(cache) as partial:  # one temporary per process and thread: two judges may keep the same object
         shutil.copy2(built, partial)
 

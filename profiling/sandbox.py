@@ -328,7 +328,7 @@ class Spawned:
                 found.add(child)
                 frontier.add(child)
         with _running_lock:
-            adopted = {pid for pid in _children() - self._children_before - _running if not _in_our_session(pid)}
+            adopted = _strays(self._children_before)
         return found | adopted
 
     def stderr_tail(self) -> str:
@@ -465,6 +465,12 @@ def _children(parent: int | None = None) -> set[int]:
     return _children_by_scan(me)
 
 
+def _strays(children_before: set[int]) -> set[int]:
+    """This process's children that a run may have left: not there before it, not the judge's tracked own, not in
+    this process's session. Read under _running_lock (a tracked start holds it until the pid is in _running)."""
+    return {pid for pid in _children() - children_before - _running if not _in_our_session(pid)}
+
+
 def _in_our_session(pid: int) -> bool:
     """Whether `pid` is in this process's session: then this process's own code started it (a model server eval
     starts in a worker thread, a compiler a library runs, a probe), never a run: every run starts a session of its
@@ -498,7 +504,7 @@ def _kill_leftovers(children_before: set[int]) -> None:
     deadline, quiet = time.monotonic() + _SWEEP_BUDGET_S, 0
     while quiet < _QUIET_SCANS and time.monotonic() < deadline:
         with _running_lock:
-            stray = {pid for pid in _children() - children_before - _running if not _in_our_session(pid)}
+            stray = _strays(children_before)
         quiet = 0 if stray else quiet + 1
         for pid in stray:
             with contextlib.suppress(ProcessLookupError):

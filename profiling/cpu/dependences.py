@@ -287,10 +287,16 @@ def memory_accumulators(function: tree_sitter.Node, loop_nodes: LoopNodes) -> li
 
 # ---- pointer chases -------------------------------------------------------------------------------------------------
 
+def _stripped(node: tree_sitter.Node | None) -> tree_sitter.Node | None:
+    """The expression inside any parentheses and casts (`(T *) (v->n)` gives `v->n`)."""
+    while node is not None and node.type in ("parenthesized_expression", "cast_expression"):
+        node = node.child_by_field_name("value") or (node.named_children[-1] if node.named_children else None)
+    return node
+
+
 def _loaded_through(expression: tree_sitter.Node | None, variable: str) -> bool:
     """Whether the expression is a load whose address uses variable (`v->next`, `next[v]`, `*v`, `(T *) v->n`)."""
-    while expression is not None and expression.type in ("parenthesized_expression", "cast_expression"):
-        expression = expression.child_by_field_name("value") or expression.named_children[-1]
+    expression = _stripped(expression)
     if expression is None or expression.type not in ("field_expression", "subscript_expression",
                                                      "pointer_expression"):
         return False
@@ -301,12 +307,16 @@ def _loaded_through(expression: tree_sitter.Node | None, variable: str) -> bool:
     return variable in _identifiers(expression)
 
 
+def _in_inner_loop(line: int, loop: Loop, loop_nodes: LoopNodes) -> bool:
+    """Whether `line` lies in a loop nested in `loop`: what is found there is reported for that inner loop."""
+    return any(other.depth > loop.depth and loop.start_line <= other.start_line <= line <= other.end_line
+               for _, other in loop_nodes)
+
+
 def pointer_chases(loop_nodes: LoopNodes) -> list[PointerChase]:
     """Loops stepping a variable to a value loaded through it; each chase is reported for its innermost loop."""
     found = []
     for node, loop in loop_nodes:
-        inner_spans = [(other.start_line, other.end_line) for _, other in loop_nodes
-                       if other.depth > loop.depth and loop.start_line <= other.start_line <= loop.end_line]
         for update in _walk(node):
             if update.type != "assignment_expression" or _text(update.child_by_field_name("operator")) != "=":
                 continue
@@ -314,7 +324,7 @@ def pointer_chases(loop_nodes: LoopNodes) -> list[PointerChase]:
             if target is None or target.type != "identifier":
                 continue
             line = _line(update)
-            if any(start <= line <= end for start, end in inner_spans):
+            if _in_inner_loop(line, loop, loop_nodes):
                 continue  # an inner loop's chase
             if _loaded_through(update.child_by_field_name("right"), _text(target)):
                 found.append(PointerChase(line, loop.start_line, loop.end_line, _text(target)))
@@ -322,12 +332,6 @@ def pointer_chases(loop_nodes: LoopNodes) -> list[PointerChase]:
 
 
 # ---- divisions on a loop-carried chain -----------------------------------------------------------------------------
-
-def _stripped(node: tree_sitter.Node | None) -> tree_sitter.Node | None:
-    while node is not None and node.type in ("parenthesized_expression", "cast_expression"):
-        node = node.child_by_field_name("value") or (node.named_children[-1] if node.named_children else None)
-    return node
-
 
 def _integer_variables(function: tree_sitter.Node) -> tuple[set[str], set[str]]:
     """(integer scalars, every scalar) declared in the function, its parameters included, not `const`: what a
@@ -410,8 +414,6 @@ def carried_divisions(function: tree_sitter.Node, loop_nodes: LoopNodes) -> list
     integers, scalars = _integer_variables(function)
     found = []
     for node, loop in loop_nodes:
-        inner_spans = [(other.start_line, other.end_line) for _, other in loop_nodes
-                       if other.depth > loop.depth and loop.start_line <= other.start_line <= loop.end_line]
         flows = _flows(node)
         for division in _walk(node):
             operator = _text(division.child_by_field_name("operator"))
@@ -419,7 +421,7 @@ def carried_divisions(function: tree_sitter.Node, loop_nodes: LoopNodes) -> list
                     or (division.type == "assignment_expression" and operator in ("/=", "%="))):
                 continue
             line = _line(division)
-            if any(start <= line <= end for start, end in inner_spans):
+            if _in_inner_loop(line, loop, loop_nodes):
                 continue  # an inner loop's division
             if _FLOATING_RE.search(_text(division)):
                 continue  # `(double) n / d`, `1.0 * n / d`: a floating-point division

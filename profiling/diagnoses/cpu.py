@@ -504,13 +504,12 @@ def _check_calls(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None
 
 # ---- slow_integer_division ------------------------------------------------------------------------------------------
 
-def _division_lost(profile: Profile, th: dict[str, Threshold]) -> tuple[list[HotLine], float]:
-    """The hot lines with integer divisions on a loop-carried chain, and the cycles their latency adds beyond the
-    one instruction callgrind counts for each: a division runs at least division_instructions of the line's own
-    instructions (the sign extension and the div), so the line's own count bounds how many ran."""
+def _carried_divisions(profile: Profile, th: dict[str, Threshold]) -> tuple[list[HotLine], float]:
+    """The hot lines with integer divisions on a loop-carried chain, and how many divisions they ran a call: a
+    division runs at least division_instructions of the line's own instructions (the sign extension and the div),
+    so the line's own count bounds it."""
     lines = [line for line in profile.hot_lines if _m(line, "static.carried_divisions") >= 1]
-    divisions = sum(_m(line, "Ir_self") / th["division_instructions"].value for line in lines)
-    return lines, divisions * (th["integer_division_cycles"].value - 1.0)
+    return lines, sum(_m(line, "Ir_self") for line in lines) / th["division_instructions"].value
 
 
 def _division_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
@@ -526,7 +525,8 @@ def _check_division(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | N
     `h = (h * 31 + x) % p`): a division takes tens of cycles of latency where the other instructions take one,
     and the chain leaves nothing to overlap with it. A division by a literal or a constant is a multiplication
     once compiled and is not reported; nor are independent divisions (their latencies overlap)."""
-    lines, lost = _division_lost(profile, th)
+    lines, divisions = _carried_divisions(profile, th)
+    lost = divisions * (th["integer_division_cycles"].value - 1.0)  # callgrind counted one cycle of each
     total = _total_cycles(profile, th) + lost
     if not lines or total <= 0 or lost / total < th["min_line_share"].value:
         return None
@@ -535,7 +535,7 @@ def _check_division(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | N
              f"{line.code.strip()}" for line in lines]
     extra.append(f"callgrind counts a division as one instruction: its latency is estimated as "
                  f"{th['integer_division_cycles'].value:.0f} cycles (integer_division_cycles) for each of about "
-                 f"{sum(_m(x, 'Ir_self') for x in lines) / th['division_instructions'].value:.0f} divisions a call")
+                 f"{divisions:.0f} divisions a call")
     return make_diagnosis("slow_integer_division", lost / total, findings, extra)
 
 
