@@ -7,7 +7,7 @@ from pathlib import Path
 
 from perfforge.errors import ConfigError
 from perfforge.executor import ExecutorConfig
-from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
+from perfforge.models import DEFAULT_MODEL, EMBEDDED_HELP
 from perfforge.summary import parse_sources
 
 # The Opal paper's ablation of what the prompt shows: nothing, the roofline, the counters, the stalls and
@@ -40,8 +40,7 @@ class EvalConfig:
     human: bool = field(default=True, metadata={
         "help": "measure each task's reference (human-optimised) version as the configuration 'human'"})
     base_model: str = field(default=DEFAULT_MODEL, metadata={
-        "help": f"the base model: a local model directory, or {DEFAULT_MODEL!r} for the embedded "
-                f"{DEFAULT_MODEL_NAME}"})
+        "help": f"the base model: a local model directory, or {EMBEDDED_HELP}"})
     url: str | None = field(default=None, metadata={
         "help": "an already running perfforge serve (vLLM) endpoint serving the base model and the adapters by "
                 "name, or several such servers (one per GPU) separated by commas, which share each request's "

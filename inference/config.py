@@ -9,7 +9,7 @@ from pathlib import Path
 from inference.backends import AUTO, BACKENDS
 from perfforge.errors import ConfigError
 from perfforge.executor import ExecutorConfig
-from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
+from perfforge.models import DEFAULT_MODEL, EMBEDDED_HELP
 from perfforge.summary import SOURCES_HELP, split_sources
 
 
@@ -23,8 +23,7 @@ class OptimizeConfig:
         "help": "where candidates come from: openai (any OpenAI-compatible --url), vllm (offline engine), "
                 "transformers, or auto (openai with --url, else vllm if installed, else transformers)"})
     model: str = field(default=DEFAULT_MODEL, metadata={
-        "help": f"with --url: the served model name; otherwise a local model directory, or {DEFAULT_MODEL!r} "
-                f"for the embedded {DEFAULT_MODEL_NAME}"})
+        "help": f"with --url: the served model name; otherwise a local model directory, or {EMBEDDED_HELP}"})
     url: str | None = field(default=None, metadata={
         "help": "base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (perfforge serve); several "
                 "servers of the same model separated by commas share each round's candidates"})
@@ -102,10 +101,10 @@ class OptimizeConfig:
 @dataclass
 class ServeConfig:
     model: str = field(default=DEFAULT_MODEL, metadata={
-        "help": f"a local model directory, or {DEFAULT_MODEL!r} for the embedded {DEFAULT_MODEL_NAME}"})
+        "help": f"a local model directory, or {EMBEDDED_HELP}"})
     served_model_name: str | None = field(default=None, metadata={
-        "help": f"the name clients ask for (default: {DEFAULT_MODEL_NAME} for the default model, else the "
-                "directory's name)"})
+        "help": "the name clients ask for (default: the embedded model's name, e.g. SmolLM2-135M-Instruct, else "
+                "the directory's name)"})
     host: str = field(default="127.0.0.1", metadata={"help": "address to listen on"})
     port: int = field(default=8000, metadata={"help": "port to listen on"})
     lora: list[str] = field(default_factory=list, metadata={

@@ -26,7 +26,7 @@ from typing import IO
 from inference.backends import capped_model_len, engine_dtype
 from inference.config import ServeConfig
 from perfforge.errors import BackendError, PerfforgeError
-from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolve_model
+from perfforge.models import EMBEDDED, resolve_model
 from profiling.sandbox import start_tracked, untrack
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -41,7 +41,7 @@ STOP_GRACE_S = 5.0
 def served_name(config: ServeConfig, model_dir: Path) -> str:
     if config.served_model_name:
         return config.served_model_name
-    return DEFAULT_MODEL_NAME if config.model == DEFAULT_MODEL else model_dir.name
+    return EMBEDDED[config.model].served_name if config.model in EMBEDDED else model_dir.name
 
 
 def server_argv(config: ServeConfig, model_dir: Path) -> list[str]:

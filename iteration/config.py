@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfforge.errors import ConfigError
-from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
+from perfforge.models import DEFAULT_MODEL, EMBEDDED_HELP
 from training.config import TrainConfig
 
 
@@ -22,7 +22,7 @@ class IterateConfig:
     out: Path = field(default=Path("perfforge-out/iterate"), metadata={
         "help": "output directory: iterate.json and one directory per round (rerun to resume)"})
     base_model: str = field(default=DEFAULT_MODEL, metadata={
-        "help": f"a local Hugging Face model directory, or {DEFAULT_MODEL!r} for the embedded {DEFAULT_MODEL_NAME}: "
+        "help": f"a local Hugging Face model directory, or {EMBEDDED_HELP}: "
                 "every round fine-tunes this model afresh"})
     seed_data: list[Path] = field(default_factory=list, metadata={
         "help": "datasets (pairs.parquet, attempts.parquet) trained on before round 1 and kept in every round's mix"})

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfforge.errors import ConfigError
-from perfforge.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME
+from perfforge.models import DEFAULT_MODEL, EMBEDDED_HELP
 from perfforge.summary import SOURCES_HELP, parse_sources
 
 METHODS = ("sft", "dpo")
@@ -30,7 +30,7 @@ class TrainConfig:
     method: str = field(default="sft", metadata={"help": "sft (prompt -> code after) or dpo (preference pairs of "
                                                          "verified attempts)"})
     base_model: str = field(default=DEFAULT_MODEL, metadata={
-        "help": f"a local Hugging Face model directory, or {DEFAULT_MODEL!r} for the embedded {DEFAULT_MODEL_NAME}"})
+        "help": f"a local Hugging Face model directory, or {EMBEDDED_HELP}"})
     # --- the examples
     sources: list[str] = field(default_factory=lambda: ["all"], metadata={"help": SOURCES_HELP})
     token_budget: int = field(default=400, metadata={"help": "tokens of the profile summary in each prompt"})
