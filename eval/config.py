@@ -35,8 +35,9 @@ class EvalConfig:
                 "starts at 0)"})
     models: list[str] = field(default_factory=lambda: ["base"], metadata={
         "help": "model configurations: base (--base-model), NAME=DIR (a LoRA adapter, or a perfforge train output "
-                "directory holding adapter/ and splits.json; served beside the base model), NAME=URL#MODEL (any "
-                "OpenAI-compatible endpoint)"})
+                "directory holding adapter/ and splits.json; served beside the base model; or a fully fine-tuned "
+                "model: its train output directory with model/, or the model directory, --backend transformers), "
+                "NAME=URL#MODEL (any OpenAI-compatible endpoint)"})
     human: bool = field(default=True, metadata={
         "help": "measure each task's reference (human-optimised) version as the configuration 'human'"})
     base_model: str = field(default=DEFAULT_MODEL, metadata={

@@ -6,6 +6,10 @@
                     the base model with --backend transformers); DIR is the adapter, or a
                     perfforge train output directory (adapter/ and splits.json: its held-out patterns label
                     the catalogue suite's split)
+    NAME=DIR        a fully fine-tuned model (perfforge train --finetune full): DIR is its train output directory
+                    (model/ and splits.json) or the model directory itself; loaded in process with --backend
+                    transformers (a served evaluation cannot serve it beside the base model: serve it yourself and
+                    give NAME=URL#MODEL)
     NAME=URL#MODEL  any OpenAI-compatible endpoint, asked for MODEL
     NAME=answers:DIR  answers written elsewhere, replayed as the model's (one candidate, one round): DIR holds
                     <task name>.<suffix> per task, or KernelBench's samples (level_L_problem_P_sample_S_kernel.py,
@@ -30,6 +34,7 @@ from synth.kernelbench import META_FILE as KERNELBENCH_META_FILE
 HUMAN = "human"
 BASE = "base"
 ADAPTER_FILE = "adapter_config.json"
+MODEL_FILE = "config.json"  # a Hugging Face model directory's
 ANSWERS_PREFIX = "answers:"
 
 
@@ -41,7 +46,8 @@ class ModelConfiguration:
     adapter: Path | None = None  # a LoRA adapter served beside the base model
     url: str | None = None  # an external endpoint's base URL
     model: str | None = None  # the model name an external endpoint serves
-    training_run: Path | None = None  # the perfforge train directory the adapter came from
+    training_run: Path | None = None  # the perfforge train directory the adapter (or model) came from
+    model_dir: Path | None = None  # a whole fine-tuned model, answering in place of the base model
     answers: Path | None = None  # a directory of answers written elsewhere, replayed (answer_for)
 
     @property
@@ -81,8 +87,13 @@ def _parse_one(spec: str) -> ModelConfiguration:
         return ModelConfiguration(name, adapter=path)
     if (path / "adapter" / ADAPTER_FILE).is_file():
         return ModelConfiguration(name, adapter=path / "adapter", training_run=path)
-    raise ConfigError(f"--models {spec!r}: {path} holds no {ADAPTER_FILE} (nor adapter/{ADAPTER_FILE}); give a "
-                      "LoRA adapter or a perfforge train output directory")
+    if (path / "model" / MODEL_FILE).is_file():
+        return ModelConfiguration(name, model_dir=path / "model", training_run=path)
+    if (path / MODEL_FILE).is_file():
+        return ModelConfiguration(name, model_dir=path)
+    raise ConfigError(f"--models {spec!r}: {path} holds no {ADAPTER_FILE} (nor adapter/{ADAPTER_FILE}) and no "
+                      f"model ({MODEL_FILE}, model/{MODEL_FILE}); give a LoRA adapter, a model directory or a "
+                      "perfforge train output directory")
 
 
 def answer_for(directory: Path, task: Task) -> str | None:
@@ -145,6 +156,12 @@ class Endpoints:
                  timeout_s: float, log_dir: Path, servers: int = 1, backend: str = "vllm",
                  log=print, gather_s: float = 0.0) -> None:  # noqa: ANN001 (a print-like callable)
         self.configurations = {c.name: c for c in configurations}
+        whole = [c for c in configurations if c.model_dir is not None]
+        if whole and backend != "transformers":
+            raise ConfigError(f"--models {whole[0].name}: a fully fine-tuned model is evaluated in process (--backend "
+                              "transformers); a served evaluation serves adapters beside the base model, so serve "
+                              f"{whole[0].model_dir} yourself (perfforge serve --model DIR) and give "
+                              f"{whole[0].name}=URL#MODEL")
         self.base_model, self.url, self.timeout_s, self.log_dir, self.log = base_model, url, timeout_s, log_dir, log
         self.servers, self.kind = servers, backend
         # --backend transformers: each configuration's model, loaded once and shared by the runs (Shared batches
@@ -173,9 +190,10 @@ class Endpoints:
 
             with self._loading:
                 if name not in self._loaded:
+                    model = str(configuration.model_dir or self.base_model)
                     adapter = f" with the adapter {configuration.adapter} merged" if configuration.adapter else ""
-                    self.log(f"loading {self.base_model}{adapter} for {name} (transformers, in process) ...")
-                    engine = make_backend("transformers", self.base_model, adapter=configuration.adapter)
+                    self.log(f"loading {model}{adapter} for {name} (transformers, in process) ...")
+                    engine = make_backend("transformers", model, adapter=configuration.adapter)
                     self._loaded[name] = Shared(engine, gather_s=self.gather_s)
                 return self._loaded[name]
         with self._loading:  # the server starts once, whichever run asks first

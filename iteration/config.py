@@ -8,7 +8,7 @@ from pathlib import Path
 
 from perfforge.errors import ConfigError
 from perfforge.models import DEFAULT_MODEL, EMBEDDED_HELP
-from training.config import TrainConfig
+from training.config import FINETUNES, TrainConfig
 
 
 @dataclass
@@ -44,6 +44,8 @@ class IterateConfig:
     holdout: list[str] = field(default_factory=list, metadata={
         "help": "patterns (target/name) or repositories no round trains on, though the seed data holds them (their "
                 "tasks belong to perfforge eval: a training task of one is an error)"})
+    finetune: str = field(default=TrainConfig.finetune, metadata={
+        "help": "each round's fine-tuning: lora (sampled from the merged model) or full (every weight)"})
     lora_r: int = field(default=TrainConfig.lora_r, metadata={"help": "LoRA rank of each round's fine-tuning"})
     lora_alpha: int = field(default=TrainConfig.lora_alpha, metadata={"help": "LoRA alpha (scale = alpha / r)"})
     jobs: int = field(default=1, metadata={
@@ -57,6 +59,8 @@ class IterateConfig:
                      "lora_alpha", "jobs"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.finetune not in FINETUNES:
+            raise ConfigError(f"--finetune must be one of {', '.join(FINETUNES)}, got {self.finetune!r}")
         if self.temperature <= 0:
             raise ConfigError("--temperature must be above 0: expert iteration samples several candidates")
         if self.learning_rate <= 0:

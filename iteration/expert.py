@@ -255,11 +255,13 @@ def _kept(files: list[Path]) -> int:
 
 
 def _train(config: IterateConfig, data: list[Path], out: Path, log: Callable[[str], None]) -> dict[str, Any]:
-    """Fine-tune the base model on `data` into `out` (merged/ beside the adapter); a finished training is read."""
+    """Fine-tune the base model on `data` into `out` (merged/ beside the adapter, or model/ when fully fine-tuned:
+    the model the next round samples from); a finished training is read."""
     from training.trainer import train
 
+    model = out / ("model" if config.finetune == "full" else "merged")
     metrics_file = out / "metrics.json"
-    if metrics_file.is_file() and (out / "merged").is_dir():
+    if metrics_file.is_file() and model.is_dir():
         metrics = read_json(metrics_file)
     else:
         log(f"fine-tuning {config.base_model} on {len(data)} dataset file(s) into {out}")
@@ -267,5 +269,5 @@ def _train(config: IterateConfig, data: list[Path], out: Path, log: Callable[[st
                                     learning_rate=config.learning_rate, batch_size=config.batch_size,
                                     max_length=config.max_length, lora_target_modules=config.lora_target_modules,
                                     lora_r=config.lora_r, lora_alpha=config.lora_alpha, holdout=list(config.holdout),
-                                    eval_fraction=0.0, merge=True), log=log)
-    return {**metrics, "merged": out / "merged"}
+                                    eval_fraction=0.0, merge=True, finetune=config.finetune), log=log)
+    return {**metrics, "merged": model}

@@ -27,7 +27,7 @@ def run_train(config: TrainConfig) -> int:
     eval_loss = f", eval loss {metrics['eval_loss']:.4f}" if metrics.get("eval_loss") is not None else ""
     speed = f", {metrics['train_tokens_per_second']:.0f} tokens/s" if metrics.get("train_tokens_per_second") else ""
     print(f"{config.method}: {metrics['steps']} steps in {metrics['train_seconds']:.1f} s, {losses}{eval_loss}{speed}")
-    for name in ("adapter", "merged", "metrics.json", "splits.json"):
+    for name in ("adapter", "model", "merged", "metrics.json", "splits.json"):
         path = config.out / name
         if path.exists():
             print(f"{name:>12}: {path}")

@@ -16,6 +16,7 @@ from perfforge.models import DEFAULT_MODEL, EMBEDDED_HELP
 from perfforge.summary import SOURCES_HELP, parse_sources
 
 METHODS = ("sft", "dpo")
+FINETUNES = ("lora", "full")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 KERNELS = ("auto", "liger", "none")
 
@@ -41,6 +42,9 @@ class TrainConfig:
     holdout: list[str] = field(default_factory=list, metadata={
         "help": "patterns (target/name) or repositories always held out, whatever eval_fraction draws"})
     split_seed: int = field(default=0, metadata={"help": "seed of the group-to-split draw"})
+    finetune: str = field(default="lora", metadata={
+        "help": "lora (an adapter, written to adapter/) or full (every weight, fp32 master weights: a whole model "
+                "directory written to model/, which --base-model and eval's --models NAME=DIR take)"})
     # --- LoRA
     lora_r: int = field(default=8, metadata={"help": "LoRA rank"})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA alpha (scale = alpha / r)"})
@@ -69,13 +73,16 @@ class TrainConfig:
     save_steps: int = field(default=50, metadata={"help": "checkpoint every N steps (resume point)"})
     seed: int = field(default=0, metadata={"help": "training seed"})
     beta: float = field(default=0.1, metadata={"help": "dpo: strength of the preference (DPO's beta)"})
-    merge: bool = field(default=False, metadata={"help": "also write the merged model (base + adapter) to merged/"})
+    merge: bool = field(default=False, metadata={"help": "LoRA: also write the merged model (base + adapter) to "
+                                                         "merged/"})
 
     def validate(self) -> None:
         if not self.data:
             raise ConfigError("give at least one dataset (a pairs.parquet, an attempts.parquet or a directory)")
         if self.method not in METHODS:
             raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.finetune not in FINETUNES:
+            raise ConfigError(f"--finetune must be one of {', '.join(FINETUNES)}, got {self.finetune!r}")
         if self.kernels not in KERNELS:
             raise ConfigError(f"--kernels must be one of {', '.join(KERNELS)}, got {self.kernels!r}")
         if self.precision not in PRECISIONS:

@@ -34,6 +34,9 @@ LIGER_MODEL_TYPES = frozenset({"llama", "mistral", "mixtral", "gemma", "gemma2",
 # allocator's fragmentation, cuBLAS workspaces and the CUDA context (about 0.5-1 GiB), hence the margin.
 MEMORY_SHARE = 0.7
 BF16_BYTES = 2
+# Full fine-tuning keeps fp32 master weights (4 bytes), their fp32 gradients (4) and AdamW's two moments (8) per
+# parameter; bf16 autocast computes the step.
+FULL_FINETUNE_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -67,14 +70,16 @@ def activation_bytes(shape: ModelShape, tokens_per_step: int) -> int:
     return tokens_per_step * shape.layers * per_token_layer
 
 
-def needs_checkpointing(shape: ModelShape, tokens_per_step: int, gpu_memory_bytes: int) -> bool:
-    """Whether the weights (bf16) and the step's activations would exceed MEMORY_SHARE of the GPU. LoRA's own
-    parameters, gradients and optimiser states are a fraction of a percent of the weights and are left out."""
-    return _estimate_bytes(shape, tokens_per_step) > MEMORY_SHARE * gpu_memory_bytes
+def needs_checkpointing(shape: ModelShape, tokens_per_step: int, gpu_memory_bytes: int, *, full: bool = False) -> bool:
+    """Whether the weights and the step's activations would exceed MEMORY_SHARE of the GPU. With LoRA the weights are
+    bf16 and the adapter's own parameters, gradients and optimiser states (a fraction of a percent) are left out;
+    full fine-tuning counts FULL_FINETUNE_BYTES per parameter."""
+    return _estimate_bytes(shape, tokens_per_step, full=full) > MEMORY_SHARE * gpu_memory_bytes
 
 
-def _estimate_bytes(shape: ModelShape, tokens_per_step: int) -> int:
-    return BF16_BYTES * shape.parameters + activation_bytes(shape, tokens_per_step)
+def _estimate_bytes(shape: ModelShape, tokens_per_step: int, *, full: bool = False) -> int:
+    per_parameter = FULL_FINETUNE_BYTES if full else BF16_BYTES
+    return per_parameter * shape.parameters + activation_bytes(shape, tokens_per_step)
 
 
 def liger_installed() -> bool:
@@ -97,7 +102,7 @@ class SpeedChoices:
 
 def resolve(*, method: str, packing: bool | None, kernels: str, gradient_checkpointing: bool | None, gpu: bool,
             model_type: str, shape: ModelShape | None, tokens_per_step: int, gpu_memory_bytes: int,
-            installed: bool) -> SpeedChoices:
+            installed: bool, full: bool = False) -> SpeedChoices:
     """The speed settings of one training run. None and "auto" mean: what is fastest here without changing the
     loss. Raises ConfigError for a setting this machine or model cannot honour (liger asked for on the CPU, not
     installed, or for a model family it does not patch)."""
@@ -130,9 +135,10 @@ def resolve(*, method: str, packing: bool | None, kernels: str, gradient_checkpo
             gradient_checkpointing = False
             reasons.append("gradient checkpointing off: the CPU default")
         else:
-            gradient_checkpointing = needs_checkpointing(shape, tokens_per_step, gpu_memory_bytes)
-            estimate = _estimate_bytes(shape, tokens_per_step)
-            reasons.append(f"gradient checkpointing {'on' if gradient_checkpointing else 'off'}: weights and "
+            gradient_checkpointing = needs_checkpointing(shape, tokens_per_step, gpu_memory_bytes, full=full)
+            estimate = _estimate_bytes(shape, tokens_per_step, full=full)
+            reasons.append(f"gradient checkpointing {'on' if gradient_checkpointing else 'off'}: weights"
+                           + (", gradients, optimiser states" if full else "") + " and "
                            f"activations {estimate / 2**30:.1f} GiB against {MEMORY_SHARE:.0%} of "
                            f"{gpu_memory_bytes / 2**30:.0f} GiB")
     return SpeedChoices(packing=packing, liger=liger, gradient_checkpointing=gradient_checkpointing,

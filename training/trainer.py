@@ -1,13 +1,16 @@
-"""`perfforge train`: LoRA fine-tuning with peft and trl (SFTTrainer, or DPOTrainer for preference pairs).
+"""`perfforge train`: LoRA or full fine-tuning with trl (SFTTrainer, or DPOTrainer for preference pairs; peft for
+LoRA).
 
     OUT/splits.json        which groups (patterns, repositories) went to train and to eval, and the counts
     OUT/checkpoints/       trl's checkpoints: a rerun resumes from the last one
     OUT/adapter/           the LoRA adapter (peft format: `perfforge serve --lora NAME=OUT/adapter` serves it)
     OUT/merged/            with --merge: base model + adapter as one model directory
+    OUT/model/             --finetune full instead of adapter/: the whole fine-tuned model (fp32) and its tokenizer
     OUT/metrics.json       losses (first and last logged, eval), steps, tokens (without padding) per second, the
                            settings and the speed choices
 
-The model trains in fp32 on the CPU and in bf16 on a GPU that has it (precision auto); on a GPU, padding-free
+The model trains in fp32 on the CPU and in bf16 on a GPU that has it (precision auto; full fine-tuning keeps fp32
+master weights there and computes in bf16 autocast); on a GPU, padding-free
 packing, liger-kernel's fused kernels and gradient checkpointing are chosen for speed (training.speed, recorded in
 metrics.json's "speed"). Completion-only loss: trl masks the prompt tokens of prompt/completion datasets (STACK.md:
 verified with trl 1.16). Multi-GPU: `accelerate launch -m perfforge.cli train ...` (docs/training.md).
@@ -68,7 +71,7 @@ def speed_choices(config: TrainConfig, model: Any) -> speed.SpeedChoices:
                          model_type=getattr(model.config, "model_type", ""),
                          shape=speed.ModelShape.of(model) if gpu else None,
                          tokens_per_step=sequences * config.batch_size * config.max_length, gpu_memory_bytes=memory,
-                         installed=speed.liger_installed())
+                         installed=speed.liger_installed(), full=config.finetune == "full")
 
 
 def trainer_args(config: TrainConfig, flags: dict[str, Any], choices: speed.SpeedChoices | None = None) -> Any:
@@ -136,7 +139,7 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     train_examples, eval_examples = fitting(train_examples, eval_examples, tokenizer, config.max_length, log)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=_load_dtype(flags))
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=_load_dtype(flags, config.finetune))
     train_set = datasets.Dataset.from_list([e.row() for e in train_examples])
     eval_set = datasets.Dataset.from_list([e.row() for e in eval_examples]) if eval_examples else None
     choices = speed_choices(config, model)
@@ -151,8 +154,11 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     metrics = _metrics(config, trainer, result, seconds, eval_set, str(model_dir))  # every rank evaluates
     metrics["speed"] = choices.as_dict()
     if trainer.is_world_process_zero():  # under accelerate launch, one process writes the outputs
-        _save_adapter(trainer, config.out / "adapter")
-        if config.merge:
+        if config.finetune == "full":
+            _save_model(trainer, tokenizer, config.out / "model")
+        else:
+            _save_adapter(trainer, config.out / "adapter")
+        if config.merge and config.finetune == "lora":
             _save_merged(trainer, tokenizer, config.out / "merged")
         write_json(config.out / "metrics.json", metrics)
     trainer.accelerator.wait_for_everyone()
@@ -181,14 +187,22 @@ def _finished(config: TrainConfig, checkpoint: Path) -> bool:
     state = checkpoint / "trainer_state.json"
     if config.max_steps < 1 or not state.is_file() or not (config.out / "metrics.json").is_file():
         return False
-    return read_json(state).get("global_step", 0) >= config.max_steps and (config.out / "adapter").is_dir()
+    return read_json(state).get("global_step", 0) >= config.max_steps and (config.out / output_dir(config)).is_dir()
 
 
-def _load_dtype(flags: dict[str, Any]) -> Any:
-    """The weights' dtype: fp32 unless training in bf16/fp16 (a bf16 checkpoint would otherwise keep bf16 weights
-    on the CPU, where precision auto means fp32)."""
+def output_dir(config: TrainConfig) -> str:
+    """What a finished training leaves: the adapter (LoRA) or the whole model (full)."""
+    return "model" if config.finetune == "full" else "adapter"
+
+
+def _load_dtype(flags: dict[str, Any], finetune: str = "lora") -> Any:
+    """The weights' dtype: fp32 unless LoRA trains in bf16/fp16 (a bf16 checkpoint would otherwise keep bf16
+    weights on the CPU, where precision auto means fp32). Full fine-tuning updates every weight: fp32 master
+    weights, which small updates of bf16 ones would round away, with the step computed in bf16 autocast."""
     import torch
 
+    if finetune == "full":
+        return torch.float32
     return torch.bfloat16 if flags["bf16"] else torch.float16 if flags["fp16"] else torch.float32
 
 
@@ -224,7 +238,8 @@ def _trainer(config: TrainConfig, flags: dict[str, Any], choices: speed.SpeedCho
     cls = DPOTrainer if config.method == "dpo" else SFTTrainer
     try:
         return cls(model=model, args=trainer_args(config, flags, choices), train_dataset=train_set,
-                   eval_dataset=eval_set, processing_class=tokenizer, peft_config=lora_config(config))
+                   eval_dataset=eval_set, processing_class=tokenizer,
+                   peft_config=lora_config(config) if config.finetune == "lora" else None)
     except ValueError as exc:  # peft's NoMatchingPeftModuleError is one: no module of the model matches
         if "target_module" not in str(exc).lower() and "target module" not in str(exc).lower():
             raise
@@ -235,7 +250,9 @@ def _metrics(config: TrainConfig, trainer: Any, result: Any, seconds: float, eva
              model_dir: str) -> dict[str, Any]:
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     metrics: dict[str, Any] = {
-        "method": config.method, "base_model": model_dir, "steps": trainer.state.global_step,
+        "method": config.method, "finetune": config.finetune, "base_model": model_dir,
+        "steps": trainer.state.global_step,
+        "trainable_parameters": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
         "train_loss": result.training_loss, "first_logged_loss": losses[0] if losses else None,
         "last_logged_loss": losses[-1] if losses else None, "losses": losses,
         "train_seconds": round(seconds, 3), "processes": trainer.args.world_size,
@@ -255,6 +272,13 @@ def _save_adapter(trainer: Any, target: Path) -> None:
     """The adapter, written beside and renamed into place (a crash never leaves half an adapter)."""
     with atomic_dir(target) as staging:
         trainer.model.save_pretrained(str(staging))
+
+
+def _save_model(trainer: Any, tokenizer: Any, target: Path) -> None:
+    """A fully fine-tuned model with its tokenizer: a model directory like the base model's."""
+    with atomic_dir(target) as staging:
+        trainer.model.save_pretrained(str(staging))
+        tokenizer.save_pretrained(str(staging))
 
 
 def _save_merged(trainer: Any, tokenizer: Any, target: Path) -> None:

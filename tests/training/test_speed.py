@@ -38,6 +38,16 @@ def test_activations_that_do_not_fit_turn_checkpointing_on() -> None:
     assert not choose(shape=LLAMA_7B, tokens_per_step=1 * 512, gpu_memory_bytes=80 * GIB).gradient_checkpointing
 
 
+def test_full_finetuning_counts_master_weights_gradients_and_optimiser_states() -> None:
+    """A 7B Llama whose bf16 weights and short steps fit 80 GiB under LoRA does not fit fully fine-tuned (16 bytes a
+    parameter: 100 GiB before activations), so checkpointing turns on and the reason names what was counted."""
+    lora = choose(shape=LLAMA_7B, tokens_per_step=1 * 512, gpu_memory_bytes=80 * GIB)
+    full = choose(shape=LLAMA_7B, tokens_per_step=1 * 512, gpu_memory_bytes=80 * GIB, full=True)
+    assert not lora.gradient_checkpointing and full.gradient_checkpointing
+    assert any("weights, gradients, optimiser states and activations" in reason for reason in full.reasons)
+    assert not choose(full=True).gradient_checkpointing  # SmolLM2: 2 GiB of states
+
+
 def test_the_estimate_grows_with_the_tokens_of_a_step_and_counts_no_logits() -> None:
     """trl's chunked LM head keeps no logits: a model with a larger vocabulary needs no more activations."""
     assert speed.activation_bytes(SMOLLM2, 8192) == 2 * speed.activation_bytes(SMOLLM2, 4096)

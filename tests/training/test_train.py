@@ -179,6 +179,48 @@ def test_rerunning_a_finished_command_trains_no_further(tiny_model: Path, tmp_pa
     assert (out / "adapter" / "adapter_model.safetensors").read_bytes() == adapter
 
 
+def test_full_finetuning_writes_a_whole_model_that_eval_and_the_backend_take(tiny_model: Path,
+                                                                                tmp_path: Path) -> None:
+    """--finetune full: every weight trains (no adapter), the loss falls, OUT/model is a model directory with its
+    tokenizer whose weights moved; a rerun trains no further; eval's --models NAME=OUT takes it (its splits label
+    the held-out patterns) and the transformers backend generates from it."""
+    import torch
+    from safetensors.torch import load_file
+
+    from eval.configurations import Endpoints, parse
+    from inference.backends import TransformersBackend
+    from perfforge.errors import ConfigError
+
+    pairs = write_pairs(tmp_path / "data" / "pairs.parquet")
+    out = tmp_path / "out"
+    argv = ["train", str(pairs), "--base-model", str(tiny_model), "--out", str(out), "--finetune", "full",
+            "--max-steps", "6", "--learning-rate", "1e-3", "--batch-size", "4", "--logging-steps", "2",
+            "--save-steps", "6", "--max-length", "512", "--merge"]
+    code, stdout, stderr = invoke(argv)
+    assert code == 0, stderr[-3000:]
+    metrics = read_json(out / "metrics.json")
+    base = load_file(str(next(tiny_model.glob("*.safetensors"))))
+    assert metrics["finetune"] == "full" and metrics["trainable_parameters"] == sum(v.numel() for v in base.values())
+    assert metrics["last_logged_loss"] < metrics["first_logged_loss"]
+    assert not (out / "adapter").exists() and not (out / "merged").exists()  # --merge is LoRA's
+    assert f"{'model':>12}: {out / 'model'}" in stdout
+    tuned = load_file(str(next((out / "model").glob("*.safetensors"))))
+    assert {k: v.dtype for k, v in tuned.items()} == {k: torch.float32 for k in base}
+    assert all(not torch.equal(tuned[k], base[k]) for k in base if k.endswith("q_proj.weight"))
+    assert (out / "model" / "tokenizer_config.json").is_file()
+    # a rerun of the finished command
+    again = invoke(argv)
+    assert again[0] == 0 and "nothing to do" in again[2], again[2][-2000:]
+    # eval and the backend
+    configuration = parse([f"full={out}"])[0]
+    assert configuration.model_dir == out / "model" and configuration.training_run == out
+    assert parse([f"full={out / 'model'}"])[0].model_dir == out / "model"
+    with pytest.raises(ConfigError, match="evaluated in process"):
+        Endpoints([configuration], base_model=str(tiny_model), url=None, timeout_s=1.0, log_dir=tmp_path / "serve")
+    completions = TransformersBackend(str(out / "model")).generate(PROMPT, n=2, max_tokens=16, temperature=0.0)
+    assert len(completions) == 2 and all(c.completion_tokens > 0 for c in completions)
+
+
 def test_a_max_length_shorter_than_every_prompt_is_one_error_line(tiny_model: Path, tmp_path: Path) -> None:
     pairs = write_pairs(tmp_path / "pairs.parquet")
     code, _, stderr = invoke(["train", str(pairs), "--base-model", str(tiny_model), "--out", str(tmp_path / "out"),
