@@ -18,9 +18,12 @@ verified with trl 1.16). Multi-GPU: `accelerate launch -m perfforge.cli train ..
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -144,25 +147,53 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
     eval_set = datasets.Dataset.from_list([e.row() for e in eval_examples]) if eval_examples else None
     choices = speed_choices(config, model)
     log("; ".join(choices.reasons))
-    trainer = _trainer(config, flags, choices, model, tokenizer, train_set, eval_set)
-    if len(trainer.train_dataset) == 0:
-        raise PerfforgeError(f"no training example fits --max-length {config.max_length} tokens (trl drops "
-                             "examples whose prompt alone fills it); raise --max-length")
-    started = time.monotonic()
-    result = trainer.train(resume_from_checkpoint=resume)
-    seconds = time.monotonic() - started
-    metrics = _metrics(config, trainer, result, seconds, eval_set, str(model_dir))  # every rank evaluates
-    metrics["speed"] = choices.as_dict()
-    if trainer.is_world_process_zero():  # under accelerate launch, one process writes the outputs
-        if config.finetune == "full":
-            _save_model(trainer, tokenizer, config.out / "model")
-        else:
-            _save_adapter(trainer, config.out / "adapter")
-        if config.merge and config.finetune == "lora":
-            _save_merged(trainer, tokenizer, config.out / "merged")
-        write_json(config.out / "metrics.json", metrics)
+    with modeling_modules_restored():  # liger-kernel's patches end with the training
+        trainer = _trainer(config, flags, choices, model, tokenizer, train_set, eval_set)
+        if len(trainer.train_dataset) == 0:
+            raise PerfforgeError(f"no training example fits --max-length {config.max_length} tokens (trl drops "
+                                 "examples whose prompt alone fills it); raise --max-length")
+        started = time.monotonic()
+        result = trainer.train(resume_from_checkpoint=resume)
+        seconds = time.monotonic() - started
+        metrics = _metrics(config, trainer, result, seconds, eval_set, str(model_dir))  # every rank evaluates
+        metrics["speed"] = choices.as_dict()
+        if trainer.is_world_process_zero():  # under accelerate launch, one process writes the outputs
+            if config.finetune == "full":
+                _save_model(trainer, tokenizer, config.out / "model")
+            else:
+                _save_adapter(trainer, config.out / "adapter")
+            if config.merge and config.finetune == "lora":
+                _save_merged(trainer, tokenizer, config.out / "merged")
+            write_json(config.out / "metrics.json", metrics)
     trainer.accelerator.wait_for_everyone()
     return metrics
+
+
+@contextlib.contextmanager
+def modeling_modules_restored() -> Iterator[None]:
+    """Put back what transformers' modeling modules held when the block ends. liger-kernel patches the modules of
+    the model's family, not only the model it is given (for Gemma 3: the module's apply_rotary_pos_emb,
+    Gemma3RMSNorm and Gemma3MLP; with no model, the causal LM class's forward), so a model of that family loaded
+    later in the same process (iterate samples each round after training it) would generate through the training
+    kernels. Iterate's Gemma-3 samples after an in-process training were garbage past the second row of a batch,
+    while the same SFT weights in the eval's process (no training there) were clean: the likely cause, not yet
+    confirmed on a GPU (docs/eval_cpu_h100.md)."""
+    modules = [module for name, module in list(sys.modules.items())
+               if name.startswith("transformers.models.") and ".modeling_" in name and module is not None]
+    saved = [(module, dict(vars(module))) for module in modules]
+    forwards = [(cls, cls.__dict__["forward"]) for module in modules for cls in list(vars(module).values())
+                if isinstance(cls, type) and cls.__module__ == module.__name__ and "forward" in cls.__dict__]
+    try:
+        yield
+    finally:
+        for module, names in saved:
+            current = vars(module)
+            for name, value in names.items():
+                if current.get(name) is not value:
+                    setattr(module, name, value)
+        for cls, forward in forwards:
+            if cls.__dict__.get("forward") is not forward:
+                cls.forward = forward
 
 
 def _one_gpu_per_process() -> None:

@@ -104,3 +104,23 @@ def test_a_packed_row_attends_within_each_example_only() -> None:
     with torch.no_grad():
         mixed = model(input_ids=batch["input_ids"], use_cache=False).logits[0]
     assert not torch.allclose(mixed[len(first):], alone[1], rtol=1e-4, atol=1e-4)
+
+
+def test_patches_of_the_modeling_modules_end_with_the_training() -> None:
+    """liger-kernel replaces functions and classes of a family's transformers module (Gemma 3: apply_rotary_pos_emb,
+    Gemma3RMSNorm, Gemma3MLP, and with no model the causal LM's forward): a model of that family loaded after an
+    in-process training (iterate's next round of sampling) must not run them. The patches are made here by hand,
+    as liger makes them, inside the block training runs in."""
+    from transformers.models.gemma3 import modeling_gemma3
+
+    from training.trainer import modeling_modules_restored
+
+    rope, norm, forward = (modeling_gemma3.apply_rotary_pos_emb, modeling_gemma3.Gemma3RMSNorm,
+                           modeling_gemma3.Gemma3ForCausalLM.forward)
+    with modeling_modules_restored():
+        modeling_gemma3.apply_rotary_pos_emb = lambda *args, **kwargs: None
+        modeling_gemma3.Gemma3RMSNorm = type("Patched", (), {})
+        modeling_gemma3.Gemma3ForCausalLM.forward = lambda self, *args, **kwargs: None
+        assert modeling_gemma3.apply_rotary_pos_emb is not rope
+    assert modeling_gemma3.apply_rotary_pos_emb is rope and modeling_gemma3.Gemma3RMSNorm is norm
+    assert modeling_gemma3.Gemma3ForCausalLM.forward is forward
