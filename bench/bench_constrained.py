@@ -6,6 +6,7 @@ total: answers parsed, parsed answers whose file builds, code blocks left open, 
 answers are not run or timed here (the loop's judge does that).
 
     python bench/bench_constrained.py examples/tasks/cpu/* --model default --samples 4 --max-tokens 512
+    python bench/bench_constrained.py TASKS --model default --adapter TRAIN/adapter   # a fine-tuned model
 """
 
 from __future__ import annotations
@@ -37,13 +38,15 @@ def _builds(task: Task, code: str) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tasks", nargs="+", type=Path)
-    parser.add_argument("--model", default="default", help="a model directory, or default (SmolLM2-135M-Instruct)")
+    parser.add_argument("--model", default="default", help="a model directory, or an embedded model's name "
+                                                            "(default: SmolLM2-135M-Instruct; gemma3-270m)")
+    parser.add_argument("--adapter", type=Path, default=None, help="a LoRA adapter merged into the model")
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--out", type=Path, default=Path("bench_constrained.json"))
     args = parser.parse_args()
-    backend = TransformersBackend(args.model)
+    backend = TransformersBackend(args.model, adapter=args.adapter)
     rows = []
     totals = {mode: {"answers": 0, "parsed": 0, "built": 0, "open_blocks": 0, "tokens": 0, "seconds": 0.0}
               for mode in ("off", "on")}
@@ -76,8 +79,9 @@ def main() -> int:
         print(f"total {mode}: parsed {total['parsed']}/{total['answers']}, built {total['built']}, open blocks "
               f"{total['open_blocks']}, "
               f"{total['tokens']} tokens in {total['seconds']:.0f} s")
-    args.out.write_text(json.dumps({"model": args.model, "samples": args.samples, "max_tokens": args.max_tokens,
-                                    "temperature": args.temperature, "rows": rows, "totals": totals}, indent=1))
+    args.out.write_text(json.dumps({"model": args.model, "adapter": str(args.adapter or ""), "samples": args.samples,
+                                    "max_tokens": args.max_tokens, "temperature": args.temperature, "rows": rows,
+                                    "totals": totals}, indent=1))
     return 0
 
 
