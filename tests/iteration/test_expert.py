@@ -246,3 +246,25 @@ def test_held_out_patterns_are_never_trained_on_nor_sampled(tmp_path: Path, monk
 
     _train(config, config.seed_data, tmp_path / "round", lambda _: None)  # what every round's fine-tuning is given
     assert seen == [["cpu/loop_order"]]
+
+
+@pytest.mark.parametrize("finetune,written", [("lora", "merged"), ("full", "model")])
+def test_each_round_samples_from_the_model_its_fine_tuning_wrote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   finetune: str, written: str) -> None:
+    """--finetune reaches every round's training, and the model the next round samples is the directory that
+    training writes: merged/ for LoRA, model/ for full fine-tuning (a round once looked for merged/ whatever the
+    fine-tuning, which full fine-tuning never writes)."""
+    import training.trainer
+
+    def train(config: Any, log: Any = None) -> dict[str, Any]:
+        assert config.finetune == finetune and config.merge
+        (config.out / written).mkdir(parents=True)
+        (config.out / "metrics.json").write_text("{}")
+        return {"steps": 1}
+
+    monkeypatch.setattr(training.trainer, "train", train)
+    config = IterateConfig(tasks=[tmp_path], out=tmp_path / "out", finetune=finetune, backend="transformers")
+    assert _train(config, [], tmp_path / "round", lambda _: None)["model"] == tmp_path / "round" / written
+    # a finished training is read back, not redone
+    monkeypatch.setattr(training.trainer, "train", lambda *a, **k: pytest.fail("trained again"))
+    assert _train(config, [], tmp_path / "round", lambda _: None)["model"] == tmp_path / "round" / written
