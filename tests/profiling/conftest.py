@@ -134,6 +134,6 @@ def small_row_sum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "row_sum_small"
     shutil.copytree(ROW_SUM_TRITON, directory)
     toml = (directory / "task.toml").read_text()
-    toml = toml.replace("params = { m = 8192, n = 8192 }", "params = { m = 96, n = 160 }")
+    toml = toml.replace("params = { m = 8192, n = 8192 }", "params = { m = 48, n = 160 }")
     (directory / "task.toml").write_text(toml.replace('name = "row_sum_strided"', 'name = "row_sum_small"'))
     return directory

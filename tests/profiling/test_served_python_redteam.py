@@ -85,7 +85,7 @@ _blocks = {}
 
 
 def row_sum(x, out, m, n):
-    chunk = _blocks.setdefault(n, 64)
+    chunk = _blocks.setdefault(n, 128)
     chunks = triton.cdiv(n, chunk)
     parts = torch.empty((m, chunks), dtype=x.dtype, device=x.device)
     partial_kernel[(m, chunks)](x, parts, n, CHUNK=chunk)

@@ -22,7 +22,7 @@ def test_a_check_batch_on_a_cluster_with_a_worker_killed_equals_a_local_run(tmp_
     """Scenario: two CPU instances checked (correctness and diagnosis, --no-timing) on two workers; when the
     first check is back, worker w1 dies. Its instance, if it had one, is checked again on w2; every check is
     recorded once, and each reads as the local run's (kept, reason, top diagnosis)."""
-    options = {"patterns": ["cpu/loop_order"], "instances": 2, "seed": 0, "progress": False, "timing": False}
+    options = {"patterns": ["cpu/aliasing_update"], "instances": 2, "seed": 0, "progress": False, "timing": False}
     local = run_catalogue(SynthPatternsConfig(out=tmp_path / "local", **options), records=False)
 
     def kill_after_first(check: InstanceCheck) -> None:

@@ -94,7 +94,7 @@ def test_duplicates_and_generation_failures_are_recorded_not_checked(tmp_path: P
 
 def test_run_checks_keeps_resumes_and_writes_records(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    config = SynthPatternsConfig(out=out, patterns=["cpu/loop_order"], instances=2, seed=0, progress=False,
+    config = SynthPatternsConfig(out=out, patterns=["cpu/aliasing_update"], instances=2, seed=0, progress=False,
                                  timing=False)
 
     def interrupt(check: InstanceCheck) -> None:
@@ -106,14 +106,14 @@ def test_run_checks_keeps_resumes_and_writes_records(tmp_path: Path) -> None:
     second = run_catalogue(config, on_check=resumed.append)
     assert [c.seed for c in resumed] == [1]  # seed 0's check was kept from the interrupted run
     assert all(c.kept for c in second.checks), [c.reason for c in second.checks]
-    stats = read_json(second.paths["stats"])["patterns"]["cpu/loop_order"]
+    stats = read_json(second.paths["stats"])["patterns"]["cpu/aliasing_update"]
     assert (stats["generated"], stats["kept"], stats["top_diagnosis_correct"]) == (2, 2, 2)
     rows = read_parquet(second.paths["pairs"])
     assert len(rows) == 2
     row = rows[0]
-    assert row["found_by"] == "synthetic:pattern" and row["pattern"] == "cpu/loop_order"
-    assert row["profile_before"]["diagnoses"][0]["name"] == "cache_miss_bound"
-    assert row["kernel_name"] == load_task(task_dir(out, "cpu/loop_order", row_seed(row))).kernel
+    assert row["found_by"] == "synthetic:pattern" and row["pattern"] == "cpu/aliasing_update"
+    assert row["profile_before"]["diagnoses"][0]["name"] == "missed_vectorization"
+    assert row["kernel_name"] == load_task(task_dir(out, "cpu/aliasing_update", row_seed(row))).kernel
     assert row["function_before"] in row["file_before"] and row["function_after"] in row["file_after"]
     assert row["verified_speedup"] is None  # --no-timing: correctness only
 
