@@ -9,7 +9,10 @@ other call carries edge values where the range holds them, so code that special-
 
 - zeros (when lo <= 0 < hi) and, for floats, subnormals beside them and negative zero;
 - ties: elements equal to another element of the buffer;
-- the range's low end itself (and negatives wherever lo < 0, which the uniform draw already gives).
+- the range's low end itself (and negatives wherever lo < 0, which the uniform draw already gives);
+- the task's own numbers (`marks`): the configuration's parameters and the original source's floating-point
+  literals that lie in the range, so that a comparison against a threshold meets its tie (`x >= threshold`
+  rewritten as `x > threshold` differs only on elements equal to it, which a uniform draw never gives).
 
 Floats are uniform over the range, or (a task's [validate] distribution = "mixed": KernelBench tasks) drawn from
 one of KernelBench's five distributions, picked per call and buffer. Integers are drawn uniformly in
@@ -23,7 +26,8 @@ import hashlib
 import hmac
 import math
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -82,9 +86,10 @@ def _secret_key() -> bytes:
 
 
 def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator, *, edges: bool,
-         distribution: Distribution = Distribution.UNIFORM) -> np.ndarray:
+         distribution: Distribution = Distribution.UNIFORM, marks: Sequence[float] = ()) -> np.ndarray:
     """`count` values of `dtype` (the harness's layout: bfloat16 as uint16), edges sprinkled when asked: uniform in
-    [lo, hi), or for floats with Distribution.MIXED one of MIXED_POOL's (folded to |x| when lo >= 0)."""
+    [lo, hi), or for floats with Distribution.MIXED one of MIXED_POOL's (folded to |x| when lo >= 0). `marks`:
+    the task's numbers (task_marks()), sprinkled on edge calls where they lie in the range."""
     if dtype in FLOAT_DTYPES:
         if distribution is Distribution.MIXED:
             values = _mixed(rng, count, lo, dtype)
@@ -92,12 +97,41 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
             values = _uniform(rng, count, lo, hi, dtype)
         if edges:
             _float_edges(values, lo, hi, rng)
+            _marks(values, [m for m in marks if lo <= m < hi], rng)
         return _to_dtype(values, dtype)
     low, high = math.floor(lo), max(math.ceil(hi), math.floor(lo) + 1)
     values = rng.integers(low, high, size=count, dtype=np.int64)
     if edges:
         _integer_edges(values, low, high, rng)
+        _marks(values, [int(m) for m in marks if m == int(m) and low <= m < high], rng)
     return values.astype(NUMPY_DTYPE[dtype])
+
+
+# A floating-point literal of C, C++, CUDA or Python source: digits with a point or an exponent (1.5, .5f, 2e-3,
+# 1.f); integers are left out: their small values (loop bounds, strides, 0 and 1) are everywhere and say nothing.
+_FLOAT_LITERAL_RE = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)"
+                               r"[fFlL]?(?![\w.])")
+# the distinct literals kept, smallest magnitude first: a long table of coefficients holds no threshold
+MAX_SOURCE_MARKS = 16
+
+
+def task_marks(params: Mapping[str, object], source: str) -> tuple[float, ...]:
+    """The numbers a kernel may compare its inputs with: the configuration's numeric parameters and the original
+    source's floating-point literals (with their negatives: `x > -t` is spelled with a unary minus)."""
+    numbers = {float(v) for v in params.values() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    literals = sorted({float(m) for m in _FLOAT_LITERAL_RE.findall(source)} - {0.0}, key=abs)[:MAX_SOURCE_MARKS]
+    numbers.update(literals)
+    numbers.update(-x for x in literals)
+    return tuple(sorted(x for x in numbers if math.isfinite(x)))
+
+
+def _marks(values: np.ndarray, marks: Sequence[float], rng: np.random.Generator) -> None:
+    """Each mark on its share of EDGE_SHARE of the elements (one element at least)."""
+    if not marks or not values.size:
+        return
+    per_mark = max(1, int(values.size * EDGE_SHARE / len(marks)))
+    for mark in marks:
+        values[rng.integers(0, values.size, size=per_mark)] = mark
 
 
 def _uniform(rng: np.random.Generator, count: int, lo: float, hi: float, dtype: str) -> np.ndarray:

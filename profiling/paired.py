@@ -27,7 +27,7 @@ from profiling.build import Build
 from profiling.correctness import compare_output, copy_into, first_difference, same_bytes
 from profiling.device_flush import DeviceFlusher
 from profiling.host_flush import HostFlusher
-from profiling.inputs import draw, verdict_generator
+from profiling.inputs import draw, task_marks, verdict_generator
 from profiling.served import POISON_BYTE, CallTime, KernelProcess, ProtocolError, Role
 
 
@@ -105,6 +105,7 @@ class Pair:
     candidate: KernelProcess
     rng: np.random.Generator
     fixed: dict[str, np.ndarray] = field(default_factory=dict)  # the original's fixed buffers after its set-up
+    marks: tuple[float, ...] = ()  # the task's numbers, on edge calls' inputs (inputs.task_marks)
     # the judge's host cache flush (CPU pairs): made with the pair, before any thread of the judge is pinned to a
     # kernel's core (it reads the CPUs the judge may use); its buffer at the first flush
     host_flusher: HostFlusher = field(default_factory=HostFlusher)
@@ -132,7 +133,8 @@ class Pair:
         # keyed by the sources, not the binaries: a build's path (in its debug information) must not change the draw
         sources = [(built.directory / task.source).read_bytes() for built in (original, candidate)]
         rng = verdict_generator(task.name.encode(), config.name.encode(), *sources)
-        pair = cls(task, config, *sides, rng=rng)
+        marks = task_marks(config.params, sources[0].decode(errors="replace"))  # the original's, never the candidate's
+        pair = cls(task, config, *sides, rng=rng, marks=marks)
         try:
             if task.language == "python" and target_spec(task.target).gpu and Path(NVIDIA_CONTROL).exists():
                 pair.flusher = DeviceFlusher().start()  # its context starts beside the kernel processes'
@@ -241,7 +243,7 @@ class Pair:
 
     def _draw_now(self, edges: bool) -> Inputs:
         return {b.name: draw(b.dtype, b.count, b.lo, b.hi, self.rng, edges=edges,
-                             distribution=self.task.validate.distribution)
+                             distribution=self.task.validate.distribution, marks=self.marks)
                 for b in self.original.buffers if b.role in (Role.INPUT, Role.INOUT)}
 
     def run(self, side: str, inputs: Inputs, *, timeout_s: float, flush: bool = False,

@@ -69,6 +69,32 @@ def test_edge_calls_carry_zeros_subnormals_and_ties() -> None:
     assert (values == -2.0).any()
 
 
+def test_the_tasks_numbers_are_found_in_its_parameters_and_its_float_literals() -> None:
+    source = "if (x[i] >= 0.25f && y[i] < -1.5e-1) s += 2.f * x[i]; /* v1.5 */ for (int k = 0; k < 16; k++) z[k] = .0;"
+    marks = inputs.task_marks({"n": 1000, "threshold": 0.2, "flag": True}, source)
+    assert marks == (-2.0, -0.25, -0.15, 0.15, 0.2, 0.25, 2.0, 1000.0)  # integers of the source and v1.5 are not
+    many = " ".join(f"{k}.5" for k in range(40))
+    assert len(inputs.task_marks({}, many)) == 2 * inputs.MAX_SOURCE_MARKS  # each and its negative
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32"])
+def test_edge_calls_carry_the_tasks_numbers_that_lie_in_the_range_and_plain_calls_do_not(dtype: str) -> None:
+    """`x >= threshold` rewritten as `x > threshold` differs only where an element equals the threshold: a uniform
+    draw never gives one, an edge call gives it many (each mark in range at least once, in the buffer's dtype)."""
+    def draw(edges: bool, seed: int = 3) -> np.ndarray:
+        values = inputs.draw(dtype, 1000, -1.0, 1.0 if dtype != "int32" else 50.0, np.random.default_rng(seed),
+                             edges=edges, marks=(-3.0, 0.2, 7.0, 99.0))
+        return (values.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16" else values
+
+    marked, plain = draw(True), draw(False)
+    # the mark as the buffer holds it (bfloat16 keeps float32's upper half); narrow types also meet it by chance
+    wanted = 7 if dtype == "int32" else np.float32(0.2) if dtype != "bfloat16" else np.float32(0.19921875)
+    wanted = np.array(wanted, dtype=marked.dtype)
+    assert (marked == wanted).sum() >= (plain == wanted).sum() + 5
+    assert not np.isin(marked, [-3.0, 99.0]).any()  # out of the declared range: never drawn
+    assert same_bytes(draw(True), draw(True, seed=3)) and not same_bytes(draw(True), draw(True, seed=4))
+
+
 @pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "bfloat16", "float16", "float64"])
 def test_every_dtype_draws_its_own_layout(dtype: str) -> None:
     values = inputs.draw(dtype, 2048, 0.0, 200.0, np.random.default_rng(1), edges=True)

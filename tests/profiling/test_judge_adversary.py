@@ -17,7 +17,10 @@ from perfforge.task import load_task
 from perfforge.verdict import Status, Verdict
 from profiling import sandbox
 from profiling.validate import validate
-from tests.profiling.conftest import FAST_C, TASK_TOML, write_task
+from tests.profiling.conftest import FAST_C, TASK_TOML, rows_harness, write_task
+
+# timing verdicts: run with no other test beside them (pyproject.toml, README)
+pytestmark = pytest.mark.alone
 
 # The fences these tests lean on are the kernel's (Landlock, seccomp): where a machine has neither, the verdicts say
 # so (rules 17 and 23) and the attacks that only they stop are not tested.
@@ -689,3 +692,54 @@ def test_the_example_tasks_known_fixes_are_accepted(name: str, tmp_path: Path) -
 def test_fast_c_is_improved(cpu_task_dir: Path, tmp_path: Path) -> None:
     verdict = judge(cpu_task_dir, tmp_path, FAST_C, timing=True)
     assert verdict.status is Status.IMPROVED, verdict.reason
+
+
+# ---------------------------------------------------------------------------------- ties with the task's own numbers
+
+COUNT_ABOVE_C = """\
+void count_above(const float *a, float *out, int n) {
+    for (int i = 0; i < n; i++) {
+        float c = 0.0f;
+        for (int j = 0; j < n; j++) c += a[(long)i * n + j] >= 0.5f ? 1.0f : 0.0f;
+        out[i] = c;
+    }
+}
+"""
+COUNT_TASK_TOML = (TASK_TOML.replace('name = "matvec_colwalk"', 'name = "count_above"')
+                   .replace('kernel = "matvec"', 'kernel = "count_above"').replace('reference = "fast.c"\n', ""))
+
+
+def test_a_threshold_parameter_rewritten_as_a_strict_comparison_is_incorrect(tmp_path: Path) -> None:
+    """Scenario (found in a fine-tuned SmolLM2's eval on an H100, proven 4.07x faster and accepted): the catalogue's
+    branchy_select compacts the elements with `x >= threshold`, threshold a parameter of the configuration (0.2);
+    the candidate's branch-free rewrite counts `(v >= t) & (v > t)`, that is `v > t`. It differs only on elements
+    equal to the threshold, which uniform floats in [-1, 1) never give: every check passed. Edge calls now carry
+    the configuration's numbers as elements. The catalogue's own fast version (`>=` kept) stays correct."""
+    from synth.instance import write_task as write_instance
+    from synth.patterns import generate
+
+    task_dir = write_instance(generate("cpu/branchy_select", 301), tmp_path / "task")
+    original = (task_dir / "kernel.c").read_text()
+    assert original.count("] >= threshold") == 2  # first[i] and second[i]
+    verdict = judge(task_dir, _fresh(tmp_path / "strict"), original.replace("] >= threshold", "] > threshold"))
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert judge(task_dir, _fresh(tmp_path / "fast"), (task_dir / "fast.c").read_text()).status is Status.CORRECT
+
+
+def test_a_literal_threshold_rewritten_as_a_strict_comparison_is_incorrect(tmp_path: Path) -> None:
+    """Scenario: the original counts a row's elements `>= 0.5f`, a constant of its source; the candidate counts
+    `> 0.5f` (one comparison fewer on some ISAs). Only elements equal to 0.5 tell them apart: the original's
+    float literals (and their negatives) are among the edge calls' values. The same count written another way
+    (a branch-free sum of the comparison) is correct."""
+    task_dir = write_task(tmp_path / "task", kernel=COUNT_ABOVE_C, harness=rows_harness("count_above", 64),
+                          toml=COUNT_TASK_TOML, fast=COUNT_ABOVE_C)
+    verdict = judge(task_dir, _fresh(tmp_path / "strict"), COUNT_ABOVE_C.replace(">= 0.5f", "> 0.5f"))
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    legit = COUNT_ABOVE_C.replace("c += a[(long)i * n + j] >= 0.5f ? 1.0f : 0.0f;",
+                                  "c += (float)(a[(long)i * n + j] >= 0.5f);")
+    assert judge(task_dir, _fresh(tmp_path / "legit"), legit).status is Status.CORRECT
+
+
+def _fresh(directory: Path) -> Path:
+    directory.mkdir()
+    return directory

@@ -13,6 +13,9 @@ from perfforge.verdict import RuleStatus, Status
 from profiling.validate import validate
 from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
 
+# timing verdicts: run with no other test beside them (pyproject.toml, README)
+pytestmark = pytest.mark.alone
+
 HEADER = "void matvec(int n, const float *m, const float *w, float *out) {\n"
 ROW_LOOP = """\
     for (int i = 0; i < n; i++) {
