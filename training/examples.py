@@ -61,15 +61,18 @@ class Example:
 
 
 def dataset_files(paths: list[Path]) -> list[Path]:
-    """The parquet files that `paths` name: files, or directories holding any of TRAINING_FILES."""
+    """The parquet files that `paths` name: files, or directories holding any of TRAINING_FILES; a directory with
+    none at its top is searched below (an iterate round's sample/TASK/seedN/attempts.parquet, an eval's runs)."""
     files = []
     for path in paths:
         if path.is_dir():
             found = [path / name for name in TRAINING_FILES if (path / name).is_file()]
             if not found:
-                raise DatasetError(f"{path} holds none of {', '.join(TRAINING_FILES)}; give a dataset "
-                                   "directory written by perfforge mine, synth or optimize, or by "
-                                   "bench/judge_examples.py")
+                found = sorted(p for p in path.rglob("*.parquet") if p.name in TRAINING_FILES and p.is_file())
+            if not found:
+                raise DatasetError(f"{path} holds none of {', '.join(TRAINING_FILES)}, nor any directory below it; "
+                                   "give a dataset directory written by perfforge mine, synth, optimize or "
+                                   "iterate, or by bench/judge_examples.py")
             files.extend(found)
         elif path.is_file() and path.suffix == ".parquet":
             files.append(path)

@@ -411,6 +411,14 @@ def test_dataset_files_of_files_and_directories(tmp_path: Path, attempts_parquet
     assert dataset_files([attempts_parquet, both / PAIRS_FILE]) == [attempts_parquet, both / PAIRS_FILE]
     assert read_rows(attempts_parquet)[0] == "attempts"
     assert read_rows(both / PAIRS_FILE)[0] == "pairs"
+    # an iterate round's samples: sample/TASK/seedN/attempts.parquet, found below the directory given
+    sample = tmp_path / "round_01" / "sample"
+    runs = [sample / task / "seed0" / ATTEMPTS_FILE for task in ("b_task", "a_task")]
+    for run in runs:
+        run.parent.mkdir(parents=True)
+        run.write_bytes(attempts_parquet.read_bytes())
+    (sample / "a_task" / "seed0" / "original").mkdir()
+    assert dataset_files([sample]) == sorted(runs)
 
 
 @pytest.mark.parametrize("case", ["missing", "empty_dir", "not_parquet"])
