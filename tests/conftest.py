@@ -21,6 +21,18 @@ from typing import Any
 
 import pytest
 
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread_per_xdist_worker() -> None:
+    """Under the README's two xdist workers, torch in each worker would start an OpenMP thread per core and the two
+    pools spin against each other on 2 cores (the iterate fixture's training and sampling took 232 s beside the
+    other worker against 33 s alone). One intra-op thread per worker: the workers are the parallelism."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
 # Deterministic identity and clock, so that shas do not depend on who runs the tests or when.
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.com",

@@ -91,6 +91,7 @@ class _ParseState:
     fn_file: str = ""
     file: str = ""
     last_line: int = 0
+    last_source_line: int | None = None  # the last line of the source file this function's costs were charged to
     callee: str = ""  # the last cfn=
     pending_calls: int | None = None  # the count of a calls= line whose cost line comes next
 
@@ -105,6 +106,12 @@ def _position(token: str, last: int) -> int:
 
 
 _HEADER_RE = re.compile(r"^(\w+)[=:]\s*(.*)$")
+# The compilers' intrinsics headers (x86's xmmintrin.h ... avx512fintrin.h, Arm's arm_neon.h and arm_sve.h): each
+# function there wraps one instruction, so the cost of its inlined code is the cost of the source statement that
+# called it. Debug information files it under the header's own lines, which would leave a hand-vectorised loop's
+# every load (and miss) off the source: it is charged to the source line before it in callgrind's listing (the
+# statement, or its loop's header: the same loop either way). Other headers (a C++ library's operator[]) stay out.
+_INTRINSICS_HEADER_RE = re.compile(r"(?:^|/)(?:\w*intrin\.h|arm_neon\.h|arm_sve\.h)$")
 _COMPRESSED_RE = re.compile(r"^\((\d+)\)(?: (.*))?$")
 
 
@@ -166,6 +173,7 @@ def _header_line(key: str, value: str, state: _ParseState, names: _Names, totals
     elif key == "fn":
         state.fn = names.resolve("fn", value)
         state.file = state.fn_file
+        state.last_source_line = None
     elif key in ("cfi", "cfl"):
         names.resolve("fl", value)  # defines the id of a compressed name
     elif key == "cfn":
@@ -190,10 +198,14 @@ def _cost_line(line: str, state: _ParseState, own: dict[int, dict[str, int]], ca
         calls.append(_Call(state.fn, state.callee, position if in_source else None, cost))
         state.pending_calls = None
         return
-    if in_source:
+    charged = position if in_source else None
+    if not in_source and state.last_source_line is not None and _INTRINSICS_HEADER_RE.search(state.file):
+        charged = state.last_source_line
+    if charged is not None:
         fn_in_source.add(state.fn)
+        state.last_source_line = charged
         for event, count in _costs(state.events, tokens[1:]).items():
-            own[position][event] += count
+            own[charged][event] += count
 
 
 def _reaches_source(calls: list[_Call], fn_in_source: set[str]) -> set[str]:
