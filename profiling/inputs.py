@@ -117,11 +117,13 @@ MAX_SOURCE_MARKS = 16
 
 def task_marks(params: Mapping[str, object], source: str) -> tuple[float, ...]:
     """The numbers a kernel may compare its inputs with: the configuration's numeric parameters and the original
-    source's floating-point literals (with their negatives: `x > -t` is spelled with a unary minus)."""
+    source's floating-point literals, each with its negative (`x > -t` is spelled with a unary minus) and its
+    float32 rounding (`0.1f` compared in double is 0.10000000149, not 0.1)."""
     numbers = {float(v) for v in params.values() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    literals = sorted({float(m) for m in _FLOAT_LITERAL_RE.findall(source)} - {0.0}, key=abs)[:MAX_SOURCE_MARKS]
-    numbers.update(literals)
-    numbers.update(-x for x in literals)
+    numbers.update(sorted({float(m) for m in _FLOAT_LITERAL_RE.findall(source)} - {0.0}, key=abs)[:MAX_SOURCE_MARKS])
+    numbers.update([-x for x in numbers])
+    with np.errstate(over="ignore"):
+        numbers.update([float(np.float32(x)) for x in numbers])
     return tuple(sorted(x for x in numbers if math.isfinite(x)))
 
 
