@@ -47,7 +47,7 @@ def kernel(body: str, prelude: str = "") -> str:
 # --- 1. knowing which calls are checked ---------------------------------------------------------------------------
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_skipping_work_after_the_calls_it_expects_to_be_checked(cpu_task_dir: Path, tmp_path: Path) -> None:
     """Counts its calls and, past the number of checked calls the old harness made per process (10), computes only
     half the rows, expecting the rest to be timed and unchecked. Every served call is checked."""
@@ -193,7 +193,7 @@ def test_work_in_a_sigcont_handler_before_start(cpu_task_dir: Path, tmp_path: Pa
     assert verdict.correct, verdict.reason  # the handler was refused: the outputs are right
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_synced_said_early_through_stdouts_descriptor(cpu_task_dir: Path, tmp_path: Path) -> None:
     """The judge times a CPU call from its harness's "start" to its "synced", as the kernel stamped them. The
     candidate points stdout's descriptor at every fd in turn (the channel among them: the allowed fwrite then
@@ -210,7 +210,7 @@ def test_synced_said_early_through_stdouts_descriptor(cpu_task_dir: Path, tmp_pa
 # --- 3. work outside the timed window ------------------------------------------------------------------------------
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_a_thread_that_finishes_after_the_call_returns(cpu_task_dir: Path, tmp_path: Path) -> None:
     """Hands the rows to a detached thread and returns at once: the call looks instant. The judge stops every thread
     at 'done' and reads the outputs then: still poisoned. Where the judge is slow enough to stop it that the thread
@@ -289,7 +289,7 @@ def after_done_of_candidate(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return seen
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_the_main_thread_finishing_rows_after_an_early_done(cpu_task_dir: Path, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Ninth red team: the harness's `send` redirected through the GOT sends "done" right after "synced", and the
@@ -309,7 +309,7 @@ def test_the_main_thread_finishing_rows_after_an_early_done(cpu_task_dir: Path, 
         assert sum(ms > 0 for ms in seen) > len(seen) / 2, (seen, verdict.reason)
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_rows_computed_between_synced_and_done(cpu_task_dir: Path, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Tenth red team: the same hook, with "done" left to the harness, computes the last 30% of the rows between
@@ -348,7 +348,7 @@ def test_rows_computed_between_synced_and_done(cpu_task_dir: Path, tmp_path: Pat
     assert reported_ms > window_ms + 0.7 * moved_ms, (reported_ms, window_ms, moved_ms)
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_the_main_thread_working_on_after_done(cpu_task_dir: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """The same hook with every row done in the call and 0.3 ms of the main thread's CPU work after the early "done"
@@ -434,7 +434,7 @@ def test_results_shared_between_runs_through_posix_shared_memory(cpu_task_dir: P
     assert verdict.status is Status.REJECTED and "uses shm_open" in verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_a_cache_keyed_by_input_contents_never_hits(cpu_task_dir: Path, tmp_path: Path) -> None:
     """Remembers the last inputs' first elements and the result, and returns the result (here, wrongly marked) when
     they come again: no input set is ever drawn twice but for the one deliberate repeat, which catches it."""
@@ -478,7 +478,7 @@ FIXED_ROWS = """\
 """
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_a_private_copy_of_a_fixed_buffer_gains_nothing(tmp_path: Path) -> None:
     """Red team: the harness sets a weight matrix up once (a fixed buffer). The candidate copies it into memory of
     its own at the first call and reads the copy from then on, with the same arithmetic. When the judge evicted
@@ -606,7 +606,7 @@ def test_an_abort_names_its_signal(cpu_task_dir: Path, tmp_path: Path) -> None:
     assert verdict.status is Status.CRASHED and "SIGABRT" in verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_a_hang_times_out_within_the_calls_limit(tmp_path: Path) -> None:
     task_dir = write_task(tmp_path / "task", toml=TASK_TOML.replace("timeout_s = 30", "timeout_s = 3"))
     code = kernel("    volatile int spin = 1;\n    while (spin) {}\n")
@@ -657,7 +657,7 @@ def test_threads_of_its_own_pass(cpu_task_dir: Path, tmp_path: Path) -> None:
     assert verdict.correct, verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_a_spinning_pool_passes(cpu_task_dir: Path, tmp_path: Path) -> None:
     """A persistent worker that spin-waits for its next job between calls (no sleep, no futex): the body hands it
     half the rows and waits for it. Spinning after 'done' is a few microseconds of CPU before the judge stops it,
@@ -666,7 +666,7 @@ def test_a_spinning_pool_passes(cpu_task_dir: Path, tmp_path: Path) -> None:
     assert verdict.correct and verdict.status is not Status.REJECTED, verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_openmp_passes(tmp_path: Path) -> None:
     """An OpenMP parallel loop in a task built with OpenMP: libgomp's thread pool runs under the filter."""
     task_dir = write_task(tmp_path / "task", toml=TASK_TOML.replace('flags = ["-O2", "-g"]',
@@ -697,7 +697,7 @@ def test_the_example_tasks_known_fixes_are_accepted(name: str, tmp_path: Path) -
     assert verdict.correct, verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_fast_c_is_improved(cpu_task_dir: Path, tmp_path: Path) -> None:
     verdict = judge(cpu_task_dir, tmp_path, FAST_C, timing=True)
     assert verdict.status is Status.IMPROVED, verdict.reason

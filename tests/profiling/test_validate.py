@@ -29,7 +29,7 @@ def judge(task_dir: Path, tmp_path: Path, code: str, *, timing: bool = False):
     return validate(load_task(task_dir), candidate, tmp_path / "work", timing=timing)
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_fast_candidate_is_improved_with_every_rule_accounted_for(cpu_task_dir: Path, tmp_path: Path) -> None:
     verdict = judge(cpu_task_dir, tmp_path, FAST_C, timing=True)
     assert verdict.status == Status.IMPROVED, verdict.reason
@@ -41,7 +41,7 @@ def test_fast_candidate_is_improved_with_every_rule_accounted_for(cpu_task_dir: 
     assert "improved" in verdict.headline() and "ms ->" in verdict.headline()
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_no_reference_result_is_left_on_disk_for_a_later_candidate(cpu_task_dir: Path, tmp_path: Path) -> None:
     """The oracle's outputs never touch the disk: the judge reads them from its own mapping of the original's shared
     memory and keeps them in its memory, so candidates validated later in the same work directory find nothing."""
@@ -56,13 +56,13 @@ def test_untimed_correct_candidate_is_correct(cpu_task_dir: Path, tmp_path: Path
     assert "not timed" in verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_unchanged_candidate_is_no_change(cpu_task_dir: Path, tmp_path: Path) -> None:
     verdict = judge(cpu_task_dir, tmp_path, SLOW_C, timing=True)
     assert verdict.status == Status.NO_CHANGE, verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_every_timing_round_runs_on_fresh_processes(cpu_task_dir: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A process's pages keep their place in the caches for its life, which favoured one side of identical code by
@@ -85,7 +85,7 @@ def test_every_timing_round_runs_on_fresh_processes(cpu_task_dir: Path, tmp_path
     assert len({pid for pids in renewed for pid in pids[:2]}) == 2 * (rounds - 1)
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_slower_candidate_is_slower(cpu_task_dir: Path, tmp_path: Path) -> None:
     twice = SLOW_C.replace("    for (int i = 0; i < n; i++) out[i] = 0.0f;\n",
                            "    for (int rep = 0; rep < 3; rep++) {\n    for (int i = 0; i < n; i++) out[i] = 0.0f;\n"
@@ -104,7 +104,7 @@ def test_output_cache_keyed_by_pointer_is_caught_on_the_second_call(cpu_task_dir
     assert "call 1" in verdict.reason and "output 'out'" in verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_skipping_work_once_timed_is_caught_by_the_last_timed_call(cpu_task_dir: Path, tmp_path: Path) -> None:
     """A kernel that does half the rows once it has been called more often than a check calls it, hoping to pass
     the checked calls and time as 2x: every call of a served process is checked, the timed ones too."""
@@ -115,7 +115,7 @@ def test_skipping_work_once_timed_is_caught_by_the_last_timed_call(cpu_task_dir:
     assert "never written" in verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_a_kernel_answering_from_memory_when_inputs_repeat_is_caught(cpu_task_dir: Path, tmp_path: Path) -> None:
     """A kernel that answers from memory when it sees the inputs of its previous call (here: a wrong value). Timed
     calls never repeat inputs, so it never profits there; the one deliberate repeat (the determinism check of the
@@ -150,7 +150,7 @@ def test_modified_input_is_caught(cpu_task_dir: Path, tmp_path: Path) -> None:
     assert "input 'w' was modified" in verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_hang_times_out(tmp_path: Path) -> None:
     task_dir = write_task(tmp_path / "task", toml=TASK_TOML.replace("timeout_s = 30", "timeout_s = 3"))
     code = HEADER + "    volatile int spin = 1;\n    while (spin) {}\n" + ROW_LOOP + "}\n"
@@ -238,7 +238,7 @@ def test_state_kept_between_calls_is_caught(cpu_task_dir: Path, tmp_path: Path) 
     assert verdict.status == Status.INCORRECT and "identical inputs disagree" in verdict.reason
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_implausible_speedup_is_held_for_review(tmp_path: Path) -> None:
     """An original that repeats its work 60 times: the row-walking candidate is 'faster' by far more than 10x."""
     slow = SLOW_C.replace("void matvec(", "static void once(") + (
@@ -272,7 +272,7 @@ def test_every_status_says_whether_it_is_correct(status: Status) -> None:
                                          Status.CORRECT})
 
 
-@pytest.mark.alone  # a timing verdict or a time limit: nothing beside it (pyproject.toml)
+@pytest.mark.alone
 def test_a_build_changed_after_it_was_made_is_never_run_nor_reused(cpu_task_dir: Path, tmp_path: Path) -> None:
     """Code under test can write to the disk: a rewritten original's binary (a slower baseline, a faster-looking
     candidate) stops the verdict, and the build cache makes such a build again instead of serving it."""
