@@ -394,3 +394,40 @@ def test_a_kernel_that_cannot_be_profiled_leaves_the_others(monkeypatch, tmp_pat
     monkeypatch.setattr(application, "_profile_kernel", lambda *a: (_ for _ in ()).throw(NcuCsvError("none")))
     with pytest.raises(NcuCsvError, match="none"):
         application.profile_cuda_application(["./app"], tmp_path, top=2, work_dir=tmp_path, log=said.append)
+
+
+def _profile_once(fake: str, work: str) -> str:
+    """One profiling ncu run, in a process of its own (as a check or an eval run's judge would be)."""
+    try:
+        run_ncu([fake, "--set", "full", "./bin"], timeout_s=30, cwd=Path(work))
+        return "ok"
+    except NcuError as error:
+        return str(error)
+
+
+def test_two_processes_never_profile_on_one_gpu_at_once(tmp_path, monkeypatch):
+    """Scenario: `perfforge synth patterns --jobs 3` on an H100 lost 37 of 42 CUDA checks to "ncu exited with
+    status 9"; each ncu ran with a TMPDIR of its own, so ncu's own lock never saw the others. The stand-in ncu
+    fails the same way when another profiling run is inside it; four processes profile at once and all succeed.
+    An `--import` (reading a report) takes no lock and may run beside a profiling one."""
+    import concurrent.futures
+    import multiprocessing
+
+    busy = tmp_path / "busy"
+    fake = tmp_path / "ncu"
+    fake.write_text(f"""#!/bin/sh
+case "$*" in *--import*) exit 0 ;; esac
+if ! mkdir {busy} 2>/dev/null; then echo '==ERROR== another profiler is running' >&2; exit 9; fi
+sleep 0.3
+rmdir {busy}
+""")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"test-{tmp_path.name}")  # a lock of this test's own
+    works = [tmp_path / f"w{i}" for i in range(4)]
+    for work in works:
+        work.mkdir()
+    with concurrent.futures.ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(pool.map(_profile_once, [str(fake)] * 4, [str(w) for w in works]))
+    assert results == ["ok"] * 4
+    busy.mkdir()  # a profiling run in progress elsewhere: reading a report still goes ahead
+    run_ncu([str(fake), "--import", "r.ncu-rep"], timeout_s=10, cwd=works[0])
