@@ -10,9 +10,10 @@ other call carries edge values where the range holds them, so code that special-
 - zeros (when lo <= 0 < hi) and, for floats, subnormals beside them and negative zero;
 - ties: elements equal to another element of the buffer;
 - the range's low end itself (and negatives wherever lo < 0, which the uniform draw already gives);
-- the task's own numbers (`marks`): the configuration's parameters and the original source's floating-point
-  literals that lie in the range, so that a comparison against a threshold meets its tie (`x >= threshold`
-  rewritten as `x > threshold` differs only on elements equal to it, which a uniform draw never gives).
+- the task's own numbers (`marks`): the configuration's parameters and the original source's comparison literals
+  (integers too), floating-point literals and named constants (FLT_EPSILON, M_PI) that lie in the range, so
+  that a comparison against a threshold meets its tie (`x >= threshold` rewritten as `x > threshold` differs
+  only on elements equal to it, which a uniform draw rarely or never gives).
 
 Floats are uniform over the range, or (a task's [validate] distribution = "mixed": KernelBench tasks) drawn from
 one of KernelBench's five distributions, picked per call and buffer. Integers are drawn uniformly in
@@ -109,18 +110,39 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
 
 # A floating-point literal of C, C++, CUDA or Python source: digits with a point or an exponent (1.5, .5f, 2e-3,
 # 1.f); integers are left out: their small values (loop bounds, strides, 0 and 1) are everywhere and say nothing.
-_FLOAT_LITERAL_RE = re.compile(r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)"
-                               r"[fFlL]?(?![\w.])")
-# the distinct literals kept, smallest magnitude first: a long table of coefficients holds no threshold
+_NUMBER = r"(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)"
+_FLOAT_LITERAL_RE = re.compile(r"(?<![\w.])" + _NUMBER + r"[fFlL]?(?![\w.])")
+# A literal, integer or not, that is one side of a comparison (`x >= 6`, `0.5f < x`, `x > -2`): a threshold even
+# when it is an integer compared with floats. Not a shift (`<<`, `>>=`), `->`, nor a hex number.
+_INTEGER_OR_FLOAT = r"(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?)"
+_COMPARISON = r"(?<![<>=!-])(?:<=|>=|==|!=|<|>)(?![<>=])"
+_COMPARED_LITERAL_RES = (
+    re.compile(_COMPARISON + r"\s*\(?\s*-?\s*" + _INTEGER_OR_FLOAT + r"[fFlLuU]*(?![\w.])"),
+    re.compile(r"(?<![\w.])" + _INTEGER_OR_FLOAT + r"[fFlLuU]*\s*\)?\s*" + _COMPARISON),
+)
+# Named constants a threshold is often written with (C's float.h and math.h), by the name the source uses.
+_NAMED_CONSTANTS = {"FLT_EPSILON": 1.1920928955078125e-07, "DBL_EPSILON": 2.220446049250313e-16,
+                    "FLT_MIN": 1.1754943508222875e-38, "DBL_MIN": 2.2250738585072014e-308,
+                    "M_PI": math.pi, "M_PI_2": math.pi / 2, "M_PI_4": math.pi / 4, "M_E": math.e,
+                    "M_SQRT2": math.sqrt(2.0), "M_LN2": math.log(2.0)}
+_NAMED_CONSTANT_RE = re.compile(r"\b(" + "|".join(_NAMED_CONSTANTS) + r")\b")
+# the distinct literals kept of each kind (compared ones, all float ones), smallest magnitude first: a long table of
+# coefficients holds no threshold
 MAX_SOURCE_MARKS = 16
 
 
 def task_marks(params: Mapping[str, object], source: str) -> tuple[float, ...]:
-    """The numbers a kernel may compare its inputs with: the configuration's numeric parameters and the original
-    source's floating-point literals, each with its negative (`x > -t` is spelled with a unary minus) and its
+    """The numbers a kernel may compare its inputs with: the configuration's numeric parameters, the literals of
+    the original source's comparisons (integers too: `x >= 6` on floats), its floating-point literals and the named
+    constants it uses (FLT_EPSILON, M_PI), each with its negative (`x > -t` is spelled with a unary minus) and its
     float32 rounding (`0.1f` compared in double is 0.10000000149, not 0.1)."""
+    def smallest(found: set[float]) -> list[float]:
+        return sorted(found - {0.0}, key=abs)[:MAX_SOURCE_MARKS]
+
     numbers = {float(v) for v in params.values() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    numbers.update(sorted({float(m) for m in _FLOAT_LITERAL_RE.findall(source)} - {0.0}, key=abs)[:MAX_SOURCE_MARKS])
+    numbers.update(smallest({float(m) for pattern in _COMPARED_LITERAL_RES for m in pattern.findall(source)}))
+    numbers.update(smallest({float(m) for m in _FLOAT_LITERAL_RE.findall(source)}
+                            | {_NAMED_CONSTANTS[name] for name in _NAMED_CONSTANT_RE.findall(source)}))
     numbers.update([-x for x in numbers])
     with np.errstate(over="ignore"):
         numbers.update([float(np.float32(x)) for x in numbers])

@@ -73,10 +73,20 @@ def test_the_tasks_numbers_are_found_in_its_parameters_and_its_float_literals() 
     source = "if (x[i] >= 0.25f && y[i] < -1.5e-1) s += 2.f * x[i]; /* v1.5 */ for (int k = 0; k < 16; k++) z[k] = .0;"
     marks = inputs.task_marks({"n": 1000, "threshold": 0.25, "flag": True}, source)
     f32 = float(np.float32(0.15))  # 0.15000000596: 1.5e-1 compared in float
-    # each with its negative and its float32 rounding; integers of the source and v1.5 are not numbers here
-    assert marks == (-1000.0, -2.0, -0.25, -f32, -0.15, 0.15, f32, 0.25, 2.0, 1000.0)
+    # each with its negative and its float32 rounding; the compared integer 16 is one, the index 0 and v1.5 are not
+    assert marks == (-1000.0, -16.0, -2.0, -0.25, -f32, -0.15, 0.15, f32, 0.25, 2.0, 16.0, 1000.0)
     many = " ".join(f"{k}.5" for k in range(40))  # k.5 is exact in float32
     assert len(inputs.task_marks({}, many)) == 2 * inputs.MAX_SOURCE_MARKS
+    # the compared literals are kept apart from the long table: a threshold of 100 is not crowded out
+    assert 100.0 in inputs.task_marks({}, many + " if (x > 100) y = 1;")
+
+
+def test_compared_integers_and_named_constants_are_marks_and_shifts_and_hex_are_not() -> None:
+    source = ("a = b << 3; c >>= 2; if (p->x > 7) q = 1; if (6 <= v) q = v > -4 ? 1 : 0; w = 0x10 < z;"
+              " if (fabsf(x) < FLT_EPSILON) y = M_PI;")
+    marks = set(inputs.task_marks({}, source))
+    assert {7.0, 6.0, 4.0, -4.0, 1.1920928955078125e-07, float(np.float32(np.pi))} <= marks
+    assert not {3.0, 2.0, 16.0, 10.0} & marks
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32"])

@@ -749,6 +749,20 @@ def test_a_literal_threshold_rewritten_as_a_strict_comparison_is_incorrect(tmp_p
     assert judge(task_dir, _fresh(tmp_path / "legit"), legit).status is Status.CORRECT
 
 
+def test_an_integer_threshold_rewritten_as_a_strict_comparison_is_incorrect(tmp_path: Path) -> None:
+    """Scenario: inputs in [0, 100); the original counts a row's elements `>= 41`, an integer literal compared
+    with floats; the candidate counts `> 41`. Uniform floats in that range are never exactly 41 (no k / 2^24 times 100
+    rounds to it in float32; 37 would be hit), and integer literals are not the source's float literals: the
+    literals on either side of a comparison are marks too, integers included."""
+    kernel = COUNT_ABOVE_C.replace(">= 0.5f", ">= 41")
+    task_dir = write_task(tmp_path / "task", kernel=kernel, toml=COUNT_TASK_TOML, fast=kernel,
+                          harness=rows_harness("count_above", 64).replace("-1.0, 1.0", "0.0, 100.0"))
+    verdict = judge(task_dir, _fresh(tmp_path / "strict"), kernel.replace(">= 41", "> 41"))
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    legit = kernel.replace("c += a[(long)i * n + j] >= 41 ? 1.0f : 0.0f;", "c += (float)(41.0f <= a[(long)i * n + j]);")
+    assert judge(task_dir, _fresh(tmp_path / "legit"), legit).status is Status.CORRECT
+
+
 def _fresh(directory: Path) -> Path:
     directory.mkdir()
     return directory
