@@ -351,7 +351,7 @@ class TransformersBackend(Backend):
         would read this model's kernels as a candidate's hidden work); on the CPU, nothing to wait for."""
         if self.device != "cuda":
             return contextlib.nullcontext()
-        from profiling.validate import GPU_TURNS
+        from profiling.device_turns import GPU_TURNS
 
         return GPU_TURNS
 

@@ -10,6 +10,7 @@ other, for whole applications).
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import re
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from perfforge.registry import Registry
 from perfforge.targets import TARGETS, target_spec
 from perfforge.task import Task, TaskConfig
 from profiling.build import Build, build
+from profiling.device_turns import GPU_TURNS
 from profiling.diagnoses import attach_diagnoses
 from profiling.harness_run import run_harness
 from profiling.machine import describe_machine, describe_tools, tool_version
@@ -133,8 +135,10 @@ def profile_task(task: Task, work_dir: Path, *, version: Path | None = None,
     built = build(task, version or task.source_path, work_dir, extra_flags=profile_build_flags(task))
     if not built.ok:
         raise PerfforgeError(f"task {task.name}: {built.reason()}")
-    timing, context = measure(task, built, config, work_dir)
-    profile = profiler_for(task.target)(task, built, config, timing, work_dir)
+    # the GPU's turn: a timing or ncu's replays beside another judge's verdict would disturb both
+    with GPU_TURNS if target_spec(task.target).gpu else contextlib.nullcontext():
+        timing, context = measure(task, built, config, work_dir)
+        profile = profiler_for(task.target)(task, built, config, timing, work_dir)
     if context.get("device"):
         profile.machine = describe_machine(context)
         profile.tool_versions = describe_tools(task.build.compiler, context) + (

@@ -22,7 +22,6 @@ import math
 import os
 import random
 import statistics
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from profiling.build import Build, build, harness_object_name, preprocessed_name
 from profiling.correctness import compare_run, degenerate_reason
 from profiling.cuda.ncu import NcuError
 from profiling.cuda.raw_csv import NcuCsvError
+from profiling.device_turns import GPU_TURNS
 from profiling.harness_run import MALLOC_PERTURB_BYTES, HarnessRun, TamperedBuild, run_harness
 from profiling.kernel_coverage import (
     Coverage,
@@ -144,13 +144,6 @@ class _Session:
         self.oracle_duration_s = max(self.oracle_duration_s or 0.0, duration_s)
 
 
-# The GPU, one user at a time in this process (judges in threads: eval --parallel-runs, iterate --jobs; a model
-# generating in process): a GPU verdict's rules read the device as its two processes' own, and a slow flush or a
-# slowed original is taken for the candidate's hidden work, so another judge's kernels, or a model's, on the device
-# would reject a fair candidate. A GPU verdict's served phase and an in-process model's generation on the GPU hold
-# it (inference.backends). CPU verdicts run at once (their timings share the cores: the reason to keep
-# --parallel-runs under the core count).
-GPU_TURNS = threading.Lock()
 
 
 def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True,

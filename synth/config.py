@@ -29,8 +29,9 @@ class SynthPatternsConfig:
         "help": "check instances not yet checked (--no-check: report and record only those already checked, "
                 "e.g. on a GPU machine and brought back with scripts/synth_gpu.py --import)"})
     jobs: int = field(default=1, metadata={
-        "help": "instances checked at once; timings of concurrent checks disturb each other, so keep 1 for "
-                "reported figures"})
+        "help": "instances checked at once; CPU checks' timings share the cores and disturb each other, so keep 1 "
+                "for reported CPU figures; GPU checks take the GPU in turns for their timings and profiles "
+                "(profiling/device_turns.py) and overlap only their builds and set-ups"})
     executor: str = field(default="local", metadata={
         "help": "where checks run: local (--jobs processes here) or dask (a Dask cluster: --cluster, or a local one "
                 "with --jobs CPU workers and a worker per GPU; docs/scale.md)"})

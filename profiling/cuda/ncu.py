@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import os
-import re
 import shlex
 import shutil
 import sys
@@ -32,6 +30,7 @@ from pathlib import Path
 
 from perfforge.errors import PerfforgeError
 from profiling import landlock, sandbox
+from profiling.device_turns import device_lock_path
 
 NCU = "ncu"
 PROFILE_RANGE = "pf_profile"  # the NVTX push/pop range perfforge_harness.h opens around the profiled call
@@ -134,9 +133,7 @@ def one_profiler_per_gpu(command: Sequence[str], env: Mapping[str, str] | None =
     if "--import" in command:
         yield
         return
-    devices = (env or {}).get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES", "all")) or "none"
-    lock_path = Path(tempfile.gettempdir()) / f"perfforge-ncu-gpu-{re.sub(r'[^A-Za-z0-9,-]', '_', devices)}.lock"
-    with open(lock_path, "a") as lock:
+    with open(device_lock_path("ncu", env), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
         yield
 

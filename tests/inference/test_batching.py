@@ -152,7 +152,7 @@ def test_a_model_on_the_gpu_generates_in_the_devices_turn(tiny_model: Path) -> N
     """iterate --jobs on a GPU machine: the in-process model generates while other threads' GPU verdicts time
     kernels; their rules would read the model's kernels as a candidate's hidden work and reject a fair candidate.
     On the GPU a generation waits for the device's turn (the lock GPU verdicts hold); on the CPU it does not."""
-    from profiling.validate import GPU_TURNS
+    from profiling.device_turns import GPU_TURNS
 
     backend = make_backend("transformers", str(tiny_model))
     assert backend._device_turn() is not GPU_TURNS  # on the CPU: nothing to wait for
