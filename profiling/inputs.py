@@ -8,12 +8,17 @@ draws the same inputs, so a failure reads the same twice; any other candidate, o
 other call carries edge values where the range holds them, so code that special-cases them runs:
 
 - zeros (when lo <= 0 < hi) and, for floats, subnormals beside them and negative zero;
-- ties: elements equal to another element of the buffer;
+- ties: elements equal to another element of the buffer, and the buffer's maximum and minimum repeated (an
+  argmax that breaks ties by lane differs only there);
 - the range's low end itself (and negatives wherever lo < 0, which the uniform draw already gives);
-- the task's own numbers (`marks`): the configuration's parameters and the original source's comparison literals
-  (integers too), floating-point literals and named constants (FLT_EPSILON, M_PI) that lie in the range, so
-  that a comparison against a threshold meets its tie (`x >= threshold` rewritten as `x > threshold` differs
-  only on elements equal to it, which a uniform draw rarely or never gives).
+- on a quarter of edge calls, a float buffer drawn on one side of its range, without zeros (a maximum started at
+  0 is wrong only where a whole row is negative);
+- the task's own numbers (`marks`): the configuration's parameters (and their pairwise sums, differences,
+  products and quotients), the original source's comparison literals (integers too), floating-point literals,
+  named constants (`#define CUTOFF 2`) and FLT_EPSILON or M_PI where it uses them, each with its neighbours in the
+  buffer's type, where they lie in the range, so that a comparison against a threshold meets its tie
+  (`x >= threshold` rewritten as `x > threshold` differs only on elements equal to it, which a uniform draw
+  rarely or never gives).
 
 Floats are uniform over the range, or (a task's [validate] distribution = "mixed": KernelBench tasks) drawn from
 one of KernelBench's five distributions, picked per call and buffer. Integers are drawn uniformly in
@@ -23,6 +28,7 @@ one of KernelBench's five distributions, picked per call and buffer. Integers ar
 from __future__ import annotations
 
 import contextlib
+import enum
 import hashlib
 import hmac
 import math
@@ -92,20 +98,79 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
     [lo, hi), or for floats with Distribution.MIXED one of MIXED_POOL's (folded to |x| when lo >= 0). `marks`:
     the task's numbers (task_marks()), sprinkled on edge calls where they lie in the range."""
     if dtype in FLOAT_DTYPES:
+        side = _side(rng) if edges and distribution is not Distribution.MIXED else Side.BOTH
         if distribution is Distribution.MIXED:
             values = _mixed(rng, count, lo, dtype)
         else:
-            values = _uniform(rng, count, lo, hi, dtype)
+            values = _uniform(rng, count, *side.of(lo, hi), dtype)
         if edges:
-            _float_edges(values, lo, hi, rng)
-            _marks(values, [m for m in marks if lo <= m < hi], rng)
+            if side is Side.BOTH:
+                _float_edges(values, lo, hi, rng)
+            _extreme_ties(values, rng)
+            _marks(values, _with_neighbours([m for m in marks if lo <= m < hi], values.dtype, lo, hi), rng)
         return _to_dtype(values, dtype)
     low, high = math.floor(lo), max(math.ceil(hi), math.floor(lo) + 1)
     values = rng.integers(low, high, size=count, dtype=np.int64)
     if edges:
         _integer_edges(values, low, high, rng)
+        _extreme_ties(values, rng)
         _marks(values, [int(m) for m in marks if m == int(m) and low <= m < high], rng)
     return values.astype(NUMPY_DTYPE[dtype])
+
+
+class Side(enum.Enum):
+    """Which part of a float buffer's range an edge call draws it from. A one-sided buffer is what a uniform draw
+    over the whole range never gives: every element of a row or column negative (a maximum started at 0 or
+    FLT_MIN is wrong only there), or every one above the middle. It carries no zeros nor subnormals (they would
+    put the other side back), only its ties and the marks of the whole range."""
+
+    BOTH = "both"
+    LOWER = "lower"  # [lo, middle)
+    UPPER = "upper"  # [middle, hi)
+
+    def of(self, lo: float, hi: float) -> tuple[float, float]:
+        middle = 0.0 if lo < 0.0 < hi else lo + (hi - lo) / 2  # the sign's boundary where the range holds it
+        return {Side.BOTH: (lo, hi), Side.LOWER: (lo, middle), Side.UPPER: (middle, hi)}[self]
+
+
+# Share of a float buffer's edge calls drawn on one side of its range (each side half of it): enough that a task's
+# 10 edge calls of 20 checked runs meet one side at least once (1 - 0.75^10 = 94% per buffer)
+ONE_SIDED_SHARE = 1 / 4
+
+
+def _side(rng: np.random.Generator) -> Side:
+    u = float(rng.random())
+    return Side.LOWER if u < ONE_SIDED_SHARE / 2 else Side.UPPER if u < ONE_SIDED_SHARE else Side.BOTH
+
+
+def _extreme_ties(values: np.ndarray, rng: np.random.Generator) -> None:
+    """The buffer's maximum and minimum repeated: a run of 8 of each (one per lane of an 8-wide vector, so a lane
+    merge that breaks ties by lane rather than by index differs), and a copy of each a short distance after
+    another copy (a tie of two far lanes of the same row). A copy of a random element (_ties) is rarely the
+    extreme."""
+    if values.size < 2:
+        return
+    for extreme in (values.max(), values.min()):
+        start = int(rng.integers(0, values.size - 1))
+        values[start:start + 8] = extreme
+        first = int(rng.integers(0, values.size))
+        values[first] = extreme
+        values[min(values.size - 1, first + int(rng.integers(1, 65)))] = extreme
+
+
+def _with_neighbours(marks: Sequence[float], dtype: np.dtype, lo: float, hi: float) -> list[float]:
+    """Each mark with the next value of the buffer's working type on either side (`x <= t` and `x < t` differ
+    at t, `x <= t` and `x <= t - ulp` just below), and for double buffers the band a float comparison blurs:
+    half a float32 ulp either side (`(float)x <= (float)t` differs from `x <= t` only within it)."""
+    found: set[float] = set()
+    for mark in marks:
+        exact = dtype.type(mark)
+        found.update(float(v) for v in (exact, np.nextafter(exact, dtype.type(-np.inf)),
+                                        np.nextafter(exact, dtype.type(np.inf))))
+        if dtype == np.float64:  # inside the band, away from its edges: a quarter of a float32 ulp
+            quarter_float_ulp = float(np.spacing(np.float32(abs(mark)))) / 4
+            found.update((mark - quarter_float_ulp, mark + quarter_float_ulp))
+    return sorted(v for v in found if lo <= v < hi and math.isfinite(v))
 
 
 # A floating-point literal of C, C++, CUDA or Python source: digits with a point or an exponent (1.5, .5f, 2e-3,
@@ -120,6 +185,10 @@ _COMPARED_LITERAL_RES = (
     re.compile(_COMPARISON + r"\s*\(?\s*-?\s*" + _INTEGER_OR_FLOAT + r"[fFlLuU]*(?![\w.])"),
     re.compile(r"(?<![\w.])" + _INTEGER_OR_FLOAT + r"[fFlLuU]*\s*\)?\s*" + _COMPARISON),
 )
+# A constant given a name: `#define CUTOFF 2`, `const int CUTOFF = 2;`, `constexpr float T = 0.5f;`, an enum's
+# `CUTOFF = 2`, Python's `CUTOFF = 2` (compared by its name, so no comparison shows its value)
+_NAMED_LITERAL_RE = re.compile(r"(?:#\s*define\s+\w+\s+\(?|\b[A-Za-z_]\w*\s*=\s*)(-?\s*)"
+                               + _INTEGER_OR_FLOAT + r"[fFlLuU]*\)?\s*(?:[;,}\n]|$)", re.MULTILINE)
 # Named constants a threshold is often written with (C's float.h and math.h), by the name the source uses.
 _NAMED_CONSTANTS = {"FLT_EPSILON": 1.1920928955078125e-07, "DBL_EPSILON": 2.220446049250313e-16,
                     "FLT_MIN": 1.1754943508222875e-38, "DBL_MIN": 2.2250738585072014e-308,
@@ -140,13 +209,35 @@ def task_marks(params: Mapping[str, object], source: str) -> tuple[float, ...]:
         return sorted(found - {0.0}, key=abs)[:MAX_SOURCE_MARKS]
 
     numbers = {float(v) for v in params.values() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    numbers.update(smallest({float(m) for pattern in _COMPARED_LITERAL_RES for m in pattern.findall(source)}))
+    numbers.update(_derived(sorted(numbers)))
+    compared = {float(m) for pattern in _COMPARED_LITERAL_RES for m in pattern.findall(source)}
+    named = {float(sign.replace(" ", "") + value) for sign, value in _NAMED_LITERAL_RE.findall(source)}
+    numbers.update(smallest(compared | named))
     numbers.update(smallest({float(m) for m in _FLOAT_LITERAL_RE.findall(source)}
                             | {_NAMED_CONSTANTS[name] for name in _NAMED_CONSTANT_RE.findall(source)}))
     numbers.update([-x for x in numbers])
     with np.errstate(over="ignore"):
         numbers.update([float(np.float32(x)) for x in numbers])
     return tuple(sorted(x for x in numbers if math.isfinite(x)))
+
+
+# configuration parameters combined in pairs at most: a handful of parameters gives a few dozen values
+MAX_DERIVED_PARAMETERS = 8
+
+
+def _derived(parameters: Sequence[float]) -> set[float]:
+    """Thresholds a kernel computes from its parameters (`threshold - width`, `scale * limit`): the sums,
+    differences, products and quotients of every pair, in double and in float32 arithmetic (the kernel's)."""
+    found: set[float] = set()
+    chosen = sorted(parameters, key=abs)[:MAX_DERIVED_PARAMETERS]
+    with np.errstate(all="ignore"):
+        for i, a in enumerate(chosen):
+            for b in chosen[i + 1:]:
+                for x, y in ((a, b), (np.float32(a), np.float32(b))):
+                    found.update(float(v) for v in (x + y, x - y, y - x, x * y))
+                    found.update(float(x / y) for _ in [0] if y != 0)
+                    found.update(float(y / x) for _ in [0] if x != 0)
+    return {v for v in found if math.isfinite(v)}
 
 
 def _marks(values: np.ndarray, marks: Sequence[float], rng: np.random.Generator) -> None:

@@ -28,7 +28,7 @@ from profiling.correctness import compare_output, copy_into, first_difference, s
 from profiling.device_flush import DeviceFlusher
 from profiling.host_flush import HostFlusher
 from profiling.inputs import draw, task_marks, verdict_generator
-from profiling.served import POISON_BYTE, CallTime, KernelProcess, ProtocolError, Role
+from profiling.served import ALT_POISON_BYTE, POISON_BYTE, CallTime, KernelProcess, ProtocolError, Role
 
 
 @contextlib.contextmanager
@@ -112,6 +112,10 @@ class Pair:
     _drawer: ThreadPoolExecutor | None = None  # draws the next call's inputs ahead (staged pairs: draw())
     _ahead: tuple[bool, Future[Inputs]] | None = None  # (edges, the draw under way)
     flusher: DeviceFlusher | None = None  # interpreted GPU pairs: the judge's own L2 flush (device_flush.py)
+    # the byte the judge poisons outputs with for this call (both sides): 0xFF on plain calls, ALT_POISON_BYTE on
+    # edge calls, so an output an original writes as all-ones (-1 as a sentinel, 255, a NaN pattern) is told
+    # apart from one a candidate never wrote (a red team's candidate that dropped the -1 fill loops passed)
+    poison_byte: int = POISON_BYTE
 
     @classmethod
     def start(cls, task: Task, config: TaskConfig, original: Build, candidate: Build, work_dir: Path) -> Pair:
@@ -230,6 +234,7 @@ class Pair:
         draw of 256 MB took a third of a large CUDA verdict (bench/bench_verdict.py). A CPU pair never draws ahead
         (the draw would compete with the timed kernel for the host). The generator is used in the same order
         either way, so the same verdict draws the same inputs."""
+        self.poison_byte = ALT_POISON_BYTE if edges else POISON_BYTE
         ahead, self._ahead = self._ahead, None
         drawn = ahead[1].result() if ahead is not None else None  # waited for even when unused: one rng user
         inputs = drawn if ahead is not None and ahead[0] == edges else None
@@ -269,7 +274,7 @@ class Pair:
                 elif buffer.role is Role.OUTPUT and (process.interpreted or not process.staged):
                     # a staged C process poisons on the device; an interpreted one copies back what it computed, and
                     # what it did not write by its "done" must read as poison here
-                    data.view(np.uint8)[:] = POISON_BYTE
+                    data.view(np.uint8)[:] = self.poison_byte
                 buffer.arm_guards()
             if process.interpreted and process.staged:  # its harness is not trusted with the copies or the flush
                 return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush, fetch=fetch)

@@ -19,6 +19,12 @@ CPU_BUILD = {"compiler": "gcc", "flags": ["-O3", "-march=native", "-mno-avx512f"
 # Relative tolerance per element type when both versions sum the same terms in the same order (the results
 # agree to the last bit unless the compiler contracts differently): a margin for that, far inside 1e-3.
 SAME_ORDER_RTOL = {"float32": 1e-5, "float64": 1e-12}
+# Tolerance of a product's n-term dot products (n 1024-2048 here) when a fair fix sums them in another order (vector
+# lanes, blocks of k: every BLAS does): a red team's 8-lane float32 dot product differed from the i-j-k order by up
+# to 2.5e-5 on elements near 0.007 (45 of 9,216 beyond the same-order 1e-5) while nearer the exact product than the
+# original; both orders' errors are about sqrt(n) * eps * |terms| (1e-5 rms), 2e-4 leaves a margin of 3 over the
+# largest difference seen, and a dropped or repeated term (|a * b| about 0.25) still fails.
+REORDERED_RTOL = {"float32": 2e-4, "float64": 1e-10}
 
 
 @pattern("cpu/loop_order", bottleneck="cache_miss_bound", category=Category.MEMORY_ACCESS,
@@ -77,7 +83,7 @@ def loop_order(g: Generation) -> Instance:
             f"    }}\n"
             f"}}\n")
     buffers = [Buffer(a, dtype, "m * n"), Buffer(b, dtype, "n * p"), Buffer(c, dtype, "m * p", role="out")]
-    rtol = SAME_ORDER_RTOL[dtype]
+    rtol = REORDERED_RTOL[dtype]
     size = 8 if dtype == "float64" else 4
     return g.instance(
         language="c", kernel=fn,

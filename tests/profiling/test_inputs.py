@@ -73,8 +73,15 @@ def test_the_tasks_numbers_are_found_in_its_parameters_and_its_float_literals() 
     source = "if (x[i] >= 0.25f && y[i] < -1.5e-1) s += 2.f * x[i]; /* v1.5 */ for (int k = 0; k < 16; k++) z[k] = .0;"
     marks = inputs.task_marks({"n": 1000, "threshold": 0.25, "flag": True}, source)
     f32 = float(np.float32(0.15))  # 0.15000000596: 1.5e-1 compared in float
-    # each with its negative and its float32 rounding; the compared integer 16 is one, the index 0 and v1.5 are not
-    assert marks == (-1000.0, -16.0, -2.0, -0.25, -f32, -0.15, 0.15, f32, 0.25, 2.0, 16.0, 1000.0)
+    # each with its negative and its float32 rounding; the compared integer 16 is one, the index 0 and v1.5 are not;
+    # the parameters combined in pairs (a kernel's `threshold * n`, `n - threshold`) too
+    assert {-1000.0, -16.0, -2.0, -0.25, -f32, -0.15, 0.15, f32, 0.25, 2.0, 16.0, 1000.0} <= set(marks)
+    assert {250.0, 999.75, 1000.25, 4000.0, 0.00025} <= set(marks)
+    assert not {1.5, 0.0} & set(marks)
+    assert set(inputs.task_marks({"n": 1000, "threshold": 0.25}, "")) == {
+        x for v in (1000.0, 0.25, 250.0, 999.75, 1000.25, 4000.0, 0.00025, -999.75) for x in (v, -v,
+                                                                                              float(np.float32(v)),
+                                                                                              -float(np.float32(v)))}
     many = " ".join(f"{k}.5" for k in range(40))  # k.5 is exact in float32
     assert len(inputs.task_marks({}, many)) == 2 * inputs.MAX_SOURCE_MARKS
     # the compared literals are kept apart from the long table: a threshold of 100 is not crowded out
@@ -240,3 +247,39 @@ def test_judges_in_threads_making_the_key_at_once_all_get_one_key(tmp_path: Path
         thread.join()
     assert not errors and len(keys) == 16 and len(set(keys)) == 1
     assert [p.name for p in tmp_path.iterdir()] == ["judge.key"]  # no temporary left behind
+
+
+def test_edge_calls_draw_some_float_buffers_on_one_side_of_the_range_without_zeros() -> None:
+    """A maximum started at 0 is wrong only where a whole row is negative: a quarter of edge calls draw a buffer
+    from [lo, 0) or [0, hi) (the middle where the range holds no zero), and then add no zeros nor subnormals."""
+    rng = np.random.default_rng(5)
+    draws = [inputs.draw("float32", 4096, -1.0, 1.0, rng, edges=True) for _ in range(40)]
+    negative = [d for d in draws if (d < 0).all()]
+    positive = [d for d in draws if (d >= 0).all()]
+    assert negative and positive and len(negative) + len(positive) < 30
+    assert all(((d >= -1.0) & (d < 1.0)).all() for d in draws)
+    plain = [inputs.draw("float32", 4096, -1.0, 1.0, rng, edges=False) for _ in range(10)]
+    assert not any((d < 0).all() or (d >= 0).all() for d in plain)
+    assert inputs.Side.LOWER.of(2.0, 6.0) == (2.0, 4.0) and inputs.Side.UPPER.of(-1.0, 3.0) == (0.0, 3.0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_edge_calls_repeat_the_extremes(dtype: str) -> None:
+    """A lane-wise argmax that breaks ties by lane differs only where the maximum occurs twice: edge calls hold the
+    maximum and the minimum at least 8 times each (a run of 8 and two more copies)."""
+    values = inputs.draw(dtype, 100_000, -1000.0, 1000.0, np.random.default_rng(2), edges=True)
+    assert (values == values.max()).sum() >= 9 and (values == values.min()).sum() >= 9
+
+
+def test_marks_come_with_their_neighbours_and_a_double_buffers_float_band() -> None:
+    """`x <= t` against `x < t` differs at t, `x <= t` against `x <= t - ulp` just below it, and a double compared
+    in float only within half a float32 ulp of t: each is among an edge call's values."""
+    t = -0.2
+    f64 = inputs.draw("float64", 100_000, -1.0, 1.0, np.random.default_rng(1), edges=True, marks=(t,))
+    quarter = float(np.spacing(np.float32(0.2))) / 4
+    for value in (t, np.nextafter(t, -1.0), np.nextafter(t, 1.0), t - quarter, t + quarter):
+        assert (f64 == value).any(), value
+    f32 = inputs.draw("float32", 100_000, -1.0, 1.0, np.random.default_rng(1), edges=True, marks=(t,))
+    t32 = np.float32(t)
+    for value in (t32, np.nextafter(t32, np.float32(-1)), np.nextafter(t32, np.float32(1))):
+        assert (f32 == value).any(), value

@@ -763,6 +763,91 @@ def test_an_integer_threshold_rewritten_as_a_strict_comparison_is_incorrect(tmp_
     assert judge(task_dir, _fresh(tmp_path / "legit"), legit).status is Status.CORRECT
 
 
+# --- wrong only on inputs a uniform draw never gives (red team of session 15) -----------------------------------------
+
+RARE_INPUTS = Path(__file__).parent / "data" / "rare_inputs"
+
+
+def _catalogue_verdict(pattern: str, seed: int, candidate: str, tmp_path: Path) -> Verdict:
+    from synth.instance import write_task as write_instance
+    from synth.patterns import generate
+
+    task_dir = write_instance(generate(pattern, seed), tmp_path / "task")
+    return validate(load_task(task_dir), RARE_INPUTS / candidate, _fresh(tmp_path / candidate), timing=False)
+
+
+def test_a_threshold_computed_from_two_parameters_rewritten_inclusive_is_incorrect(tmp_path: Path) -> None:
+    """Scenario: branchy_select s1 keeps x with `threshold - width < x < threshold + width`; the candidate hoists
+    both bounds and writes the upper test `x <= hi`. Only elements equal to the float32 sum differ; neither
+    parameter is that value, and uniform floats in [-1, 1) never hit it: 0 of 15 draws caught it. Edge calls now
+    carry the sums, differences, products and quotients of the parameters in pairs (double and float32). The same
+    hoisting with `<` kept is correct."""
+    verdict = _catalogue_verdict("cpu/branchy_select", 1, "branchy_s1_upper_le.c", tmp_path)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert _catalogue_verdict("cpu/branchy_select", 1, "branchy_s1_hoisted.c", tmp_path / "legit").status \
+        is Status.CORRECT
+
+
+def test_a_maximum_started_at_flt_min_is_incorrect(tmp_path: Path) -> None:
+    """Scenario: column_reduce s2 takes each column's maximum; the candidate walks rows and starts every running
+    maximum at FLT_MIN (the slip for -FLT_MAX), wrong only for a column whose values are all negative: with 100
+    values or more uniform in [-1, 1) there is never one, and the zeros edge calls add make it rarer still. A
+    quarter of a float buffer's edge calls are now drawn on one side of the range (all negative, or all above the
+    middle) without zeros. The same row walk started at the first row is correct."""
+    verdict = _catalogue_verdict("cpu/column_reduce", 2, "column_max_s2_flt_min.c", tmp_path)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert _catalogue_verdict("cpu/column_reduce", 2, "column_max_s2_first_row.c", tmp_path / "legit").status \
+        is Status.CORRECT
+
+
+def test_an_argmax_that_breaks_ties_by_lane_is_incorrect(tmp_path: Path) -> None:
+    """Scenario: the first index of a vector's maximum; the candidate keeps 8 lanes and merges them in lane order,
+    so of two equal maxima it may return the later index. Copies of random elements (the judge's ties) are almost
+    never the maximum: 0 of 10 draws caught it. Edge calls now repeat the buffer's maximum and minimum (a run of
+    8, and two copies a short distance apart). Lanes merged by index are correct."""
+    task_dir = RARE_INPUTS / "argmax_first"
+    verdict = validate(load_task(task_dir), task_dir / "lanes_merged_by_lane.c", tmp_path / "lane", timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "lanes_merged_by_index.c", tmp_path / "index",
+                    timing=False).status is Status.CORRECT
+
+
+def test_an_output_left_unwritten_where_the_original_writes_minus_one_is_incorrect(tmp_path: Path) -> None:
+    """Scenario: branchy_select s0 fills the unused tail of both int32 outputs with -1; the candidate drops those
+    two loops. The judge poisoned every output with 0xFF bytes, which is -1 as an int32: what the candidate left
+    read exactly what the original wrote, on every call. Edge calls now poison with 0xA5."""
+    verdict = _catalogue_verdict("cpu/branchy_select", 0, "branchy_s0_no_fill.c", tmp_path)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+
+
+def test_a_double_comparison_made_in_float_is_incorrect(tmp_path: Path) -> None:
+    """Scenario: branchy_select s0 compares double samples with `x <= threshold` (-0.2); the candidate compares
+    `(float)x <= (float)threshold`, twice the SIMD width. They differ only for doubles within half a float32 ulp
+    above -0.2; the marks held -0.2 and its float32 rounding, where both agree. Marks now come with their
+    neighbours in the buffer's type and, for doubles, a quarter of a float32 ulp either side."""
+    verdict = _catalogue_verdict("cpu/branchy_select", 0, "branchy_s0_float_compare.c", tmp_path)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+
+
+def test_a_named_integer_threshold_rewritten_inclusive_is_incorrect(tmp_path: Path) -> None:
+    """Scenario: `#define CUTOFF 2` and `z > CUTOFF || z < -CUTOFF` on floats in [-4, 4); the candidate tests
+    `fabsf(z) >= CUTOFF`, different only at +-2.0. The comparison names the constant, so no literal is compared;
+    caught in 2 of 9 draws, when the uniform grid happened to hit 2.0. Constants given a name (#define, const,
+    constexpr, enum, Python assignments) are marks now."""
+    task_dir = RARE_INPUTS / "named_cutoff"
+    verdict = validate(load_task(task_dir), task_dir / "fabs_ge.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+
+
+def test_a_reassociated_matrix_product_is_correct(tmp_path: Path) -> None:
+    """False rejection (red team, session 15): loop_order s1 with an 8-lane float32 dot product per element was
+    judged incorrect (|error| 2.5e-5 > 1e-5 on 45 of 9,216 elements) though nearer the exact product than the
+    original; the pattern's tolerance assumed the fix's own summation order. It now allows any order of the
+    n-term sums (synth/patterns/cpu.py REORDERED_RTOL)."""
+    verdict = _catalogue_verdict("cpu/loop_order", 1, "loop_order_s1_dot8.c", tmp_path)
+    assert verdict.status is Status.CORRECT, verdict.reason
+
+
 def _fresh(directory: Path) -> Path:
     directory.mkdir()
     return directory
