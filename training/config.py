@@ -73,6 +73,10 @@ class TrainConfig:
     save_steps: int = field(default=50, metadata={"help": "checkpoint every N steps (resume point)"})
     seed: int = field(default=0, metadata={"help": "training seed"})
     beta: float = field(default=0.1, metadata={"help": "dpo: strength of the preference (DPO's beta)"})
+    dpo_sft_weight: float = field(default=0.0, metadata={
+        "help": "dpo: weight of a supervised term on the chosen answers added to DPO's loss (RPO: trl's loss_type "
+                "sigmoid + sft), to keep the policy writing well-formed code; 0: DPO alone. Measured without it on "
+                "an H100: Gemma-3-270M after 3 epochs of DPO at 5e-5 built 23 of 70 answers (docs/training.md)"})
     merge: bool = field(default=False, metadata={"help": "LoRA: also write the merged model (base + adapter) to "
                                                          "merged/"})
 
@@ -95,6 +99,8 @@ class TrainConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
         if not 0.0 <= self.lora_dropout < 1.0:
             raise ConfigError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout}")
+        if self.dpo_sft_weight < 0:
+            raise ConfigError(f"--dpo-sft-weight must be 0 or more, got {self.dpo_sft_weight}")
         if self.learning_rate <= 0:
             raise ConfigError(f"--learning-rate must be above 0, got {self.learning_rate}")
         if self.max_steps == -1 and self.epochs <= 0:

@@ -96,6 +96,9 @@ def trainer_args(config: TrainConfig, flags: dict[str, Any], choices: speed.Spee
                   max_length=config.max_length, eval_strategy="no", include_num_input_tokens_seen="non_padding",
                   **flags)
     if config.method == "dpo":
+        if config.dpo_sft_weight > 0:  # RPO: DPO's sigmoid loss plus the chosen answers' negative log-likelihood
+            return DPOConfig(beta=config.beta, loss_type=["sigmoid", "sft"],
+                             loss_weights=[1.0, config.dpo_sft_weight], **common)
         return DPOConfig(beta=config.beta, **common)
     return SFTConfig(packing=packing, completion_only_loss=True, **common)
 

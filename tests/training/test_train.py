@@ -257,17 +257,23 @@ def test_examples_that_would_be_cut_are_left_out_not_trained_without_their_end(t
 # --- DPO -----------------------------------------------------------------------------------------------------------
 
 
-def test_dpo_on_attempts_trains_and_writes_an_adapter(tiny_model: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sft_weight", [0.0, 1.0])
+def test_dpo_on_attempts_trains_and_writes_an_adapter(tiny_model: Path, tmp_path: Path, sft_weight: float) -> None:
     attempts = write_attempts(tmp_path / "run" / "attempts.parquet")
     out = tmp_path / "out"
     code, stdout, stderr = invoke(["train", str(attempts.parent), "--method", "dpo", "--base-model", str(tiny_model),
                                    "--out", str(out), "--max-steps", "2", "--batch-size", "2", "--logging-steps",
-                                   "1", "--max-length", "512", "--lora-target-modules", "q_proj,v_proj"])
+                                   "1", "--max-length", "512", "--lora-target-modules", "q_proj,v_proj",
+                                   "--dpo-sft-weight", str(sft_weight)])
     assert code == 0, stderr[-3000:]
     metrics = read_json(out / "metrics.json")
     assert metrics["method"] == "dpo" and metrics["steps"] == 2
-    # the policy starts as the reference (LoRA B is zero): the first DPO loss is -log sigmoid(0) = log 2
-    assert metrics["first_logged_loss"] == pytest.approx(math.log(2), abs=1e-3)
+    # the policy starts as the reference (LoRA B is zero): the first DPO loss is -log sigmoid(0) = log 2; with an
+    # SFT weight the chosen answers' negative log-likelihood under a random tiny model (several nats) is added
+    if sft_weight:
+        assert metrics["first_logged_loss"] > math.log(2) + 1.0
+    else:
+        assert metrics["first_logged_loss"] == pytest.approx(math.log(2), abs=1e-3)
     assert all(math.isfinite(loss) for loss in metrics["losses"])
     assert (out / "adapter" / "adapter_config.json").is_file()
     assert (out / "adapter" / "adapter_model.safetensors").is_file()
@@ -276,6 +282,22 @@ def test_dpo_on_attempts_trains_and_writes_an_adapter(tiny_model: Path, tmp_path
     assert splits["train_examples"] + splits["eval_examples"] == 12  # the preference pairs of the two prompts
     assert set(splits["groups"]) == {"pattern:cpu/matvec_colwalk", "repo:sum_rows"}
     assert any(line.startswith("dpo: 2 steps in ") for line in stdout.splitlines())
+
+
+def test_dpo_with_an_sft_weight_adds_the_chosen_answers_likelihood(tmp_path: Path) -> None:
+    """--dpo-sft-weight W: trl's sigmoid (DPO) loss plus W times the negative log-likelihood of the chosen answers
+    (RPO); 0 keeps DPO alone."""
+    from training.config import TrainConfig
+    from training.trainer import precision_flags, trainer_args
+
+    def args(**fields: object) -> Any:
+        config = TrainConfig(data=[tmp_path], out=tmp_path, method="dpo", **fields)  # type: ignore[arg-type]
+        return trainer_args(config, precision_flags(config))
+
+    rpo = args(dpo_sft_weight=0.5)
+    assert list(rpo.loss_type) == ["sigmoid", "sft"] and list(rpo.loss_weights) == [1.0, 0.5]
+    plain = args()
+    assert list(plain.loss_type) == ["sigmoid"] and plain.loss_weights is None
 
 
 def test_dpo_on_pairs_only_is_one_error_line(tiny_model: Path, tmp_path: Path) -> None:
@@ -303,6 +325,7 @@ def test_dpo_on_pairs_only_is_one_error_line(tiny_model: Path, tmp_path: Path) -
     (["--sources", "everything"], "everything"),
     (["--lora-dropout", "2"], "--lora-dropout must be in [0, 1), got 2.0"),
     (["--learning-rate", "-1"], "--learning-rate must be above 0, got -1.0"),
+    (["--method", "dpo", "--dpo-sft-weight", "-1"], "--dpo-sft-weight must be 0 or more, got -1.0"),
     (["--epochs", "0", "--max-steps", "-1"], "--epochs must be above 0 (or give --max-steps), got 0.0"),
     (["--lora-target-modules", "nonexistent_proj"], "--lora-target-modules nonexistent_proj: "),
     (["--holdout", "cpu/matvec_colwalk", "cpu/loop_interchange", "cpu/sum_unroll", "cpu/strided_copy",
