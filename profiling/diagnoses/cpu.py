@@ -128,10 +128,22 @@ def _accumulator_lines(profile: Profile) -> list[HotLine]:
 
 # ---- cache_miss_bound -----------------------------------------------------------------------------------------------
 
+# D1 miss rates (%) of a unit-stride walk of 8-, 16- and 32-byte accesses: one miss per 64-byte line
+STREAM_MISS_RATES_PCT = (12.5, 25.0, 50.0)
+
+
+def _streams(line: HotLine, th: dict[str, Threshold]) -> bool:
+    """Whether the line's D1 misses are those of a unit-stride stream of wide accesses (its rate one of
+    STREAM_MISS_RATES_PCT within the tolerance) that never reaches DRAM: the prefetcher hides them."""
+    tolerance, rate = th["stream_rate_tolerance"].value, _m(line, "D1_miss_rate")
+    return (tolerance > 0 and _m(line, "LLd_miss_rate") < th["line_ll_miss_rate"].value
+            and any(abs(rate - stream) <= tolerance * stream for stream in STREAM_MISS_RATES_PCT))
+
+
 def _check_cache(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     total, claimed = _total_cycles(profile, th), _claimed(profile, th) | _chase_claimed(profile, th)
     lines = [line for line in profile.hot_lines if line.line not in claimed and _big_enough(line, total, th)
-             and (_m(line, "D1_miss_rate") >= th["line_d1_miss_rate"].value
+             and ((_m(line, "D1_miss_rate") >= th["line_d1_miss_rate"].value and not _streams(line, th))
                   or _m(line, "LLd_miss_rate") >= th["line_ll_miss_rate"].value)]
     amplification = profile.counter("D1_miss_amplification")
     limit = th["d1_miss_amplification"]
@@ -591,7 +603,8 @@ _AOS = ("aos_max_used_fraction", "aos_d1_miss_rate")
 _MEASURED = ("Ir",)
 
 register(Rule("cache_miss_bound", TARGETS, (*_EVENTS, "D1_miss_amplification"),
-              (*_COMMON, "line_d1_miss_rate", "line_ll_miss_rate", "d1_miss_amplification", *_AOS),
+              (*_COMMON, "line_d1_miss_rate", "stream_rate_tolerance", "line_ll_miss_rate", "d1_miss_amplification",
+               *_AOS),
               "walk memory in the order it is laid out (swap loops so the innermost index is contiguous) or block "
               "the loops so reused data stays in cache", _check_cache, requires=_MEASURED))
 register(Rule("poor_data_layout", TARGETS, _EVENTS, (*_COMMON, *_AOS),
