@@ -1,7 +1,7 @@
 """Comparing what a candidate wrote with what the oracle wrote, buffer by buffer (VALIDATION.md rules 2-8).
 
 Pure functions over numpy arrays: no building, no running. Outputs are compared with the task's dtype-aware
-tolerances, NaN/Inf must sit where the oracle has them, never-written elements (still holding the 0xFF poison)
+tolerances, NaN/Inf must sit where the oracle has them, never-written elements (still holding a poison, 0xFF or 0xA5)
 are named as such, inputs must come back bit-identical (by digest), and the worst element's distance to its tolerance is
 reported as a margin (llm.c's habit: say how close the worst element came).
 """
@@ -218,10 +218,17 @@ def judge_pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=JUDGE_THREADS, thread_name_prefix="pf-judge")
 
 
+# the bytes outputs are poisoned with before a call (profiling.served: POISON_BYTE, ALT_POISON_BYTE on edge calls)
+POISON_BYTES = (0xFF, 0xA5)
+
+
 def _poisoned(array: np.ndarray, dtype: str) -> np.ndarray:
-    """Elements that still hold the harness's poison (every byte 0xFF): a NaN bit pattern for floats."""
+    """Elements that still hold a poison (every byte 0xFF, a NaN bit pattern for floats, or every byte 0xA5)."""
     raw = array.view(np.dtype(f"u{array.dtype.itemsize}"))
-    return raw == np.iinfo(raw.dtype).max
+    found = np.zeros(raw.shape, dtype=bool)
+    for byte in POISON_BYTES:
+        found |= raw == int.from_bytes(bytes([byte]) * raw.dtype.itemsize, "little")
+    return found
 
 
 def compare_inputs(got: dict[str, str], want: dict[str, str]) -> Comparison:
