@@ -218,8 +218,12 @@ def judge_pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=JUDGE_THREADS, thread_name_prefix="pf-judge")
 
 
-# the bytes outputs are poisoned with before a call (profiling.served: POISON_BYTE, ALT_POISON_BYTE on edge calls)
-POISON_BYTES = (0xFF, 0xA5)
+POISON_BYTE = 0xFF  # NaN for floats, -1 for integers: an element never written is told apart
+# the judge's poison on edge calls where it poisons (CPU and interpreted processes; paired.Pair.poison_byte): an
+# unlikely value of every type (float32 -2.9e-16, int32 -1515870811, uint8 165), never all-ones, so an original's
+# -1 sentinel is told apart from an element a candidate never wrote
+ALT_POISON_BYTE = 0xA5
+POISON_BYTES = (POISON_BYTE, ALT_POISON_BYTE)
 
 
 def _poisoned(array: np.ndarray, dtype: str) -> np.ndarray:

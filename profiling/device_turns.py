@@ -20,14 +20,14 @@ the two never wait on each other the other way round. CPU verdicts take no turn:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO
 
 # device nodes of a GPU driver: NVIDIA's control node, AMD's compute node
 GPU_DEVICE_NODES = (Path("/dev/nvidiactl"), Path("/dev/kfd"))
@@ -46,25 +46,28 @@ def device_lock_path(kind: str, env: Mapping[str, str] | None = None) -> Path:
     return Path(tempfile.gettempdir()) / f"perfforge-{kind}-gpu-{re.sub(r'[^A-Za-z0-9,-]', '_', devices)}.lock"
 
 
+@contextlib.contextmanager
+def gpu_lock(kind: str, env: Mapping[str, str] | None = None) -> Iterator[None]:
+    """An exclusive flock on device_lock_path(kind, env) while the block runs; the lock goes with the file when
+    it closes, also when the process dies."""
+    with open(device_lock_path(kind, env), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 class DeviceTurns:
     """A context manager: the GPU's turn for the thread that enters it (see the module docstring)."""
 
     def __init__(self) -> None:
         self._threads = threading.RLock()
         self._depth = 0  # the holding thread's nesting; read and written only under _threads
-        self._file: IO[str] | None = None
+        self._held = contextlib.ExitStack()  # the turns file's lock, from the outermost entry to its exit
 
     def __enter__(self) -> DeviceTurns:
         self._threads.acquire()
         try:
             if self._depth == 0 and has_gpu_device():
-                handle = open(device_lock_path("turns"), "a")  # noqa: SIM115 (held until the last exit)
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX)
-                except BaseException:
-                    handle.close()
-                    raise
-                self._file = handle
+                self._held.enter_context(gpu_lock("turns"))
         except BaseException:
             self._threads.release()
             raise
@@ -73,9 +76,8 @@ class DeviceTurns:
 
     def __exit__(self, *exc: object) -> None:
         self._depth -= 1
-        if self._depth == 0 and self._file is not None:
-            self._file.close()  # closing the file releases the flock
-            self._file = None
+        if self._depth == 0:
+            self._held.close()
         self._threads.release()
 
 

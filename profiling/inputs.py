@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import hashlib
 import hmac
 import math
@@ -107,7 +108,7 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
             if side is Side.BOTH:
                 _float_edges(values, lo, hi, rng)
             _extreme_ties(values, rng)
-            _marks(values, _with_neighbours([m for m in marks if lo <= m < hi], values.dtype, lo, hi), rng)
+            _marks(values, _with_neighbours(tuple(marks), values.dtype.name, lo, hi), rng)
         return _to_dtype(values, dtype)
     low, high = math.floor(lo), max(math.ceil(hi), math.floor(lo) + 1)
     values = rng.integers(low, high, size=count, dtype=np.int64)
@@ -158,28 +159,31 @@ def _extreme_ties(values: np.ndarray, rng: np.random.Generator) -> None:
         values[min(values.size - 1, first + int(rng.integers(1, 65)))] = extreme
 
 
-def _with_neighbours(marks: Sequence[float], dtype: np.dtype, lo: float, hi: float) -> list[float]:
-    """Each mark with the next value of the buffer's working type on either side (`x <= t` and `x < t` differ
-    at t, `x <= t` and `x <= t - ulp` just below), and for double buffers the band a float comparison blurs:
-    half a float32 ulp either side (`(float)x <= (float)t` differs from `x <= t` only within it)."""
+@functools.lru_cache(maxsize=256)  # the same few per pair (its marks, each buffer's type and range), every edge call
+def _with_neighbours(marks: tuple[float, ...], dtype_name: str, lo: float, hi: float) -> tuple[float, ...]:
+    """The marks in [lo, hi), each with the next value of the buffer's working type on either side (`x <= t` and
+    `x < t` differ at t, `x <= t` and `x <= t - ulp` just below), and for double buffers the band a float
+    comparison blurs: half a float32 ulp either side (`(float)x <= (float)t` differs from `x <= t` only within
+    it)."""
+    dtype = np.dtype(dtype_name)
     found: set[float] = set()
-    for mark in marks:
+    for mark in (m for m in marks if lo <= m < hi):
         exact = dtype.type(mark)
         found.update(float(v) for v in (exact, np.nextafter(exact, dtype.type(-np.inf)),
                                         np.nextafter(exact, dtype.type(np.inf))))
         if dtype == np.float64:  # inside the band, away from its edges: a quarter of a float32 ulp
             quarter_float_ulp = float(np.spacing(np.float32(abs(mark)))) / 4
             found.update((mark - quarter_float_ulp, mark + quarter_float_ulp))
-    return sorted(v for v in found if lo <= v < hi and math.isfinite(v))
+    return tuple(sorted(v for v in found if lo <= v < hi and math.isfinite(v)))
 
 
 # A floating-point literal of C, C++, CUDA or Python source: digits with a point or an exponent (1.5, .5f, 2e-3,
 # 1.f); integers are left out: their small values (loop bounds, strides, 0 and 1) are everywhere and say nothing.
-_NUMBER = r"(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)"
-_FLOAT_LITERAL_RE = re.compile(r"(?<![\w.])" + _NUMBER + r"[fFlL]?(?![\w.])")
+_FRACTION = r"\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?"  # 1.5, 1., .5, 2.5e-3
+_FLOAT_LITERAL_RE = re.compile(r"(?<![\w.])(" + _FRACTION + r"|\d+[eE][+-]?\d+)[fFlL]?(?![\w.])")
 # A literal, integer or not, that is one side of a comparison (`x >= 6`, `0.5f < x`, `x > -2`): a threshold even
 # when it is an integer compared with floats. Not a shift (`<<`, `>>=`), `->`, nor a hex number.
-_INTEGER_OR_FLOAT = r"(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?)"
+_INTEGER_OR_FLOAT = r"(" + _FRACTION + r"|\d+(?:[eE][+-]?\d+)?)"
 _COMPARISON = r"(?<![<>=!-])(?:<=|>=|==|!=|<|>)(?![<>=])"
 _COMPARED_LITERAL_RES = (
     re.compile(_COMPARISON + r"\s*\(?\s*-?\s*" + _INTEGER_OR_FLOAT + r"[fFlLuU]*(?![\w.])"),
@@ -230,13 +234,13 @@ def _derived(parameters: Sequence[float]) -> set[float]:
     differences, products and quotients of every pair, in double and in float32 arithmetic (the kernel's)."""
     found: set[float] = set()
     chosen = sorted(parameters, key=abs)[:MAX_DERIVED_PARAMETERS]
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # float32 overflow gives inf, dropped below
         for i, a in enumerate(chosen):
             for b in chosen[i + 1:]:
                 for x, y in ((a, b), (np.float32(a), np.float32(b))):
                     found.update(float(v) for v in (x + y, x - y, y - x, x * y))
-                    found.update(float(x / y) for _ in [0] if y != 0)
-                    found.update(float(y / x) for _ in [0] if x != 0)
+                    if x != 0 and y != 0:
+                        found.update((float(x / y), float(y / x)))
     return {v for v in found if math.isfinite(v)}
 
 

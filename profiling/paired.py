@@ -24,11 +24,11 @@ import numpy as np
 from perfforge.targets import target_spec
 from perfforge.task import Task, TaskConfig
 from profiling.build import Build
-from profiling.correctness import compare_output, copy_into, first_difference, same_bytes
+from profiling.correctness import ALT_POISON_BYTE, POISON_BYTE, compare_output, copy_into, first_difference, same_bytes
 from profiling.device_flush import DeviceFlusher
 from profiling.host_flush import HostFlusher
 from profiling.inputs import draw, task_marks, verdict_generator
-from profiling.served import ALT_POISON_BYTE, POISON_BYTE, CallTime, KernelProcess, ProtocolError, Role
+from profiling.served import CallTime, KernelProcess, ProtocolError, Role
 
 
 @contextlib.contextmanager

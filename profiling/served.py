@@ -68,10 +68,6 @@ class Role(IntEnum):
 GUARD_BYTES = 256  # before and after each buffer, as the harness lays them out (PF_GUARD_BYTES)
 GUARD_BYTE = 0xA5
 GUARD = bytes([GUARD_BYTE]) * GUARD_BYTES
-POISON_BYTE = 0xFF  # NaN for floats, -1 for integers: an element never written is told apart (correctness.py)
-# the judge's poison on edge calls where it poisons (CPU and interpreted processes; paired.Pair.poison_byte): an
-# unlikely value of every type (float32 -2.9e-16, int32 -1515870811, uint8 165), never all-ones
-ALT_POISON_BYTE = 0xA5  # correctness.POISON_BYTES holds both
 HANDSHAKE_TIMEOUT_S = 60.0  # starting the process and the harness's set-up (a large fixed buffer filled on the CPU)
 STOP_TIMEOUT_S = 5.0  # every thread of a stopped process reports stopped long before this
 MAX_BUFFER_BYTES = 16 << 30  # all buffers of one process: more is a harness bug, not a task

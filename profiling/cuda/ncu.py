@@ -18,19 +18,18 @@ Never time under the profiler (VALIDATION.md rule 16): ncu replays each kernel m
 from __future__ import annotations
 
 import argparse
-import fcntl
+import contextlib
 import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.errors import PerfforgeError
 from profiling import landlock, sandbox
-from profiling.device_turns import device_lock_path
+from profiling.device_turns import gpu_lock
 
 NCU = "ncu"
 PROFILE_RANGE = "pf_profile"  # the NVTX push/pop range perfforge_harness.h opens around the profiled call
@@ -109,7 +108,12 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
     # ncu keeps its sections and rules (Python among them) in HOME/Documents/NVIDIA Nsight Compute (seen on the
     # H100; whether it loads them from there was not tested): a HOME of its own, out of reach of the programs it
     # profiles (their fence allows scratch, and scratch is HOME by default).
-    with tempfile.TemporaryDirectory(prefix="perfforge-ncu-home-") as home, one_profiler_per_gpu(command, env):
+    # One ncu profiling per GPU at a time (an `--import` reads a report and needs no turn): two at once on one GPU
+    # fail (on the H100, `perfforge synth patterns --jobs 3` lost 37 of 42 CUDA checks to "ncu exited with status
+    # 9", none one at a time); ncu's own lock cannot help, since the sandbox gives every run a TMPDIR of its own.
+    # The lock is per CUDA_VISIBLE_DEVICES value (profiling/device_turns.py), so workers on other GPUs go on.
+    profiling_lock = contextlib.nullcontext() if "--import" in command else gpu_lock("ncu", env)
+    with tempfile.TemporaryDirectory(prefix="perfforge-ncu-home-") as home, profiling_lock:
         result = sandbox.run(list(command), cwd=scratch, env={**(env or {}), "HOME": home},
                              limits=sandbox.Limits(timeout_s=timeout_s, memory_bytes=None, file_bytes=8 << 30,
                                                    filesystem=True))
@@ -120,22 +124,6 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
     if stdout_path is not None:
         stdout_path.write_text(result.stdout_full, encoding="utf-8")
     return result.stdout_full
-
-
-@contextmanager
-def one_profiler_per_gpu(command: Sequence[str], env: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Holds this GPU's profiling lock while an ncu command that profiles runs (an `--import` reads a report and
-    needs none). Two ncu processes profiling on one GPU at once fail (seen on the H100: `perfforge synth patterns
-    --jobs 3` lost 37 of 42 CUDA checks to "ncu exited with status 9", and none one at a time); ncu's own lock
-    cannot help, since every run gets a TMPDIR of its own from the sandbox. The lock file lives in this process's
-    temporary directory, one per CUDA_VISIBLE_DEVICES value (unset: one for the whole machine), so workers
-    pinned to different GPUs still profile at once."""
-    if "--import" in command:
-        yield
-        return
-    with open(device_lock_path("ncu", env), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
-        yield
 
 
 def ncu_messages(text: str) -> list[str]:

@@ -4,6 +4,7 @@ profile taking its turn. A machine without a GPU stands in for one by patching h
 from __future__ import annotations
 
 import concurrent.futures
+import fcntl
 import multiprocessing
 import threading
 import time
@@ -57,7 +58,8 @@ def test_a_thread_nests_its_turn_and_others_wait(monkeypatch: pytest.MonkeyPatch
         assert not entered.wait(0.3)
     assert entered.wait(10)
     waiting.join()
-    assert turns._file is None and turns._depth == 0  # the file (and its flock) closed with the last exit
+    with open(device_lock_path("turns"), "a") as handle:  # the flock went with the last exit
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def test_lock_files_follow_the_visible_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,7 +83,15 @@ def test_a_gpu_tasks_profile_is_measured_in_the_gpus_turn(monkeypatch: pytest.Mo
     seen: list[bool] = []
 
     def measure(*_args: object) -> tuple[None, dict[str, str]]:
-        seen.append(GPU_TURNS._threads._is_owned())  # type: ignore[attr-defined]
+        other_entered = threading.Event()
+
+        def other_judge() -> None:
+            with GPU_TURNS:
+                other_entered.set()
+
+        other = threading.Thread(target=other_judge)
+        other.start()
+        seen.append(not other_entered.wait(0.3))  # another thread waits while the profile holds the turn
         return None, {}
 
     task = SimpleNamespace(target=target, name="t", source_path=tmp_path / "k", build=SimpleNamespace(compiler="x"),
@@ -93,3 +103,5 @@ def test_a_gpu_tasks_profile_is_measured_in_the_gpus_turn(monkeypatch: pytest.Mo
     monkeypatch.setattr(profile_module, "attach_diagnoses", lambda _profile: None)
     profile_module.profile_task(task, tmp_path)  # type: ignore[arg-type]
     assert seen == [held]
+    with GPU_TURNS:  # the other thread got its turn and gave it back
+        pass
