@@ -19,6 +19,13 @@ What it finds, with 1-based line numbers:
   of the function (not a literal, macro or constant, which gcc turns into a multiplication), whose result flows back
   into the loop's next division (Euclid's `a %= b; swap(a, b)`, `h = (h * 31 + x[i]) % p`). An integer division
   takes 10-90 cycles of latency where an add takes one, and the chain makes every iteration wait for the last one's;
+- arithmetic chains: a value an innermost loop updates from its own previous value, in the loop's body, in
+  statements that together run several dependent operations each iteration (xorshift's `x ^= x << 13; x ^= x >> 17;
+  x ^= x << 5`, four `memory[0] += ...` a step), or the state a function keeps across calls (a member, a global, a
+  static local, a parameter's field) updated the same way: each iteration (each call) waits for the last one's
+  result, so the chain's latency is paid one step after another whatever the core's width. Updates that add an
+  independent term (`t += e`, e not reading t) can be cut into that many partial results; the others only overlap
+  with another, independent chain (a second generator, a second accumulator);
 - writes to per-thread slots: inside an OpenMP parallel region, a loop writing an element of an array declared
   outside the region at an index derived from omp_get_thread_num() (directly, through a variable, or through a
   reference or pointer bound to that element), at an address an enclosing loop does not change; the same in a
@@ -98,6 +105,19 @@ class ThreadSlotWrite:
     line: int
     array: str
     region_line: int  # the `#pragma omp parallel` line, or the first line of a function started as a thread
+
+
+@dataclass(frozen=True)
+class ArithmeticChain:
+    """A value updated from its own previous value in several dependent operations per iteration of a loop (or per
+    call of a function, for state it keeps across calls)."""
+
+    target: str  # as written: `val`, `memory[0]`
+    loop_line: int  # the innermost loop carrying it; 0 for state the function keeps across calls
+    lines: tuple[int, ...]  # the lines of its updates
+    operations: int  # dependent operations on the chain per iteration (per call)
+    reassociable: int  # updates adding an independent term (`t += e`, e not reading t): partial results it splits into
+    callee: str = ""  # the function of the file whose state chain the loop's call (at lines) advances
 
 
 @dataclass(frozen=True)
@@ -437,6 +457,175 @@ def carried_divisions(function: tree_sitter.Node, loop_nodes: LoopNodes) -> list
             result = _division_result(division)
             if result and _reached(result, flows) & operands:
                 found.append(CarriedDivision(line, loop.start_line, loop.end_line, _text(division)))
+    return found
+
+
+# ---- arithmetic chains ----------------------------------------------------------------------------------------------
+
+# compound assignments whose independent terms can be combined in any order (integer wrap-around, or floating point
+# under -ffast-math, which is how such code is built to be split): `t += a; t += b` is `t += (a + b)`
+_REASSOCIABLE = frozenset({"+=", "-=", "*=", "&=", "|=", "^="})
+_UPDATES = frozenset({"assignment_expression", "update_expression"})
+# A single update a step (`s += x[i]`, `i++`) is a reduction or a counter, which loops.py's carried scalars name;
+# chains are reported from two dependent operations a step (dependency_chain's threshold decides from how many it
+# is a bottleneck).
+MIN_CHAIN_OPERATIONS = 2
+
+
+def _reads(node: tree_sitter.Node | None, target: str) -> bool:
+    """Whether the expression reads the value written as target (an identifier, or an element or field as
+    written)."""
+    return node is not None and any(_text(n) == target for n in _walk(node)
+                                    if n.type == "identifier" or n.type in _MEMORY_TARGETS)
+
+
+def _chain_operations(update: tree_sitter.Node, target: str) -> tuple[int, bool] | None:
+    """(dependent operations on the target's chain, whether the update only adds an independent term) of an update
+    of target from its own value; None when it sets the target without reading it (the chain restarts there).
+    `t++` and `t op= e` are one operation, plus the operators of e that read t (`x ^= x << 13`: two); `t = e` the
+    operators of e on a path from t (`x = x * a + c`: two)."""
+    if update.type == "update_expression":
+        return 1, True
+    operator = _text(update.child_by_field_name("operator"))
+    right = update.child_by_field_name("right")
+    on_path = sum(1 for n in _walk(right) if n.type in ("binary_expression", "unary_expression")
+                  and _reads(n, target)) if right is not None else 0
+    if operator == "=":
+        return (on_path, False) if on_path else None
+    return 1 + on_path, operator in _REASSOCIABLE and not on_path
+
+
+def _scope_updates(scope: tree_sitter.Node, skip: Sequence[tree_sitter.Node]) -> list[tuple[str, tree_sitter.Node]]:
+    """(target as written, update) of the assignments and increments under scope, not inside the skipped nodes
+    (nested loops, whose chains are theirs), not in a for loop's header (its counter)."""
+    found = []
+    for node in _walk(scope):
+        if node.type not in _UPDATES or any(s.start_byte <= node.start_byte < s.end_byte for s in skip):
+            continue
+        parent = node.parent
+        while parent is not None and parent.type in ("comma_expression", "parenthesized_expression"):
+            parent = parent.parent
+        if parent is not None and parent.type == "for_statement" and node != parent.child_by_field_name("body"):
+            continue
+        target = _written_target(node)
+        if target is not None and (target.type == "identifier" or target.type in _MEMORY_TARGETS):
+            found.append((_text(target), node))
+    return found
+
+
+def _longest_path(node: tree_sitter.Node, steps: dict[tuple[int, int], tuple[int, bool] | None]) -> tuple[int, int]:
+    """(operations, reassociable updates) of the steps on the longest path through node: statements in sequence add
+    up, the two branches of an `if` do not (one runs: `if (V == 0) {...} else {...}` counts the longer)."""
+    step = steps.get((node.start_byte, node.end_byte)) if node.type in _UPDATES else None
+    if step is not None:
+        return step[0], int(step[1])
+    if node.type == "if_statement":
+        branches = [_longest_path(b, steps) for b in (node.child_by_field_name("consequence"),
+                                                      node.child_by_field_name("alternative")) if b is not None]
+        return max(branches, default=(0, 0))
+    totals = [_longest_path(child, steps) for child in node.children]
+    return sum(t[0] for t in totals), sum(t[1] for t in totals)
+
+
+def _chains_in(scope: tree_sitter.Node, updates: list[tuple[str, tree_sitter.Node]], changed: set[str],
+               loop_line: int) -> list[ArithmeticChain]:
+    """The chains among a scope's updates: per target whose address the scope does not change (an element indexed
+    by the loop is a new value each iteration) and that no update sets without reading it."""
+    by_target: dict[str, list[tree_sitter.Node]] = {}
+    for target, node in updates:
+        by_target.setdefault(target, []).append(node)
+    found = []
+    for target, nodes in by_target.items():
+        head = _written_target(nodes[0])
+        if head is None or (head.type != "identifier" and _identifiers(head) & changed):
+            continue
+        steps = {(node.start_byte, node.end_byte): _chain_operations(node, target) for node in nodes}
+        if any(step is None for step in steps.values()):
+            continue
+        operations, reassociable = _longest_path(scope, steps)
+        found.append(ArithmeticChain(target, loop_line, tuple(sorted({_line(n) for n in nodes})), operations,
+                                     reassociable))
+    return found
+
+
+def _function_locals(function: tree_sitter.Node) -> set[str]:
+    """Names whose values do not outlive a call: declared in the function's body other than `static`, and its
+    parameters passed by value (a pointer or reference parameter's pointee is the caller's state)."""
+    body = function.child_by_field_name("body")
+    found = {_declared_name(d) for n in (_walk(body) if body is not None else ()) if n.type == "declaration"
+             and not re.search(r"\bstatic\b", _text(n)) for d in _declarators(n)}
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    parameters = declarator.child_by_field_name("parameters") if declarator is not None else None
+    for parameter in parameters.named_children if parameters is not None else ():
+        inner = parameter.child_by_field_name("declarator")
+        if inner is not None and inner.type == "identifier":  # by value: `uint32_t x`, not `uint32_t &x`, `S *s`
+            found.add(_text(inner))
+    return found - {""}
+
+
+def arithmetic_chains(root: tree_sitter.Node, function: tree_sitter.Node,
+                      loop_nodes: LoopNodes) -> list[ArithmeticChain]:
+    """Values updated from their own previous value: in the body of each innermost loop, values declared outside
+    it; outside every loop of the function, the state it keeps across calls (not its locals: a member, a global, a
+    static local, a parameter's field or element); and in each innermost loop, the state chain of a function of the
+    file it calls (`rng.gen()`, `next()`: reported at the call, with the callee's operations). Chains of
+    MIN_CHAIN_OPERATIONS and more are reported; the diagnosis's threshold says how long one must be."""
+    found = []
+    for node, loop in loop_nodes:
+        if not loop.innermost:
+            continue
+        body = node.child_by_field_name("body")
+        if body is None:
+            continue
+        declared = {_declared_name(n.child_by_field_name("declarator")) for n in _walk(body)
+                    if n.type == "init_declarator"} | {_declared_name(d) for n in _walk(body)
+                                                       if n.type == "declaration" for d in _declarators(n)}
+        updates = [(t, u) for t, u in _scope_updates(body, ()) if t not in declared]
+        found += _chains_in(body, updates, _written_names(node), loop.start_line)
+        found += _called_state_chains(root, body, loop.start_line)
+    found += state_chains(function, [n for n, _ in loop_nodes])
+    return [chain for chain in found if chain.operations >= MIN_CHAIN_OPERATIONS]
+
+
+def state_chains(function: tree_sitter.Node, loops: Sequence[tree_sitter.Node]) -> list[ArithmeticChain]:
+    """Chains of the state a function keeps across calls, updated outside its loops (loop_line 0): each call's
+    first update waits for the last call's result."""
+    body = function.child_by_field_name("body")
+    if body is None:
+        return []
+    locals_ = _function_locals(function)
+    updates = [(t, u) for t, u in _scope_updates(body, loops) if not (_identifiers(_written_target(u)) & locals_)]
+    return _chains_in(body, updates, set(), 0)
+
+
+def _definition_name(node: tree_sitter.Node) -> str:
+    """The last component of a function definition's name (`gen` of `XorShift32::gen`)."""
+    declarator = node.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    inner = declarator.child_by_field_name("declarator") if declarator is not None else None
+    return re.split(r"::|\.|->", _text(inner))[-1] if inner is not None else ""
+
+
+def _called_state_chains(root: tree_sitter.Node, body: tree_sitter.Node, loop_line: int) -> list[ArithmeticChain]:
+    """The state chains of the file's functions that a loop body calls, one per callee, at the calls' lines: the
+    state carries from one iteration's call to the next's."""
+    callees: dict[str, list[int]] = {}
+    for node in _walk(body):
+        if node.type == "call_expression":
+            name = re.split(r"::|\.|->", _text(node.child_by_field_name("function")))[-1]
+            callees.setdefault(name, []).append(_line(node))
+    found = []
+    for definition in (n for n in _walk(root) if n.type == "function_definition"):
+        name = _definition_name(definition)
+        if name not in callees:
+            continue
+        loops = [n for n in _walk(definition) if n.type in _LOOP_TYPES]
+        for chain in state_chains(definition, loops):
+            found.append(ArithmeticChain(chain.target, loop_line, tuple(sorted(set(callees[name]))),
+                                         chain.operations, chain.reassociable, callee=name))
     return found
 
 

@@ -151,6 +151,7 @@ class LoopAnalysis:
     accumulators: list[dependences.MemoryAccumulator] = field(default_factory=list)
     chases: list[dependences.PointerChase] = field(default_factory=list)
     divisions: list[dependences.CarriedDivision] = field(default_factory=list)
+    chains: list[dependences.ArithmeticChain] = field(default_factory=list)
     slot_writes: list[dependences.ThreadSlotWrite] = field(default_factory=list)
 
     @property
@@ -216,6 +217,7 @@ def _analyze(source: str, kernel: str, language: str) -> LoopAnalysis:
     analysis.accumulators = dependences.memory_accumulators(function, loop_nodes)
     analysis.chases = dependences.pointer_chases(loop_nodes)
     analysis.divisions = dependences.carried_divisions(function, loop_nodes)
+    analysis.chains = dependences.arithmetic_chains(root, function, loop_nodes)
     analysis.slot_writes = dependences.thread_slot_writes(root, function)
     return analysis
 
@@ -773,8 +775,13 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
     at an address its loop does not change), `static.pointer_chase_loop` (the start line of the innermost loop
     around it that steps a variable to a value loaded through it), `static.carried_divisions` (integer divisions on
     the line whose result feeds the loop's next division), `static.carried_division_loop` (the start line of the
-    loop of such a division whose span holds the line) and `static.thread_slot_writes` (writes on the line, in a
-    parallel region, to a shared array's element selected by the thread id)."""
+    loop of such a division whose span holds the line), `static.thread_slot_writes` (writes on the line, in a
+    parallel region, to a shared array's element selected by the thread id) and, for the longest arithmetic chain
+    with an update on the line, `static.chain_operations` (its dependent operations per iteration or call),
+    `static.chain_reassociable` (its updates that add an independent term) and `static.chain_line` (its first
+    update's line, which names the chain: its lines share it); and `static.serial_chain_loop_operations` (the
+    operations of the longest chain without such updates that the innermost loop around the line carries, its
+    calls' state chains included)."""
     facts: list[tuple[str, float, str]] = []
     loop = analysis.innermost_loop_at(line)
     if loop is not None and loop.start_line in analysis.vector_loops:
@@ -793,4 +800,14 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
     slots = [w for w in analysis.slot_writes if w.line == line]
     if slots:
         facts.append(("static.thread_slot_writes", float(len(slots)), "expr"))
+    serial = [c.operations for c in analysis.chains if loop is not None and c.loop_line == loop.start_line
+              and not c.reassociable]
+    if serial:
+        facts.append(("static.serial_chain_loop_operations", float(max(serial)), "op"))
+    chains = [c for c in analysis.chains if line in c.lines and not c.callee]  # a call's chain is the callee's lines
+    if chains:
+        chain = max(chains, key=lambda c: c.operations)
+        facts += [("static.chain_operations", float(chain.operations), "op"),
+                  ("static.chain_reassociable", float(chain.reassociable), "update"),
+                  ("static.chain_line", float(chain.lines[0]), "line")]
     return facts

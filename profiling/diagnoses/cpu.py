@@ -24,7 +24,9 @@ for the whole kernel, so severities of different rules compare (docs/cpu.md has 
   from missed_vectorization (the loop cannot be vectorised before the accumulator is in a register);
 - dependency_chain: the miss cycles of a pointer-chasing loop's lines, times the share walking independent chains
   together overlaps (1 - 1/independent_chains); it claims those lines from cache_miss_bound and
-  missed_vectorization;
+  missed_vectorization; plus the own instructions of the lines of a value updated from its own last value in at
+  least min_chain_operations dependent operations an iteration (or a call: a generator's state), times the share
+  k independent chains overlap (1 - 1/k, k the updates adding independent terms, at least independent_chains);
 - call_overhead: a call's cost (call_overhead_cycles) against the estimated cycles of one call of the profiled
   function, when it is called often (min_calls);
 - slow_integer_division: the latency of integer divisions on a loop-carried chain, which callgrind counts as one
@@ -103,6 +105,17 @@ def _chase_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
     if _check_chain(profile, th) is None:
         return set()
     return {line.line for line in profile.hot_lines if _m(line, "static.pointer_chase_loop")}
+
+
+def _serial_chain_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
+    """Lines of loops carrying a serial recurrence of at least min_chain_operations (a generator's state, a hash:
+    no update adds an independent term): no vectoriser's loop, each iteration needs the last one's value, and
+    vector lanes need chains of their own first (dependency_chain's fix). Claimed only when dependency_chain
+    reports a chain."""
+    if _check_chain(profile, th) is None:
+        return set()
+    return {line.line for line in profile.hot_lines
+            if _m(line, "static.serial_chain_loop_operations") >= th["min_chain_operations"].value}
 
 
 def _search_claimed(profile: Profile) -> set[int]:
@@ -393,7 +406,7 @@ def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosi
     # A pointer chase is no vectoriser's loop: each step's address is the last step's load (dependency_chain names
     # its fix, walking independent chains together).
     claimed = (_claimed(profile, th) | _search_claimed(profile) | _accumulator_claimed(profile, th)
-               | _chase_claimed(profile, th) | _division_claimed(profile, th))
+               | _chase_claimed(profile, th) | _division_claimed(profile, th) | _serial_chain_claimed(profile, th))
     # A loop written with vector registers by hand (intrinsics, vector types) is vectorised already: gcc's "not
     # vectorized" (unsupported type) is about its own vectoriser, not a loop left scalar.
     lines = [line for line in profile.hot_lines if line.metric("gcc.vectorized") == 0.0
@@ -464,12 +477,33 @@ def _check_accumulator(profile: Profile, th: dict[str, Threshold]) -> Diagnosis 
 # ---- dependency_chain -----------------------------------------------------------------------------------------------
 
 def _check_chain(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
-    """A loop stepping a variable to a value loaded through it (`p = p->next`): each iteration's loads wait for
-    the previous one's, so their misses are paid one after another, never overlapped. Interleaving independent
-    chains (several lists, or one list cut in parts) keeps that many misses in flight."""
+    """Iterations that wait on each other through one value: a loop stepping a variable to a value loaded through
+    it (`p = p->next`: each iteration's loads wait for the previous one's, so their misses are paid one after
+    another), or a value updated from its own previous value in a run of dependent operations each iteration or
+    each call (an xorshift generator's state, four `acc += ...` a step), whose latency is paid step after step
+    however wide the core. Interleaving independent chains (several lists, generators or partial sums, advanced in
+    the same loop) overlaps them."""
     total = _total_cycles(profile, th)
+    if total <= 0:
+        return None
+    chase = _chase_part(profile, th, total)
+    arithmetic = _arithmetic_part(profile, th, total)
+    if chase is None and arithmetic is None:
+        return None
+    severity, findings, extra = 0.0, [], []
+    for part in (chase, arithmetic):
+        if part is not None:
+            severity, findings, extra = severity + part[0], findings + part[1], extra + part[2]
+    return make_diagnosis("dependency_chain", severity, findings, extra)
+
+
+Part = tuple[float, list[Finding], list[str]]  # (severity, findings, evidence) of one kind of chain
+
+
+def _chase_part(profile: Profile, th: dict[str, Threshold], total: float) -> Part | None:
+    """Pointer chases: the miss cycles of their loops' lines, 1 - 1/independent_chains of them overlapped."""
     lines = [line for line in profile.hot_lines if _m(line, "static.pointer_chase_loop")]
-    if not lines or total <= 0 or sum(_line_cycles(x, th) for x in lines) / total < th["min_line_share"].value:
+    if not lines or sum(_line_cycles(x, th) for x in lines) / total < th["min_line_share"].value:
         return None
     misses = sum(_miss_cycles(line, th) for line in lines)
     if misses <= 0:
@@ -483,7 +517,46 @@ def _check_chain(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None
              "after another",
              f"the saving assumes {chains:.0f} independent chains walked together (independent_chains): "
              f"1 - 1/{chains:.0f} of the miss cycles"]
-    return make_diagnosis("dependency_chain", (1.0 - 1.0 / chains) * misses / total, findings, extra)
+    return (1.0 - 1.0 / chains) * misses / total, findings, extra
+
+
+def _chain_groups(profile: Profile, th: dict[str, Threshold]) -> dict[int, list[HotLine]]:
+    """Hot lines of arithmetic chains of at least min_chain_operations dependent operations per iteration (or per
+    call), by chain (its first update's line)."""
+    groups: dict[int, list[HotLine]] = {}
+    for line in profile.hot_lines:
+        if _m(line, "static.chain_operations") >= th["min_chain_operations"].value:
+            groups.setdefault(int(_m(line, "static.chain_line")), []).append(line)
+    return groups
+
+
+def _arithmetic_part(profile: Profile, th: dict[str, Threshold], total: float) -> Part | None:
+    """Arithmetic chains: their lines' own instructions, which run one after another (callgrind's one cycle an
+    instruction is their latency for integer and logic operations, less than it for multiplications and floating
+    point), of which cutting the chain into k independent ones overlaps 1 - 1/k: k the updates that add an
+    independent term (each can keep its own partial result), at least independent_chains (a second chain
+    interleaved with the first, as a second generator)."""
+    groups = {first: lines for first, lines in _chain_groups(profile, th).items()
+              if sum(_line_cycles(x, th) for x in lines) / total >= th["min_line_share"].value}
+    if not groups:
+        return None
+    severity, findings, extra = 0.0, [], []
+    for _, lines in sorted(groups.items()):
+        operations, split = _m(lines[0], "static.chain_operations"), _m(lines[0], "static.chain_reassociable")
+        parts = max(th["independent_chains"].value, split)
+        own = sum(_m(x, "Ir_self") for x in lines)
+        severity += (1.0 - 1.0 / parts) * own / total
+        findings.append(finding("chain_operations", operations, th["min_chain_operations"], ">=",
+                                [x.line for x in lines]))
+        extra.append(f"the value updated at line(s) {', '.join(str(x.line) for x in lines)} "
+                     f"({own / total:.0%} of the estimated cycles) depends on its own last value through "
+                     f"{operations:.0f} operations each iteration or call, which wait on each other: "
+                     + " / ".join(x.code.strip() for x in lines))
+        how = (f"{split:.0f} partial results (its updates add independent terms)"
+               if split > th["independent_chains"].value
+               else f"{parts:.0f} independent chains interleaved (independent_chains)")
+        extra.append(f"the saving assumes {how}: 1 - 1/{parts:.0f} of those lines' own instructions")
+    return severity, findings, extra
 
 
 # ---- call_overhead --------------------------------------------------------------------------------------------------
@@ -623,8 +696,8 @@ register(Rule("missing_parallelism", TARGETS, (*_EVENTS, "cpu_cores", "static.op
               (*_COMMON, "min_cores", "dominant_nest_share", "min_parallel_time", "parallel_efficiency",
                "invariant_inlined_fraction", "search_saving", "vector_speedup", "line_d1_miss_rate",
                "line_ll_miss_rate", "d1_miss_amplification", "line_branch_mispredict_rate", "accumulator_saving",
-               "independent_chains", "call_overhead_cycles", "min_calls", "integer_division_cycles",
-               "division_instructions", *_AOS),
+               "independent_chains", "min_chain_operations", "call_overhead_cycles", "min_calls",
+               "integer_division_cycles", "division_instructions", *_AOS),
               "share the independent iterations of the dominant loop among the cores (#pragma omp parallel for)",
               _check_parallelism, requires=(*_MEASURED, "cpu_cores")))
 register(Rule("poor_openmp_schedule", TARGETS, (*_EVENTS, "cpu_cores"), (*_COMMON, "min_cores", "dominant_nest_share"),
@@ -639,9 +712,10 @@ register(Rule("branch_mispredictions", TARGETS, _EVENTS, (*_COMMON, "line_branch
 register(Rule("accumulator_in_memory", TARGETS, _EVENTS, (*_COMMON, "accumulator_saving"),
               "accumulate into a local variable (a register) inside the loop and store it to memory once after it",
               _check_accumulator, requires=_MEASURED))
-register(Rule("dependency_chain", TARGETS, _EVENTS, (*_COMMON, "independent_chains"),
-              "walk several independent chains at once (several lists, or one list split in parts, advanced in the "
-              "same loop) so their loads overlap, or store the elements contiguously in an array",
+register(Rule("dependency_chain", TARGETS, _EVENTS, (*_COMMON, "independent_chains", "min_chain_operations"),
+              "advance several independent chains at once (several lists, or one list split in parts; several "
+              "generators or partial sums) in the same loop so their latencies overlap, or store a list's elements "
+              "contiguously in an array",
               _check_chain, requires=_MEASURED))
 register(Rule("call_overhead", TARGETS, (*_EVENTS, "kernel_calls_profiled"),
               (*_COMMON, "call_overhead_cycles", "min_calls"),
