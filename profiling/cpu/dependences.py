@@ -351,6 +351,50 @@ def pointer_chases(loop_nodes: LoopNodes) -> list[PointerChase]:
     return found
 
 
+def recursive_chases(function: tree_sitter.Node) -> list[PointerChase]:
+    """Recursive calls on a node reached through a pointer the current call loads (`l->add(k, x)` in a member
+    function, `l` a member; `visit(node->left)`, `walk(next[v])`): each call's loads wait for the address the last
+    call loaded, a pointer chase down the structure whether gcc turns the recursion into a loop or not. Reported
+    with the function's span as the loop (loop_line its first line)."""
+    name = _definition_name(function)
+    body = function.child_by_field_name("body")
+    if not name or body is None:
+        return []
+    locals_ = _function_locals(function)
+    parameters = _parameter_names(function)
+    found = []
+    for call in _walk(body):
+        if call.type != "call_expression":
+            continue
+        callee = call.child_by_field_name("function")
+        if callee is None or re.split(r"::|\.|->", _text(callee))[-1] != name:
+            continue
+        if callee.type == "field_expression":
+            target = _stripped(callee.child_by_field_name("argument"))
+            through = _text(callee.child_by_field_name("operator")) == "->" and target is not None and (
+                (target.type == "identifier" and _text(target) not in locals_ | parameters)  # a member pointer
+                or target.type in ("field_expression", "subscript_expression"))  # loaded here: `p->next->f()`
+            variable = _text(target)
+        else:
+            arguments = (call.child_by_field_name("arguments") or call).named_children
+            loaded = [a for a in arguments if any(_loaded_through(a, p) for p in parameters | {"this"})
+                      or (_stripped(a) is not None and _stripped(a).type == "field_expression"
+                          and _text(_stripped(a).child_by_field_name("operator")) == "->")]
+            through, variable = bool(loaded), _text(loaded[0]) if loaded else ""
+        if through:
+            found.append(PointerChase(_line(call), _line(function), function.end_point.row + 1, variable))
+    return found
+
+
+def _parameter_names(function: tree_sitter.Node) -> set[str]:
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    parameters = declarator.child_by_field_name("parameters") if declarator is not None else None
+    return {_declared_name(p.child_by_field_name("declarator")) for p in
+            (parameters.named_children if parameters is not None else ())} - {""}
+
+
 # ---- divisions on a loop-carried chain -----------------------------------------------------------------------------
 
 def _integer_variables(function: tree_sitter.Node) -> tuple[set[str], set[str]]:

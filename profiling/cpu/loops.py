@@ -150,6 +150,7 @@ class LoopAnalysis:
     vector_loops: set[int] = field(default_factory=set)  # start lines of loops that use vector registers by hand
     accumulators: list[dependences.MemoryAccumulator] = field(default_factory=list)
     chases: list[dependences.PointerChase] = field(default_factory=list)
+    recursive_chases: list[dependences.PointerChase] = field(default_factory=list)
     divisions: list[dependences.CarriedDivision] = field(default_factory=list)
     chains: list[dependences.ArithmeticChain] = field(default_factory=list)
     slot_writes: list[dependences.ThreadSlotWrite] = field(default_factory=list)
@@ -216,6 +217,7 @@ def _analyze(source: str, kernel: str, language: str) -> LoopAnalysis:
     analysis.vector_loops = dependences.hand_vectorized_loops(root, function, loop_nodes)
     analysis.accumulators = dependences.memory_accumulators(function, loop_nodes)
     analysis.chases = dependences.pointer_chases(loop_nodes)
+    analysis.recursive_chases = dependences.recursive_chases(function)
     analysis.divisions = dependences.carried_divisions(function, loop_nodes)
     analysis.chains = dependences.arithmetic_chains(root, function, loop_nodes)
     analysis.slot_writes = dependences.thread_slot_writes(root, function)
@@ -773,7 +775,8 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
     """(metric, value, unit) facts of one source line from dependences.py: `static.hand_vectorized` (its innermost
     loop uses vector registers by hand), `static.memory_accumulators` (updates on the line of a memory location
     at an address its loop does not change), `static.pointer_chase_loop` (the start line of the innermost loop
-    around it that steps a variable to a value loaded through it), `static.carried_divisions` (integer divisions on
+    around it that steps a variable to a value loaded through it, or, outside the function's loops, the function's
+    first line when it recurses on a node loaded through a pointer), `static.carried_divisions` (integer divisions on
     the line whose result feeds the loop's next division), `static.carried_division_loop` (the start line of the
     loop of such a division whose span holds the line), `static.thread_slot_writes` (writes on the line, in a
     parallel region, to a shared array's element selected by the thread id) and, for the longest arithmetic chain
@@ -791,6 +794,10 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
         facts.append(("static.memory_accumulators", float(len(accumulators)), "expr"))
     if loop is not None and any(c.loop_line == loop.start_line for c in analysis.chases):
         facts.append(("static.pointer_chase_loop", float(loop.start_line), "line"))
+    elif loop is None and (recursion := next((c for c in analysis.recursive_chases
+                                              if c.loop_line <= line <= c.end_line), None)) is not None:
+        # outside the function's loops, a recursion down pointers is the loop: each call is an iteration
+        facts.append(("static.pointer_chase_loop", float(recursion.loop_line), "line"))
     divisions = [d for d in analysis.divisions if d.line == line]
     if divisions:
         facts.append(("static.carried_divisions", float(len(divisions)), "expr"))

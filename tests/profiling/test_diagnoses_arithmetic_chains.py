@@ -243,3 +243,103 @@ def test_the_chain_threshold_is_documented() -> None:
     entry = thresholds["min_chain_operations"]
     assert entry.unit == "op" and len(entry.reason) > 80
     assert "min_chain_operations" in registry.get_rule("dependency_chain").thresholds
+
+
+# ---- recursion down pointers ---------------------------------------------------------------------------------------
+
+POINTER_TREE = """\
+#include <cstdio>
+#include <cstdlib>
+const int N = 1 << 18;
+struct segtree {
+    int lb, rb;
+    int s = 0;
+    segtree *l = nullptr, *r = nullptr;
+    segtree(int lb, int rb) : lb(lb), rb(rb) {
+        if (lb + 1 < rb) {
+            int t = (lb + rb) / 2;
+            l = new segtree(lb, t);
+            r = new segtree(t, rb);
+        }
+    }
+    __attribute__((noinline)) void add(int k, int x) {
+        s += x;
+        if (l != nullptr) {
+            if (k < l->rb)
+                l->add(k, x);
+            else
+                r->add(k, x);
+        }
+    }
+};
+int main() {
+    segtree root(0, N);
+    srand(1);
+    for (int q = 0; q < 200000; q++) root.add(rand() % N, 1);
+    printf("%d\\n", root.s);
+    return 0;
+}
+"""
+# amh-code's fix: the same tree laid out implicitly in an array, children at 2v and 2v + 1.
+IMPLICIT_TREE = """\
+#include <cstdio>
+#include <cstdlib>
+const int N = 1 << 18;
+int t[4 * N];
+__attribute__((noinline)) void add(int k, int x, int v = 1, int l = 0, int r = N) {
+    t[v] += x;
+    if (l + 1 < r) {
+        int m = (l + r) / 2;
+        if (k < m)
+            add(k, x, 2 * v, l, m);
+        else
+            add(k, x, 2 * v + 1, m, r);
+    }
+}
+int main() {
+    srand(1);
+    for (int q = 0; q < 200000; q++) add(rand() % N, 1);
+    printf("%d\\n", t[1]);
+    return 0;
+}
+"""
+
+
+def test_a_member_function_recursing_through_its_child_pointers_is_a_pointer_chase() -> None:
+    """amh-code's segtree-pointers: `l->add(k, x)` calls add on the node whose address this call loads from its
+    own node (a member pointer); recursing on an index computed from the arguments (`add(k, x, 2 * v, ...)`) is
+    not."""
+    chases = loops.analyze_loops(POINTER_TREE, "add", "cpp").recursive_chases
+    assert [(c.line, c.loop_line, c.variable) for c in chases] == [(19, 15, "l"), (21, 15, "r")]
+    assert loops.analyze_loops(IMPLICIT_TREE, "add", "cpp").recursive_chases == []
+
+
+def test_a_free_function_recursing_on_a_loaded_child_is_a_pointer_chase() -> None:
+    source = """\
+struct node { struct node *left, *right; int v; };
+int depth(struct node *n) { return n ? 1 + depth(n->left) : 0; }
+"""
+    assert [c.variable for c in loops.analyze_loops(source, "depth").recursive_chases] == ["n->left"]
+
+
+def _profile_cpp(tmp_path: Path, code: str, function: str) -> Profile:
+    (tmp_path / "prog.cpp").write_text(code)
+    subprocess.run(["g++", "-O2", "-g", "prog.cpp", "-o", "prog"], cwd=tmp_path, check=True)
+    profiles = profile_application("./prog", tmp_path, target="cpu", top=2, work_dir=tmp_path / "work")
+    return next(p for p in profiles if p.kernel.split("(")[0].split("::")[-1] == function)
+
+
+@needs_tools
+def test_descending_a_pointer_tree_by_recursion_is_a_dependency_chain(tmp_path: Path) -> None:
+    """segtree-pointers: cache_miss_bound came first (its nodes miss D1), whose hint (walk memory in order, block)
+    does not apply; each level's node address is the last level's load. The chase claims the lines from
+    cache_miss_bound as a loop's chase does."""
+    profile = _profile_cpp(tmp_path, POINTER_TREE, "add")
+    assert _names(profile)[:1] == ["dependency_chain"], profile.diagnoses
+    assert "cache_miss_bound" not in _names(profile), profile.diagnoses
+
+
+@needs_tools
+def test_descending_an_implicit_array_tree_is_no_dependency_chain(tmp_path: Path) -> None:
+    profile = _profile_cpp(tmp_path, IMPLICIT_TREE, "add")
+    assert "dependency_chain" not in _names(profile), profile.diagnoses
