@@ -8,10 +8,13 @@ in-process model's generation (inference/backends.py) each hold GPU_TURNS:
 
 - in this process, an RLock (judges in threads: eval --parallel-runs, iterate --jobs; a nested turn of the same
   thread goes on);
-- across processes, where the machine has a GPU device node, an exclusive flock on a file of the temporary
-  directory named by CUDA_VISIBLE_DEVICES (`perfforge synth patterns --jobs N`, Dask workers sharing a GPU):
-  workers pinned to different GPUs hold different files and still run at once; a worker that sees every GPU
-  (the variable unset) holds the machine's. The lock goes with the file when the process dies.
+- across processes, where the machine has a GPU device node, an exclusive flock on one file per GPU it sees, in
+  the temporary directory (`perfforge synth patterns --jobs N`, Dask workers sharing a GPU): CUDA_VISIBLE_DEVICES
+  names them; unset, the process sees every GPU of the machine (/dev/nvidia0, /dev/nvidia1, ...) and takes all
+  their files, in order (no two processes wait on each other crosswise). So workers pinned to different GPUs
+  still run at once, and an unpinned process and one pinned to GPU 1 exclude each other. Indices are matched as
+  numbers: a GPU named by UUID (GPU-...) or a MIG instance has a file of its own name, and excludes only processes
+  that name it the same way. The lock goes with the file when the process dies.
 
 ncu's own runs queue on a second file per GPU (profiling/cuda/ncu.py), taken inside a turn when there is one, so
 the two never wait on each other the other way round. CPU verdicts take no turn: their timings share the cores
@@ -39,19 +42,37 @@ def has_gpu_device() -> bool:
     return any(node.exists() for node in GPU_DEVICE_NODES)
 
 
-def device_lock_path(kind: str, env: Mapping[str, str] | None = None) -> Path:
-    """The lock file of `kind` (turns, ncu) for the GPUs CUDA_VISIBLE_DEVICES names (env first, then this
-    process's environment; unset: every GPU, one file for the machine)."""
-    devices = (env or {}).get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES", "all")) or "none"
-    return Path(tempfile.gettempdir()) / f"perfforge-{kind}-gpu-{re.sub(r'[^A-Za-z0-9,-]', '_', devices)}.lock"
+def machine_gpus() -> tuple[str, ...]:
+    """The machine's NVIDIA GPUs by index, from their device nodes (/dev/nvidia0, ...); empty where none is found
+    (an AMD machine, a container that exposes only some nodes): then one lock stands for the machine."""
+    return tuple(sorted((node.name.removeprefix("nvidia") for node in Path("/dev").glob("nvidia[0-9]*")
+                         if node.name.removeprefix("nvidia").isdigit()), key=int))
+
+
+def visible_gpus(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The GPUs a process sees: CUDA_VISIBLE_DEVICES (env first, then this process's environment), one name per
+    device with spaces dropped and anything else outside [A-Za-z0-9-] made "_"; unset, every GPU of the machine
+    ("all" where machine_gpus finds none); set empty, ("none",): CUDA sees no device."""
+    devices = (env or {}).get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if devices is None:
+        return machine_gpus() or ("all",)
+    names = [re.sub(r"[^A-Za-z0-9-]", "_", name.strip()) for name in devices.split(",") if name.strip()]
+    return tuple(dict.fromkeys(names)) or ("none",)
+
+
+def device_lock_paths(kind: str, env: Mapping[str, str] | None = None) -> list[Path]:
+    """The lock files of `kind` (turns, ncu) for the GPUs the process sees (visible_gpus), sorted: every holder
+    takes them in this order."""
+    return sorted(Path(tempfile.gettempdir()) / f"perfforge-{kind}-gpu-{gpu}.lock" for gpu in visible_gpus(env))
 
 
 @contextlib.contextmanager
 def gpu_lock(kind: str, env: Mapping[str, str] | None = None) -> Iterator[None]:
-    """An exclusive flock on device_lock_path(kind, env) while the block runs; the lock goes with the file when
-    it closes, also when the process dies."""
-    with open(device_lock_path(kind, env), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    """Exclusive flocks on device_lock_paths(kind, env) while the block runs; each lock goes with its file when it
+    closes, also when the process dies."""
+    with contextlib.ExitStack() as held:
+        for path in device_lock_paths(kind, env):
+            fcntl.flock(held.enter_context(open(path, "a")), fcntl.LOCK_EX)
         yield
 
 

@@ -111,7 +111,7 @@ def run_ncu(command: Sequence[str], timeout_s: float, stdout_path: Path | None =
     # One ncu profiling per GPU at a time (an `--import` reads a report and needs no turn): two at once on one GPU
     # fail (on the H100, `perfforge synth patterns --jobs 3` lost 37 of 42 CUDA checks to "ncu exited with status
     # 9", none one at a time); ncu's own lock cannot help, since the sandbox gives every run a TMPDIR of its own.
-    # The lock is per CUDA_VISIBLE_DEVICES value (profiling/device_turns.py), so workers on other GPUs go on.
+    # One lock per GPU the process sees (profiling/device_turns.py), so workers on other GPUs go on.
     profiling_lock = contextlib.nullcontext() if "--import" in command else gpu_lock("ncu", env)
     with tempfile.TemporaryDirectory(prefix="perfforge-ncu-home-") as home, profiling_lock:
         result = sandbox.run(list(command), cwd=scratch, env={**(env or {}), "HOME": home},

@@ -13,22 +13,27 @@ from pathlib import Path
 import pytest
 
 from profiling import device_turns
-from profiling.device_turns import GPU_TURNS, DeviceTurns, device_lock_path
+from profiling.device_turns import GPU_TURNS, DeviceTurns, device_lock_paths
 
 
-def _take_a_turn(busy: str, devices: str) -> str:
+def _take_a_turn(busy: str, devices: str | None, machine: tuple[str, ...] = (), hold_s: float = 0.2) -> str:
     """In a process of its own, as a synth check or a Dask worker on one GPU: the turn, then a critical section
-    that fails if another process is inside it."""
+    that fails if another process is inside it. devices None: CUDA_VISIBLE_DEVICES unset, on a machine whose GPUs
+    are `machine`."""
     import os
 
-    os.environ["CUDA_VISIBLE_DEVICES"] = devices
+    if devices is None:
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = devices
     device_turns.has_gpu_device = lambda: True  # as on a GPU machine
+    device_turns.machine_gpus = lambda: machine
     with GPU_TURNS:
         try:
             Path(busy).mkdir()
         except FileExistsError:
             return "overlap"
-        time.sleep(0.2)
+        time.sleep(hold_s)
         Path(busy).rmdir()
     return "ok"
 
@@ -58,17 +63,45 @@ def test_a_thread_nests_its_turn_and_others_wait(monkeypatch: pytest.MonkeyPatch
         assert not entered.wait(0.3)
     assert entered.wait(10)
     waiting.join()
-    with open(device_lock_path("turns"), "a") as handle:  # the flock went with the last exit
+    with open(device_lock_paths("turns")[0], "a") as handle:  # the flock went with the last exit
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
+def test_an_unpinned_process_and_one_pinned_to_a_gpu_take_turns(tmp_path: Path) -> None:
+    """Scenario: on a 2-GPU machine, `perfforge synth patterns --jobs 2` unpinned (it sees both GPUs) beside a Dask
+    worker pinned to GPU 1 (CUDA_VISIBLE_DEVICES=1). Both use GPU 1; when the lock was keyed by the variable's
+    text ("all" against "1") neither saw the other and their timings and ncu runs overlapped."""
+    machine = (f"test-{tmp_path.name}-0", f"test-{tmp_path.name}-1")  # lock files of this test's own
+    busy = str(tmp_path / "busy")
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        unpinned = pool.submit(_take_a_turn, busy, None, machine, 1.5)
+        pinned = pool.submit(_take_a_turn, busy, machine[1], machine, 1.5)
+        assert [unpinned.result(), pinned.result()] == ["ok", "ok"]
+
+
 def test_lock_files_follow_the_visible_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    def names(kind: str, env: dict[str, str] | None = None) -> list[str]:
+        return [path.name for path in device_lock_paths(kind, env)]
+
+    monkeypatch.setattr(device_turns, "machine_gpus", lambda: ("0", "1"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    assert device_lock_path("turns").name == "perfforge-turns-gpu-1.lock"
-    assert device_lock_path("ncu", {"CUDA_VISIBLE_DEVICES": "0,2"}).name == "perfforge-ncu-gpu-0,2.lock"
+    assert names("turns") == ["perfforge-turns-gpu-1.lock"]
+    assert names("ncu", {"CUDA_VISIBLE_DEVICES": "2, 0,2"}) == ["perfforge-ncu-gpu-0.lock", "perfforge-ncu-gpu-2.lock"]
+    assert names("turns", {"CUDA_VISIBLE_DEVICES": ""}) == ["perfforge-turns-gpu-none.lock"]
+    assert names("turns", {"CUDA_VISIBLE_DEVICES": "../x"}) == ["perfforge-turns-gpu-___x.lock"]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    assert device_lock_path("turns").name == "perfforge-turns-gpu-all.lock"
-    assert device_lock_path("turns", {"CUDA_VISIBLE_DEVICES": "../x"}).name == "perfforge-turns-gpu-___x.lock"
+    assert names("turns") == ["perfforge-turns-gpu-0.lock", "perfforge-turns-gpu-1.lock"]  # unset: every GPU
+    monkeypatch.setattr(device_turns, "machine_gpus", lambda: ())
+    assert names("turns") == ["perfforge-turns-gpu-all.lock"]  # none found: one lock for the machine
+
+
+def test_the_machines_gpus_are_read_from_their_device_nodes(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    for name in ("nvidia10", "nvidia2", "nvidiactl", "nvidia-uvm", "nvidia0"):
+        (tmp_path / name).touch()
+    real_path = device_turns.Path
+    monkeypatch.setattr(device_turns, "Path", lambda p: tmp_path if p == "/dev" else real_path(p))
+    assert device_turns.machine_gpus() == ("0", "2", "10")
 
 
 @pytest.mark.parametrize(("target", "held"), [("cuda", True), ("cpu", False)])
