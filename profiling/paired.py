@@ -281,7 +281,7 @@ class Pair:
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
                 self.host_flusher.flush(cpu, tuple(per_call))
         with _failures_of(side), _judge_thread(cpu, on=False):
-            timed = process.call(timeout_s)
+            timed = process.call(timeout_s, poison_byte=self.poison_byte)
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)
 
     def _run_interpreted(self, side: str, process: KernelProcess, inputs: Inputs, *, timeout_s: float,
@@ -293,7 +293,7 @@ class Pair:
         `fetch` they are also checked and returned now, else the judge's later fetch() checks them once (no second
         round trip)."""
         with _failures_of(side):
-            staging_ms = process.stage(timeout_s)
+            staging_ms = process.stage(timeout_s, self.poison_byte)
             if flush and self.flusher is not None:
                 self.flusher.flush()
             # the outputs fetched at "done", then the judge's flush, timed: it waits while the call left work

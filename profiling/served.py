@@ -52,7 +52,7 @@ import numpy as np
 from perfforge.task import TaskConfig
 from profiling import sandbox
 from profiling.build import Build
-from profiling.correctness import NUMPY_DTYPE
+from profiling.correctness import ALT_POISON_BYTE, NUMPY_DTYPE, POISON_BYTE
 
 # The harness's pf_dtype and pf_role, in their C order (perfforge_harness.h).
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8")
@@ -63,6 +63,16 @@ class Role(IntEnum):
     OUTPUT = 1  # poisoned before every call, compared after it
     INOUT = 2  # drawn like an input, compared like an output
     FIXED = 3  # filled once by the harness's set-up (structure, indices), must never change
+
+
+def _poisoning(word: bytes, poison_byte: int) -> bytes:
+    """The judge's word for a call ("call", "stage") naming the poison of its outputs: plain for 0xFF, "call a5"
+    for the edge calls' byte (the harnesses know no other)."""
+    if poison_byte == POISON_BYTE:
+        return word
+    if poison_byte == ALT_POISON_BYTE:
+        return word + b" a5"
+    raise ValueError(f"no harness poisons with {poison_byte:#x}: {POISON_BYTE:#x} or {ALT_POISON_BYTE:#x}")
 
 
 GUARD_BYTES = 256  # before and after each buffer, as the harness lays them out (PF_GUARD_BYTES)
@@ -247,7 +257,8 @@ class KernelProcess:
 
     # ---- one call
 
-    def call(self, timeout_s: float, *, fetch: bool = False, settle: Callable[[], float] | None = None) -> CallTime:
+    def call(self, timeout_s: float, *, fetch: bool = False, settle: Callable[[], float] | None = None,
+             poison_byte: int = POISON_BYTE) -> CallTime:
         """Run the loop body once on what the buffers hold now, timed by the judge's clock. The process is stopped
         again when this returns; a staged process's buffers can be read after fetch(), any other's at once.
 
@@ -255,9 +266,11 @@ class KernelProcess:
         and checked: stopping it and reading /proc takes the judge a millisecond or more, and work it left running
         on a stream the copy does not wait for (the Triton red team's side stream, measured on an H100) would
         finish in that untimed gap and its outputs read right. `settle` (the judge's timed flush) runs right after
-        the fetch, before the stop too."""
+        the fetch, before the stop too. `poison_byte`: what a staged C process poisons this call's outputs with on
+        the device (the judge poisons everyone else's in its own memory)."""
         fetch = fetch and self.staged
-        timed = self._round_trip(b"call", timeout_s, f"call {self.calls}", fetch=fetch, settle=settle)
+        timed = self._round_trip(_poisoning(b"call", poison_byte), timeout_s, f"call {self.calls}", fetch=fetch,
+                                 settle=settle)
         self.calls += 1
         if fetch:
             self._fetched = self.calls
@@ -273,10 +286,11 @@ class KernelProcess:
         self._fetched = self.calls
         return self._simple_trip(b"fetch", "fetched", timeout_s, f"fetching call {self.calls - 1}")
 
-    def stage(self, timeout_s: float) -> float:
-        """An interpreted staged process copies the judge's inputs up and poisons its outputs on the device, as a
-        round trip of its own before the call: the call is then only the kernel. Returns its milliseconds."""
-        return self._simple_trip(b"stage", "staged", timeout_s, f"staging call {self.calls}")
+    def stage(self, timeout_s: float, poison_byte: int = POISON_BYTE) -> float:
+        """An interpreted staged process copies the judge's inputs up and poisons its outputs on the device (with
+        `poison_byte`), as a round trip of its own before the call: the call is then only the kernel. Returns its
+        milliseconds."""
+        return self._simple_trip(_poisoning(b"stage", poison_byte), "staged", timeout_s, f"staging call {self.calls}")
 
     def _simple_trip(self, word: bytes, answer: str, timeout_s: float, during: str) -> float:
         assert self._process is not None and self._channel is not None

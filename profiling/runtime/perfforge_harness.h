@@ -21,7 +21,8 @@
  *            its own mapping. "exit" (or the channel closing) ends the loop.
  *            CUDA ("ready ... staged"): every buffer also lives on the device (fixed ones copied up once, before
  *            the filter). On "call" the harness copies the judge's inputs (guards included) up, poisons the
- *            outputs and re-arms their guards on the device, flushes the L2 and says "start"; after the body, the
+ *            outputs with the byte the word names ("call a5"; plain "call": 0xFF) and re-arms their guards on the
+ *            device, flushes the L2 and says "start"; after the body, the
  *            launch check and a whole-device synchronisation it says "synced", then "done". On "fetch" it copies
  *            every buffer back into the judge's memory and says "fetched": the judge asks only for the calls it
  *            checks, after the call. No code of the candidate's runs outside the body: its filter refuses new
@@ -86,6 +87,7 @@
 #define PF_GUARD_BYTES 256
 #define PF_GUARD_BYTE 0xA5
 #define PF_POISON_BYTE 0xFF
+#define PF_ALT_POISON_BYTE 0xA5  /* the judge's poison on calls that draw edge values (profiling/correctness.py) */
 /* CPU cache flush: twice the last-level cache evicts it under LRU; capped because virtual machines report the
  * host's whole L3 (hundreds of MB) and a flush that size would dominate short trials. */
 #define PF_CPU_FLUSH_CAP_BYTES (64u << 20)
@@ -131,6 +133,7 @@ typedef struct {
     struct timespec t0;
     int channel;    /* serve: the judge's socket */
     int ready;      /* serve: the filter is installed and "ready" was said */
+    unsigned char poison;  /* serve: the byte this call's outputs are poisoned with (the judge's word) */
 #ifdef __CUDACC__
     cudaEvent_t ev0, ev1;
 #endif
@@ -669,7 +672,7 @@ static void pf_serve_stage_in(pf_run *r) {
             pf_serve_copy(b, 1);
         } else if (b->role == PF_OUTPUT) {
             pf_cuda_check(cudaMemset(b->draw, PF_GUARD_BYTE, pf_bytes(b) + 2 * PF_GUARD_BYTES), b->name);
-            pf_cuda_check(cudaMemset(b->dev, PF_POISON_BYTE, pf_bytes(b)), b->name);
+            pf_cuda_check(cudaMemset(b->dev, r->poison, pf_bytes(b)), b->name);
         }
     }
     pf_cuda_check(cudaDeviceSynchronize(), "copying the inputs");
@@ -812,7 +815,11 @@ static int pf_serve_begin(pf_run *r) {
         pf_serve_send(r, "synced");
         pf_serve_send(r, "done");
     }
-    if (strcmp(text, "call") != 0) return 0;
+    /* "call", or "call a5": the judge's poison for this call's outputs (0xFF plain, PF_ALT_POISON_BYTE on the calls
+     * that draw edge values); a CPU process's outputs are poisoned by the judge itself, in its own memory */
+    if (strcmp(text, "call") == 0) r->poison = PF_POISON_BYTE;
+    else if (strcmp(text, "call a5") == 0) r->poison = PF_ALT_POISON_BYTE;
+    else return 0;
 #ifdef __CUDACC__
     pf_serve_stage_in(r);
     pf_flush_cache(r);  /* the L2 holds the copied inputs: flushed, as before a timed call of time mode */

@@ -32,8 +32,9 @@ Run as `python harness.py MODE --seed N --out DIR [--calls C] [--warmup W] [--tr
            the judge and mapped from the memfd it answers with; the first call is a warm-up on the harness's own
            draws (Triton compiles there); then the fixed buffers go to the judge, the system-call filter goes in,
            and "ready" is said. Each "call" runs the body once on what the judge wrote, then "done" (CUDA: "stage"
-           before it copies the inputs up and poisons the outputs, "staged"; the call says "start", runs the body,
-           synchronises the whole device, says "synced"; "fetch" after it copies the outputs back, "fetched").
+           before it copies the inputs up and poisons the outputs (0xA5 on "stage a5", else 0xFF), "staged"; the
+           call says "start", runs the body, synchronises the whole device, says "synced"; "fetch" after it copies
+           the outputs back, "fetched").
            Nothing this process says is trusted.
 
 Buffers live on "cuda" when torch sees a GPU, else on the CPU, where Triton kernels run only under its
@@ -77,6 +78,7 @@ _event_elapsed_ms = torch.cuda.Event.elapsed_time
 GUARD_BYTES = 256  # PF_GUARD_BYTES: keeps the data 256-byte aligned and catches off-by-a-row writes
 GUARD_BYTE = 0xA5  # PF_GUARD_BYTE
 POISON_BYTE = 0xFF  # PF_POISON_BYTE: NaN for floats, -1 for integers
+POISON_WORDS = {"": POISON_BYTE, "a5": 0xA5}  # "stage" or "stage a5": the judge's poison for the call's outputs
 # PF_CPU_FLUSH_CAP_BYTES: virtual machines report the host's whole L3; a flush that size would dominate short trials.
 CPU_FLUSH_CAP_BYTES = 64 << 20
 DEFAULT_LLC_BYTES = 8 << 20  # the header's fallback when the last-level cache size cannot be read
@@ -90,6 +92,13 @@ _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1, _MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 _SEED_MUL, _CALL_MUL, _INDEX_MUL = 0x100000001B3, 0x9E3779B1, 0x85EBCA77
 _MASK64 = (1 << 64) - 1
+
+
+def poison_of(message: str, word: str) -> int | None:
+    """The poison byte the judge's `word` ("call", "stage") names: "stage a5" 0xA5, plain "stage" 0xFF; None for
+    another word or a byte no judge sends."""
+    head, _, byte = message.partition(" ")
+    return POISON_WORDS.get(byte) if head == word else None
 
 
 class Mode(StrEnum):
@@ -222,12 +231,12 @@ class Buffer:
         values = draw(self.dtype, self.count, self.lo, self.hi, fill_state(seed, call, self.index))
         self.data_bytes().copy_(torch.from_numpy(values.view(np.uint8)))
 
-    def arm(self) -> None:
+    def arm(self, poison_byte: int = POISON_BYTE) -> None:
         """Guards written; an output poisoned; a fixed buffer restored to what the harness put there."""
         self.raw[:GUARD_BYTES].fill_(GUARD_BYTE)
         self.raw[GUARD_BYTES + self.nbytes:].fill_(GUARD_BYTE)
         if self.role is Role.OUTPUT:
-            self.data_bytes().fill_(POISON_BYTE)
+            self.data_bytes().fill_(poison_byte)
         elif self.role is Role.FIXED and self.pristine is not None:
             self.data_bytes().copy_(self.pristine)
 
@@ -630,13 +639,14 @@ class Run:
                     self._channel.send("start")
                     self._channel.send("synced")
                 self._channel.send("done")
-            elif message == "stage" and self.device.type == "cuda":  # a round trip of its own, before the call
+            elif (poison_byte := poison_of(message, "stage")) is not None and self.device.type == "cuda":
+                # a round trip of its own, before the call
                 for buffer in self.buffers:
                     assert buffer.host is not None
                     if buffer.role in (Role.INPUT, Role.INOUT):
                         buffer.raw.copy_(buffer.host)
                     elif buffer.role is Role.OUTPUT:
-                        buffer.arm()
+                        buffer.arm(poison_byte)
                 self._synchronize("copying the inputs")
                 self._channel.send("staged")
             elif message == "fetch" and self.device.type == "cuda":  # the outputs back, after the call
@@ -646,8 +656,8 @@ class Run:
                         buffer.host.copy_(buffer.raw)
                 self._synchronize("copying the outputs")
                 self._channel.send("fetched")
-            elif message == "call":
-                break
+            elif poison_of(message, "call") is not None:
+                break  # "call a5" too: the judge poisons this process's outputs itself (on the host, or at "stage")
             else:
                 return False
         if self.device.type == "cuda":

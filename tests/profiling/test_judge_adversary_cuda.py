@@ -132,6 +132,54 @@ def test_exiting_early(task_dir: Path, tmp_path: Path) -> None:
     assert verdict.status is Status.CRASHED and "exit" in verdict.reason, verdict.reason
 
 
+LABEL_HARNESS = """\
+#include "perfforge_harness.h"
+void launch_label(const float *x, int *y, int n);
+
+int main(int argc, char **argv) {
+    pf_run r;
+    pf_init(&r, argc, argv);
+    int n = (int)pf_param_int(&r, "n", 1 << 16);
+    pf_buf *x = pf_input(&r, "x", PF_F32, (size_t)n, -4.0, 4.0);
+    pf_buf *y = pf_output(&r, "y", PF_I32, (size_t)n);
+    while (pf_begin(&r)) {
+        launch_label((const float *)pf_ptr(x), (int *)pf_ptr(y), n);
+        pf_end(&r);
+    }
+    return pf_finish(&r);
+}
+"""
+LABEL_LAUNCH = "void launch_label(const float *x, int *y, int n) { label<<<(n + 255) / 256, 256>>>(x, y, n); }\n"
+
+
+def test_an_output_left_unwritten_where_the_original_writes_minus_one(tmp_path: Path) -> None:
+    """Scenario: the original labels each element (100 x where x > 0, else -1); the candidate writes only the
+    positive ones. -1 is every byte 0xFF, the poison a staged process wrote on the device before every call, so the
+    unwritten elements read exactly right on every call. The judge now names the poison in its word ("call a5" on
+    the calls that draw edge values) and the harness poisons with it: the unwritten elements read 0xA5A5A5A5."""
+    root = tmp_path / "label"
+    root.mkdir()
+    toml = TOML.replace('name = "affine"', 'name = "label"').replace('kernel = "affine"', 'kernel = "label"')
+    toml = toml.replace('dtype = "float32"\nrtol = 1e-6\natol = 1e-6', 'dtype = "int32"\nrtol = 0\natol = 0')
+    original = ("#include <cuda_runtime.h>\n__global__ void label(const float *x, int *y, int n) {\n"
+                "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                "    if (i < n) y[i] = x[i] > 0.0f ? (int)(x[i] * 100.0f) : -1;\n}\n" + LABEL_LAUNCH)
+    for name, text in (("harness.cu", LABEL_HARNESS), ("task.toml", toml), ("kernel.cu", original),
+                       ("fast.cu", original)):
+        (root / name).write_text(text)
+    candidate = original.replace("if (i < n) y[i] = x[i] > 0.0f ? (int)(x[i] * 100.0f) : -1;",
+                                 "if (i < n && x[i] > 0.0f) y[i] = (int)(x[i] * 100.0f);")
+    assert candidate != original
+    verdict = judge(root, tmp_path, candidate)
+    print(verdict.status, verdict.reason)  # recorded from the GPU run
+    assert verdict.status is Status.INCORRECT and "never written" in verdict.reason, verdict.reason
+    written = original.replace("if (i < n) y[i] = x[i] > 0.0f ? (int)(x[i] * 100.0f) : -1;",
+                               "if (i < n) { if (x[i] > 0.0f) y[i] = (int)(x[i] * 100.0f); else y[i] = -1; }")
+    (tmp_path / "control").mkdir()
+    control = judge(root, tmp_path / "control", written)  # the same labels, every element written: no fault
+    assert control.status is Status.CORRECT, control.reason
+
+
 def test_skipping_work_once_it_thinks_the_checks_are_over(task_dir: Path, tmp_path: Path) -> None:
     """Counts calls and launches nothing past the tenth, expecting the timed calls to go unchecked."""
     code = KERNEL + ("void launch_affine(const float *x, float *y, int n) {\n"

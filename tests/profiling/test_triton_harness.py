@@ -344,3 +344,23 @@ def test_triton_tasks_load_as_tasks() -> None:
         assert (task.target, task.language, task.source, task.reference) == ("triton", "python", "kernel.py", "fast.py")
         flops, moved_bytes = task.work.evaluate(task.config().params)
         assert flops and moved_bytes and moved_bytes > 0
+
+
+def test_the_judges_words_name_the_poison_both_harnesses_know() -> None:
+    """A staged process poisons its outputs on the device, so the judge's word for the call carries the byte: the
+    edge calls' 0xA5 ("call a5", "stage a5"), else 0xFF. Before, a staged process always wrote 0xFF, and a candidate
+    that left unwritten the outputs the original fills with -1 (every byte 0xFF) passed every call."""
+    from profiling.correctness import ALT_POISON_BYTE, POISON_BYTE
+    from profiling.served import _poisoning
+
+    assert _poisoning(b"call", POISON_BYTE) == b"call" and _poisoning(b"stage", ALT_POISON_BYTE) == b"stage a5"
+    with pytest.raises(ValueError, match="no harness poisons with 0x1"):
+        _poisoning(b"call", 0x01)
+    for word in ("call", "stage"):  # the Python harness reads what the judge says
+        assert pfh.poison_of(_poisoning(word.encode(), POISON_BYTE).decode(), word) == POISON_BYTE
+        assert pfh.poison_of(_poisoning(word.encode(), ALT_POISON_BYTE).decode(), word) == ALT_POISON_BYTE
+    assert pfh.poison_of("call a5", "stage") is None and pfh.poison_of("call 00", "call") is None
+    header = (RUNTIME_DIR / "perfforge_harness.h").read_text()  # the C harness's bytes and words are the same
+    assert f"#define PF_POISON_BYTE {POISON_BYTE:#04X}".replace("0X", "0x") in header
+    assert f"#define PF_ALT_POISON_BYTE {ALT_POISON_BYTE:#04X}".replace("0X", "0x") in header
+    assert 'strcmp(text, "call a5") == 0) r->poison = PF_ALT_POISON_BYTE' in header
