@@ -143,6 +143,13 @@ def _examine(spec: OutputSpec, got: np.ndarray, want: np.ndarray, offset: int) -
     got, want = got[differ], want[differ]
     differ += offset
     if spec.dtype not in ("float32", "float64", "float16", "bfloat16"):
+        # an integer that is all 0xFF may be a written -1; a 4- or 8-byte one that is all 0xA5 (the edge calls'
+        # poison, -1515870811 as int32) where the oracle wrote something else is an element never written (a byte
+        # of 0xA5 is a plain 165)
+        if got.dtype.itemsize >= 4:
+            edge = (ALT_POISON_BYTE,)
+            chunk.unwritten.add(_poisoned(got, spec.dtype, edge) & ~_poisoned(want, spec.dtype, edge), differ, got,
+                                want)
         chunk.outside.add(np.ones(differ.size, dtype=bool), differ, got, want)
         chunk.worst = np.inf
         return chunk
@@ -168,16 +175,16 @@ def _verdict_of(spec: OutputSpec, parts: list[_Chunk], size: int) -> Comparison:
 
     name = spec.name
     worst = max((p.worst for p in parts), default=0.0)
+    unwritten, f = first("unwritten")
+    if unwritten:
+        return Comparison(False, f"output '{name}': {unwritten} of {size} elements were never written (still hold the "
+                                 f"poison), the first at index {f.index}")
     if spec.dtype not in ("float32", "float64", "float16", "bfloat16"):
         count, f = first("outside")
         if count:
             return Comparison(False, f"output '{name}' at index {f.index}: got {f.got}, expected {f.want} "
                                      f"({count} elements differ)", worst_margin=np.inf, worst_output=name)
         return Comparison(True, worst_margin=0.0, worst_output=name)
-    count, f = first("unwritten")
-    if count:
-        return Comparison(False, f"output '{name}': {count} of {size} elements were never written (still hold the "
-                                 f"poison), the first at index {f.index}")
     count, f = first("nan")
     if count:
         return Comparison(False, f"output '{name}' at index {f.index}: got {f.got!r}, expected {f.want!r} (NaN where "
@@ -226,11 +233,11 @@ ALT_POISON_BYTE = 0xA5
 POISON_BYTES = (POISON_BYTE, ALT_POISON_BYTE)
 
 
-def _poisoned(array: np.ndarray, dtype: str) -> np.ndarray:
+def _poisoned(array: np.ndarray, dtype: str, bytes_: tuple[int, ...] = POISON_BYTES) -> np.ndarray:
     """Elements that still hold a poison (every byte 0xFF, a NaN bit pattern for floats, or every byte 0xA5)."""
     raw = array.view(np.dtype(f"u{array.dtype.itemsize}"))
     found = np.zeros(raw.shape, dtype=bool)
-    for byte in POISON_BYTES:
+    for byte in bytes_:
         found |= raw == int.from_bytes(bytes([byte]) * raw.dtype.itemsize, "little")
     return found
 

@@ -159,6 +159,23 @@ def test_exact_dtypes_name_the_first_differing_element() -> None:
     assert not result.ok and "index 7" in result.problem and "2 elements differ" in result.problem
 
 
+def test_an_integer_holding_the_edge_poison_was_never_written_and_one_holding_minus_one_may_have_been() -> None:
+    """-1 (all bytes 0xFF) is a value an integer output may hold; all bytes 0xA5, the edge calls' poison, is not:
+    named "never written" where the oracle wrote something else (4- and 8-byte integers; a uint8 165 is a value)."""
+    spec = OutputSpec("label", "int32", rtol=0.0, atol=0.0)
+    want = np.full(40, -1, dtype=np.int32)
+    want[::2] = 3
+    got = want.copy()
+    got.view(np.uint8)[4 * 5:4 * 6] = 0xA5  # element 5 left as the judge poisoned it
+    got[8] = -1  # a written wrong value
+    result = compare_output(spec, got, want)
+    assert not result.ok and "1 of 40 elements were never written" in result.problem and "index 5" in result.problem
+    got[5] = -1
+    assert "never written" not in compare_output(spec, got, want).problem
+    small = OutputSpec("byte", "uint8", rtol=0.0, atol=0.0)
+    assert "never written" not in compare_output(small, np.full(4, 0xA5, np.uint8), np.zeros(4, np.uint8)).problem
+
+
 def test_a_buffer_of_many_chunks_reports_as_one() -> None:
     """Problems in several chunks are counted over the whole buffer, and the first is the buffer's first."""
     from profiling.correctness import COMPARE_CHUNK
