@@ -129,14 +129,26 @@ def _accumulator_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]
     only when accumulator_in_memory reports them."""
     if _check_accumulator(profile, th) is None:
         return set()
-    return {line.line for line in _accumulator_lines(profile)}
+    return {line.line for line in _accumulator_lines(profile, th)}
 
 
-def _accumulator_lines(profile: Profile) -> list[HotLine]:
+def _accumulator_lines(profile: Profile, th: dict[str, Threshold]) -> list[HotLine]:
     """Lines with a memory accumulator that gcc did not vectorise (where it did, it proved the location unaliased
-    and keeps it in a register: `restrict`, or a local it can see through)."""
+    and keeps it in a register: `restrict`, or a local it can see through), less the lines of an arithmetic chain
+    dependency_chain reports: a location updated several times a step (`m[0] += a; m[0] += b; ...`) stays a chain
+    of dependent adds in a register, and cutting it into partial results is the fix (in memory or not)."""
+    chained = _arithmetic_claimed(profile, th)
     return [line for line in profile.hot_lines if _m(line, "static.memory_accumulators") >= 1
-            and line.metric("gcc.vectorized") != 1.0 and line.line not in _slot_claimed(profile)]
+            and line.metric("gcc.vectorized") != 1.0 and line.line not in _slot_claimed(profile)
+            and line.line not in chained]
+
+
+def _arithmetic_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
+    """Lines of the arithmetic chains dependency_chain reports."""
+    total = _total_cycles(profile, th)
+    if total <= 0:
+        return set()
+    return {line.line for lines in _reported_chains(profile, th, total).values() for line in lines}
 
 
 # ---- cache_miss_bound -----------------------------------------------------------------------------------------------
@@ -461,7 +473,7 @@ def _check_accumulator(profile: Profile, th: dict[str, Threshold]) -> Diagnosis 
     and stores it back, and the next iteration's load waits on that store (store-to-load forwarding) on the
     loop-carried chain. A local variable accumulating in a register and stored once after the loop has neither."""
     total = _total_cycles(profile, th)
-    lines = _accumulator_lines(profile)
+    lines = _accumulator_lines(profile, th)
     own = sum(_m(line, "Ir_self") for line in lines)
     if not lines or total <= 0 or own / total < th["min_line_share"].value:
         return None
@@ -530,14 +542,19 @@ def _chain_groups(profile: Profile, th: dict[str, Threshold]) -> dict[int, list[
     return groups
 
 
+def _reported_chains(profile: Profile, th: dict[str, Threshold], total: float) -> dict[int, list[HotLine]]:
+    """The chains long enough whose lines hold at least min_line_share of the estimated cycles."""
+    return {first: lines for first, lines in _chain_groups(profile, th).items()
+            if sum(_line_cycles(x, th) for x in lines) / total >= th["min_line_share"].value}
+
+
 def _arithmetic_part(profile: Profile, th: dict[str, Threshold], total: float) -> Part | None:
     """Arithmetic chains: their lines' own instructions, which run one after another (callgrind's one cycle an
     instruction is their latency for integer and logic operations, less than it for multiplications and floating
     point), of which cutting the chain into k independent ones overlaps 1 - 1/k: k the updates that add an
     independent term (each can keep its own partial result), at least independent_chains (a second chain
     interleaved with the first, as a second generator)."""
-    groups = {first: lines for first, lines in _chain_groups(profile, th).items()
-              if sum(_line_cycles(x, th) for x in lines) / total >= th["min_line_share"].value}
+    groups = _reported_chains(profile, th, total)
     if not groups:
         return None
     severity, findings, extra = 0.0, [], []
