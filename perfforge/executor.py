@@ -40,6 +40,7 @@ from enum import StrEnum
 from typing import Any
 
 from perfforge.errors import ConfigError
+from perfforge.gpus import machine_gpus
 
 GPU_RESOURCE = "GPU"
 CPU_TIMING_RESOURCE = "CPU_TIMING"
@@ -314,14 +315,7 @@ def visible_gpus() -> list[str]:
     listed = os.environ.get("CUDA_VISIBLE_DEVICES")
     if listed is not None:
         return [g.strip() for g in listed.split(",") if g.strip() and g.strip() != "-1"]
-    return sorted((name[len("nvidia"):] for name in _dev_entries() if name[len("nvidia"):].isdigit()), key=int)
-
-
-def _dev_entries() -> list[str]:
-    try:
-        return [name for name in os.listdir("/dev") if name.startswith("nvidia")]
-    except OSError:
-        return []
+    return list(machine_gpus())
 
 
 Executor = LocalExecutor | DaskExecutor

@@ -32,6 +32,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from perfforge.gpus import machine_gpus
+
 # device nodes of a GPU driver: NVIDIA's control node, AMD's compute node
 GPU_DEVICE_NODES = (Path("/dev/nvidiactl"), Path("/dev/kfd"))
 
@@ -42,17 +44,11 @@ def has_gpu_device() -> bool:
     return any(node.exists() for node in GPU_DEVICE_NODES)
 
 
-def machine_gpus() -> tuple[str, ...]:
-    """The machine's NVIDIA GPUs by index, from their device nodes (/dev/nvidia0, ...); empty where none is found
-    (an AMD machine, a container that exposes only some nodes): then one lock stands for the machine."""
-    return tuple(sorted((node.name.removeprefix("nvidia") for node in Path("/dev").glob("nvidia[0-9]*")
-                         if node.name.removeprefix("nvidia").isdigit()), key=int))
-
-
 def visible_gpus(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The GPUs a process sees: CUDA_VISIBLE_DEVICES (env first, then this process's environment), one name per
     device with spaces dropped and anything else outside [A-Za-z0-9-] made "_"; unset, every GPU of the machine
-    ("all" where machine_gpus finds none); set empty, ("none",): CUDA sees no device."""
+    ("all" where perfforge.gpus.machine_gpus finds none: one lock stands for the machine); set empty, ("none",):
+    CUDA sees no device."""
     devices = (env or {}).get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
     if devices is None:
         return machine_gpus() or ("all",)

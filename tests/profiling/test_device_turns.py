@@ -95,13 +95,13 @@ def test_lock_files_follow_the_visible_gpus(monkeypatch: pytest.MonkeyPatch) -> 
     assert names("turns") == ["perfforge-turns-gpu-all.lock"]  # none found: one lock for the machine
 
 
-def test_the_machines_gpus_are_read_from_their_device_nodes(monkeypatch: pytest.MonkeyPatch,
-                                                             tmp_path: Path) -> None:
-    for name in ("nvidia10", "nvidia2", "nvidiactl", "nvidia-uvm", "nvidia0"):
+def test_the_machines_gpus_are_read_from_their_device_nodes(tmp_path: Path) -> None:
+    from perfforge.gpus import machine_gpus
+
+    for name in ("nvidia10", "nvidia2", "nvidiactl", "nvidia-uvm", "nvidia0", "kfd"):
         (tmp_path / name).touch()
-    real_path = device_turns.Path
-    monkeypatch.setattr(device_turns, "Path", lambda p: tmp_path if p == "/dev" else real_path(p))
-    assert device_turns.machine_gpus() == ("0", "2", "10")
+    assert machine_gpus(tmp_path) == ("0", "2", "10")
+    assert machine_gpus(tmp_path / "absent") == ()
 
 
 @pytest.mark.parametrize(("target", "held"), [("cuda", True), ("cpu", False)])
