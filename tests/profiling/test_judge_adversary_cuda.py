@@ -132,23 +132,11 @@ def test_exiting_early(task_dir: Path, tmp_path: Path) -> None:
     assert verdict.status is Status.CRASHED and "exit" in verdict.reason, verdict.reason
 
 
-LABEL_HARNESS = """\
-#include "perfforge_harness.h"
-void launch_label(const float *x, int *y, int n);
-
-int main(int argc, char **argv) {
-    pf_run r;
-    pf_init(&r, argc, argv);
-    int n = (int)pf_param_int(&r, "n", 1 << 16);
-    pf_buf *x = pf_input(&r, "x", PF_F32, (size_t)n, -4.0, 4.0);
-    pf_buf *y = pf_output(&r, "y", PF_I32, (size_t)n);
-    while (pf_begin(&r)) {
-        launch_label((const float *)pf_ptr(x), (int *)pf_ptr(y), n);
-        pf_end(&r);
-    }
-    return pf_finish(&r);
-}
-"""
+# the affine task's harness with an int32 output: a label per element
+LABEL_HARNESS = (HARNESS.replace("launch_affine(const float *x, float *y", "launch_label(const float *x, int *y")
+                 .replace("launch_affine((const float *)pf_ptr(x), (float *)pf_ptr(y)",
+                          "launch_label((const float *)pf_ptr(x), (int *)pf_ptr(y)")
+                 .replace('pf_output(&r, "y", PF_F32', 'pf_output(&r, "y", PF_I32'))
 LABEL_LAUNCH = "void launch_label(const float *x, int *y, int n) { label<<<(n + 255) / 256, 256>>>(x, y, n); }\n"
 
 
@@ -164,6 +152,7 @@ def test_an_output_left_unwritten_where_the_original_writes_minus_one(tmp_path: 
     original = ("#include <cuda_runtime.h>\n__global__ void label(const float *x, int *y, int n) {\n"
                 "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                 "    if (i < n) y[i] = x[i] > 0.0f ? (int)(x[i] * 100.0f) : -1;\n}\n" + LABEL_LAUNCH)
+    assert "launch_affine" not in LABEL_HARNESS and "PF_I32" in LABEL_HARNESS
     for name, text in (("harness.cu", LABEL_HARNESS), ("task.toml", toml), ("kernel.cu", original),
                        ("fast.cu", original)):
         (root / name).write_text(text)
