@@ -526,12 +526,16 @@ def _reads(node: tree_sitter.Node | None, target: str) -> bool:
 def _chain_operations(update: tree_sitter.Node, target: str) -> tuple[int, bool] | None:
     """(dependent operations on the target's chain, whether the update only adds an independent term) of an update
     of target from its own value; None when it sets the target without reading it (the chain restarts there).
-    `t++` and `t op= e` are one operation, plus the operators of e that read t (`x ^= x << 13`: two); `t = e` the
-    operators of e on a path from t (`x = x * a + c`: two)."""
+    `t op= e` is one operation, plus the operators of e that read t (`x ^= x << 13`: two); `t = e` the operators of
+    e on a path from t (`x = x * a + c`: two); a constant step (`t++`, `t -= 4`) none."""
     if update.type == "update_expression":
-        return 1, True
+        return 0, False  # a constant step: an induction variable, see below
     operator = _text(update.child_by_field_name("operator"))
     right = update.child_by_field_name("right")
+    if operator in ("+=", "-=") and _stripped(right) is not None and _stripped(right).type == "number_literal":
+        # Constant steps (`p++` four times, `i += 4`) are an induction variable: the compiler folds them into one
+        # add a step, or into the addressing offsets of the accesses (`*a_to++ = x` four times: one add of 32).
+        return 0, False
     on_path = sum(1 for n in _walk(right) if n.type in ("binary_expression", "unary_expression")
                   and _reads(n, target)) if right is not None else 0
     if operator == "=":

@@ -109,6 +109,24 @@ void fill(unsigned *out, int n) {
     assert _chains(source, "fill") == {}
 
 
+def test_constant_steps_of_a_pointer_are_an_induction_variable_not_a_chain() -> None:
+    """how-to-optimize-gemm's PackMatrixA: `*a_to++ = ...` four times a step is one add of 32 once compiled (the
+    increments fold into the stores' offsets); it was reported as a chain of four."""
+    source = """\
+void pack(int k, const double *a, int lda, double *a_to) {
+    for (int j = 0; j < k; j++) {
+        const double *p = &a[j * lda];
+        *a_to++ = *p;
+        *a_to++ = *(p + 1);
+        *a_to++ = *(p + 2);
+        *a_to += 4;
+        a_to += 1;
+    }
+}
+"""
+    assert _chains(source, "pack") == {}
+
+
 # ---- the rule on real profiles --------------------------------------------------------------------------------------
 
 HEAD = "#include <stdio.h>\n#include <stdlib.h>\n"
