@@ -21,10 +21,18 @@ In a forced segment every token but the next one of the segment is masked; in a 
 needs the room for what must follow). What the model writes inside
 the block is its own: the format makes an answer readable, not right, so a length cut now reads as code that
 does not build rather than as no answer. The model's own sampling (temperature, seed) is unchanged.
+
+A CUDA block may not close before its code holds what every CUDA answer must (REQUIRED_CODE: a `__global__`
+kernel and a launch, the judge's static check no_device_kernel): until then no token with a backtick is
+allowed, so the model writes on rather than ending (30 of 48 CUDA answers of SmolLM2, base and fine-tuned, were
+rejected for lacking one: docs/eval_cuda.md). Nothing that check would accept is ever refused by it; the budget's
+forced fence still ends a block that never gets there.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -34,6 +42,11 @@ from typing import Any
 # each, and a line that runs on eats the file's budget.
 LABEL_TOKENS = 60
 CLOSING_FENCE = "\n```"
+# Per fence: groups of texts the code must hold before its block may close, one text of each group (the judge's
+# static check no_device_kernel refuses a CUDA candidate without a __global__ kernel and a launch).
+REQUIRED_CODE: dict[str, tuple[tuple[str, ...], ...]] = {
+    "cuda": (("__global__",), ("<<<", "cudaLaunch", "hipLaunch")),
+}
 
 
 class Kind(Enum):
@@ -60,6 +73,12 @@ class AnswerFormat:
     # ids other than the newline whose text holds a newline ("\n    "): a line may end only at the newline itself,
     # so the label after it starts a line
     other_newline_ids: tuple[int, ...] = ()
+    required: tuple[tuple[str, ...], ...] = ()  # REQUIRED_CODE of the fence
+    backtick_ids: tuple[int, ...] = ()  # ids whose text holds a backtick: masked in the code until it has `required`
+
+    def lacks(self, code: str) -> bool:
+        """Whether `code` still misses one of the required groups."""
+        return any(not any(text in code for text in group) for group in self.required)
 
     @classmethod
     def for_tokenizer(cls, tokenizer: Any, fence: str, stop_ids: Sequence[int]) -> AnswerFormat:
@@ -72,8 +91,12 @@ class AnswerFormat:
         segments = (Segment(Kind.FORCED, ids("Hypothesis:")), Segment(Kind.LINE),
                     Segment(Kind.FORCED, ids("Evidence:")), Segment(Kind.LINE),
                     Segment(Kind.FORCED, ids(f"```{fence}\n")), Segment(Kind.CODE), Segment(Kind.END))
-        others = tuple(i for i in range(len(tokenizer)) if i != newline[0] and "\n" in tokenizer.decode([i]))
-        return cls(segments, newline[0], ids(CLOSING_FENCE), tuple(dict.fromkeys(stop_ids)), others)
+        texts = [tokenizer.decode([i]) for i in range(len(tokenizer))]
+        others = tuple(i for i, text in enumerate(texts) if i != newline[0] and "\n" in text)
+        required = REQUIRED_CODE.get(fence, ())
+        backticks = tuple(i for i, text in enumerate(texts) if "`" in text) if required else ()
+        return cls(segments, newline[0], ids(CLOSING_FENCE), tuple(dict.fromkeys(stop_ids)), others, required,
+                   backticks)
 
 
 @dataclass
@@ -85,6 +108,7 @@ class _Walk:
     segment: int = 0
     taken: list[int] = field(default_factory=list)  # tokens of the current segment so far
     closing: int = -1  # CODE: how many closing-fence tokens were forced (-1: not closing)
+    code: str = ""  # CODE: the text written so far, while the format requires something of it
 
 
 class FormatProcessor:
@@ -123,8 +147,11 @@ class FormatProcessor:
                 scores[row, allowed] = keep
             else:
                 scores[row, list(walk.format.stop_ids)] = float("-inf")
-                if self._segment(walk).kind is Kind.LINE and walk.format.other_newline_ids:
+                kind = self._segment(walk).kind
+                if kind is Kind.LINE and walk.format.other_newline_ids:
                     scores[row, list(walk.format.other_newline_ids)] = float("-inf")
+                elif kind is Kind.CODE and walk.format.required and walk.format.lacks(walk.code):
+                    scores[row, list(walk.format.backtick_ids)] = float("-inf")  # no closing fence yet
         return scores
 
     # --- one sequence
@@ -154,11 +181,13 @@ class FormatProcessor:
                 walk.closing += 1
                 done = walk.closing >= len(walk.format.closing_ids)
             else:
+                if walk.format.required:
+                    walk.code += self.tokenizer.decode([token])
                 tail = self.tokenizer.decode(walk.taken[-8:])
                 done = CLOSING_FENCE in "\n" + tail if len(walk.taken) <= 8 else CLOSING_FENCE in tail
         if done:
             walk.segment += 1
-            walk.taken, walk.closing = [], -1
+            walk.taken, walk.closing, walk.code = [], -1, ""
 
     def _next(self, walk: _Walk, left: int) -> list[int] | None:
         """The only tokens the sequence may take next (None: any but a stop token)."""
@@ -184,10 +213,19 @@ def answer_regex(fence: str) -> str:
     """The answer format as a regular expression, for a server's structured outputs (vLLM: the request's
     `structured_outputs.regex`). The file may hold no triple backtick, so the closing fence ends it. A server
     enforces the layout but not the budget: an answer cut by max_tokens still leaves its block open (the
-    in-process FormatProcessor closes it in time)."""
+    in-process FormatProcessor closes it in time). A CUDA block holds a kernel and a launch (REQUIRED_CODE)."""
     label = "[^\\n]{0," + str(LABEL_TOKENS * 4) + "}"  # about four characters per token
-    return (f"Hypothesis:{label}\\nEvidence:{label}\\n```{fence}\\n"
-            "([^`]|`[^`]|``[^`])*\\n```")
+    return f"Hypothesis:{label}\\nEvidence:{label}\\n```{fence}\\n{_code_holding(REQUIRED_CODE.get(fence, ()))}\\n```"
+
+
+def _code_holding(groups: tuple[tuple[str, ...], ...]) -> str:
+    """A regular expression of code without a triple backtick that holds a text of every group, in any order."""
+    text = "([^`]|`[^`]|``[^`])*"
+    if not groups:
+        return text
+    orders = ["".join(f"{text}({'|'.join(re.escape(t) for t in group)})" for group in order) + text
+              for order in itertools.permutations(groups)]
+    return "(" + "|".join(orders) + ")"
 
 
 _FORMATS: dict[tuple[int, str, tuple[int, ...]], AnswerFormat] = {}
