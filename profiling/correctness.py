@@ -1,9 +1,9 @@
 """Comparing what a candidate wrote with what the oracle wrote, buffer by buffer (VALIDATION.md rules 2-8).
 
 Pure functions over numpy arrays: no building, no running. Outputs are compared with the task's dtype-aware
-tolerances, NaN/Inf must sit where the oracle has them, never-written elements (still holding a poison, 0xFF or 0xA5)
-are named as such, inputs must come back bit-identical (by digest), and the worst element's distance to its tolerance is
-reported as a margin (llm.c's habit: say how close the worst element came).
+tolerances, NaN/Inf must sit where the oracle has them, never-written elements (still holding a poison byte) are
+named as such, inputs must come back bit-identical (by digest), and the worst element's distance to its tolerance
+is reported as a margin (llm.c's habit: say how close the worst element came).
 """
 
 from __future__ import annotations
@@ -143,13 +143,12 @@ def _examine(spec: OutputSpec, got: np.ndarray, want: np.ndarray, offset: int) -
     got, want = got[differ], want[differ]
     differ += offset
     if spec.dtype not in ("float32", "float64", "float16", "bfloat16"):
-        # an integer that is all 0xFF may be a written -1; a 4- or 8-byte one that is all 0xA5 (the edge calls'
-        # poison, -1515870811 as int32) where the oracle wrote something else is an element never written (a byte
-        # of 0xA5 is a plain 165)
+        # an integer that is all 0xFF may be a written -1; a 4- or 8-byte one made of another poison byte
+        # (-1515870811 as int32 for 0xA5) where the oracle wrote something else is an element never written (a
+        # single byte of one is a plain value)
         if got.dtype.itemsize >= 4:
-            edge = (ALT_POISON_BYTE,)
-            chunk.unwritten.add(_poisoned(got, spec.dtype, edge) & ~_poisoned(want, spec.dtype, edge), differ, got,
-                                want)
+            chunk.unwritten.add(_poisoned(got, spec.dtype, INTEGER_POISON_BYTES)
+                                & ~_poisoned(want, spec.dtype, INTEGER_POISON_BYTES), differ, got, want)
         chunk.outside.add(np.ones(differ.size, dtype=bool), differ, got, want)
         chunk.worst = np.inf
         return chunk
@@ -225,16 +224,21 @@ def judge_pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=JUDGE_THREADS, thread_name_prefix="pf-judge")
 
 
-POISON_BYTE = 0xFF  # NaN for floats, -1 for integers: an element never written is told apart
-# the judge's poison on edge calls where it poisons (CPU and interpreted processes; paired.Pair.poison_byte): an
-# unlikely value of every type (float32 -2.9e-16, int32 -1515870811, uint8 165), never all-ones, so an original's
-# -1 sentinel is told apart from an element a candidate never wrote
-ALT_POISON_BYTE = 0xA5
-POISON_BYTES = (POISON_BYTE, ALT_POISON_BYTE)
+POISON_BYTE = 0xFF  # NaN for floats, -1 for integers: the harness's own (check, time and profile modes)
+# The judge's poisons: one drawn per call (paired.Pair.draw), checked and timed calls alike, so that a poison
+# tells a candidate nothing. A red team's candidate skipped the -1 fill where its outputs already read -1 (the
+# poison of every plain and timed call: 9.37x "improved"), another took a careful path only where its outputs held
+# the edge calls' 0xA5. Sixteen bytes whose repeated patterns are unlikely values of every type (never 0x00: 0.0
+# and 0 are common answers); an output an original fills with one of them (-1 is 0xFF) is still compared on the
+# calls drawn with another.
+JUDGE_POISON_BYTES = (0xFF, 0xA5, 0x5A, 0xC3, 0x3C, 0x96, 0x69, 0xE7, 0x7E, 0xDB, 0xBD, 0x81, 0x18, 0xF0, 0x0F,
+                      0x99)
+# not -1: an integer all of whose bytes are 0xFF may be a written -1
+INTEGER_POISON_BYTES = tuple(b for b in JUDGE_POISON_BYTES if b != POISON_BYTE)
 
 
-def _poisoned(array: np.ndarray, dtype: str, bytes_: tuple[int, ...] = POISON_BYTES) -> np.ndarray:
-    """Elements that still hold a poison (every byte 0xFF, a NaN bit pattern for floats, or every byte 0xA5)."""
+def _poisoned(array: np.ndarray, dtype: str, bytes_: tuple[int, ...] = JUDGE_POISON_BYTES) -> np.ndarray:
+    """Elements that still hold a poison: every byte one of `bytes_`."""
     raw = array.view(np.dtype(f"u{array.dtype.itemsize}"))
     found = np.zeros(raw.shape, dtype=bool)
     for byte in bytes_:

@@ -24,7 +24,14 @@ import numpy as np
 from perfforge.targets import target_spec
 from perfforge.task import Task, TaskConfig
 from profiling.build import Build
-from profiling.correctness import ALT_POISON_BYTE, POISON_BYTE, compare_output, copy_into, first_difference, same_bytes
+from profiling.correctness import (
+    JUDGE_POISON_BYTES,
+    POISON_BYTE,
+    compare_output,
+    copy_into,
+    first_difference,
+    same_bytes,
+)
 from profiling.device_flush import DeviceFlusher
 from profiling.host_flush import HostFlusher
 from profiling.inputs import draw, task_marks, verdict_generator
@@ -75,6 +82,7 @@ class OriginalFailed(Exception):
 
 Inputs = dict[str, np.ndarray]
 Outputs = dict[str, np.ndarray]
+_POISONS = random.SystemRandom()  # each call's poison byte: nothing a candidate can predict or replay
 NVIDIA_CONTROL = "/dev/nvidiactl"  # present where an NVIDIA driver is: a flusher is worth starting
 OutputSample = dict[str, tuple[np.ndarray, np.ndarray]]  # output name -> (element indices, their values)
 # Elements of each output read the moment an interpreted process says 'done': if a tenth of an output were still
@@ -112,9 +120,8 @@ class Pair:
     _drawer: ThreadPoolExecutor | None = None  # draws the next call's inputs ahead (staged pairs: draw())
     _ahead: tuple[bool, Future[Inputs]] | None = None  # (edges, the draw under way)
     flusher: DeviceFlusher | None = None  # interpreted GPU pairs: the judge's own L2 flush (device_flush.py)
-    # the byte the judge poisons outputs with for this call (both sides): 0xFF on plain calls, ALT_POISON_BYTE on
-    # edge calls, so an output an original writes as all-ones (-1 as a sentinel, 255, a NaN pattern) is told
-    # apart from one a candidate never wrote (a red team's candidate that dropped the -1 fill loops passed)
+    # the byte the judge poisons outputs with for this call (both sides), drawn per call from JUDGE_POISON_BYTES by
+    # the system's generator, checked and timed calls alike (correctness.JUDGE_POISON_BYTES says why)
     poison_byte: int = POISON_BYTE
 
     @classmethod
@@ -234,7 +241,7 @@ class Pair:
         draw of 256 MB took a third of a large CUDA verdict (bench/bench_verdict.py). A CPU pair never draws ahead
         (the draw would compete with the timed kernel for the host). The generator is used in the same order
         either way, so the same verdict draws the same inputs."""
-        self.poison_byte = ALT_POISON_BYTE if edges else POISON_BYTE
+        self.poison_byte = _POISONS.choice(JUDGE_POISON_BYTES)
         ahead, self._ahead = self._ahead, None
         drawn = ahead[1].result() if ahead is not None else None  # waited for even when unused: one rng user
         inputs = drawn if ahead is not None and ahead[0] == edges else None

@@ -52,7 +52,7 @@ import numpy as np
 from perfforge.task import TaskConfig
 from profiling import sandbox
 from profiling.build import Build
-from profiling.correctness import ALT_POISON_BYTE, NUMPY_DTYPE, POISON_BYTE
+from profiling.correctness import NUMPY_DTYPE, POISON_BYTE
 
 # The harness's pf_dtype and pf_role, in their C order (perfforge_harness.h).
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8")
@@ -66,13 +66,11 @@ class Role(IntEnum):
 
 
 def _poisoning(word: bytes, poison_byte: int) -> bytes:
-    """The judge's word for a call ("call", "stage") naming the poison of its outputs: plain for 0xFF, "call a5"
-    for the edge calls' byte (the harnesses know no other)."""
-    if poison_byte == POISON_BYTE:
-        return word
-    if poison_byte == ALT_POISON_BYTE:
-        return word + b" a5"
-    raise ValueError(f"no harness poisons with {poison_byte:#x}: {POISON_BYTE:#x} or {ALT_POISON_BYTE:#x}")
+    """The judge's word for a call ("call", "stage") naming the poison of its outputs: plain for 0xFF (the
+    harness's own), else the byte in two hex digits ("call a5")."""
+    if not 0 <= poison_byte <= 0xFF:
+        raise ValueError(f"a poison is one byte, not {poison_byte:#x}")
+    return word if poison_byte == POISON_BYTE else word + b" %02x" % poison_byte
 
 
 GUARD_BYTES = 256  # before and after each buffer, as the harness lays them out (PF_GUARD_BYTES)

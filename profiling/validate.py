@@ -396,14 +396,18 @@ def _protocol_failures(config: TaskConfig) -> Iterator[None]:
 
 
 def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None:
-    """seeds x calls input sets (edge values in every other one), each on both sides; the candidate's first call
-    made twice (the same inputs must give the same outputs); the oracle's outputs checked for a degenerate test."""
+    """seeds x calls input sets (edge values in half of them, at places drawn by the system's generator), each on
+    both sides; the candidate's first call made twice (the same inputs must give the same outputs); the oracle's
+    outputs checked for a degenerate test."""
     task, config = session.task, pair.config
     oracle_runs = []
     calls = task.validate.seeds * task.validate.calls
+    # half the calls carry edge values, at places no candidate can count to (a red team's argmax told them by
+    # counting its calls when they were every other one: 1.63x "improved")
+    edge_calls = set(random.SystemRandom().sample(range(calls), calls // 2))
     for call in range(calls):
         # the last one draws ahead for the first timed call (edges off), unused when no timing follows
-        inputs = pair.draw(edges=call % 2 == 1, next_edges=call + 1 < calls and (call + 1) % 2 == 1)
+        inputs = pair.draw(edges=call in edge_calls, next_edges=call + 1 < calls and call + 1 in edge_calls)
         want = pair.run("original", inputs, timeout_s=task.validate.timeout_s)
         session.note_original(want.duration_ms / 1e3)
         got = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
@@ -417,7 +421,9 @@ def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None
             if not same.ok:
                 raise Mismatch(f"call 0: two runs on identical inputs disagree ({same.problem}): the kernel reads "
                                "uninitialised memory, races, or keeps state between calls")
-        if call < task.validate.seeds:
+        if call not in edge_calls and len(oracle_runs) < task.validate.seeds:
+            # plain draws only: an edge call's one-sided buffer can zero a filter's output (a red team's candidate
+            # read task_invalid in 4 of 6 verdicts once edge calls could come first)
             oracle_runs.append({name: values.copy() for name, values in want.outputs.items()})
         verdict.checked_runs.append(f"{config.name}/call{call}")
     reason = degenerate_reason(task.outputs, oracle_runs)

@@ -21,7 +21,7 @@
  *            its own mapping. "exit" (or the channel closing) ends the loop.
  *            CUDA ("ready ... staged"): every buffer also lives on the device (fixed ones copied up once, before
  *            the filter). On "call" the harness copies the judge's inputs (guards included) up, poisons the
- *            outputs with the byte the word names ("call a5"; plain "call": 0xFF) and re-arms their guards on the
+ *            outputs with the byte the word names ("call a5": 0xA5; plain "call": 0xFF) and re-arms their guards on the
  *            device, flushes the L2 and says "start"; after the body, the
  *            launch check and a whole-device synchronisation it says "synced", then "done". On "fetch" it copies
  *            every buffer back into the judge's memory and says "fetched": the judge asks only for the calls it
@@ -87,7 +87,6 @@
 #define PF_GUARD_BYTES 256
 #define PF_GUARD_BYTE 0xA5
 #define PF_POISON_BYTE 0xFF
-#define PF_ALT_POISON_BYTE 0xA5  /* the judge's poison on calls that draw edge values (profiling/correctness.py) */
 /* CPU cache flush: twice the last-level cache evicts it under LRU; capped because virtual machines report the
  * host's whole L3 (hundreds of MB) and a flush that size would dominate short trials. */
 #define PF_CPU_FLUSH_CAP_BYTES (64u << 20)
@@ -785,6 +784,9 @@ static int pf_install_filter(void) {
     return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fprog) == 0 ? 0 : -1;
 }
 
+/* A lower-case hex digit's value, -1 for anything else. */
+static int pf_hex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
 /* Wait for the judge's word: "call" (1) or "exit" / a closed channel (0). The first time, the filter goes in and
  * "ready" is said: no code of the candidate's has run before this point (its object may hold no constructor). */
 static int pf_serve_begin(pf_run *r) {
@@ -815,10 +817,11 @@ static int pf_serve_begin(pf_run *r) {
         pf_serve_send(r, "synced");
         pf_serve_send(r, "done");
     }
-    /* "call", or "call a5": the judge's poison for this call's outputs (0xFF plain, PF_ALT_POISON_BYTE on the calls
-     * that draw edge values); a CPU process's outputs are poisoned by the judge itself, in its own memory */
+    /* "call", or "call XX": the judge's poison for this call's outputs, two hex digits (plain: 0xFF); a CPU
+     * process's outputs are poisoned by the judge itself, in its own memory */
     if (strcmp(text, "call") == 0) r->poison = PF_POISON_BYTE;
-    else if (strcmp(text, "call a5") == 0) r->poison = PF_ALT_POISON_BYTE;
+    else if (strncmp(text, "call ", 5) == 0 && pf_hex(text[5]) >= 0 && pf_hex(text[6]) >= 0 && text[7] == '\0')
+        r->poison = (unsigned char)(pf_hex(text[5]) * 16 + pf_hex(text[6]));
     else return 0;
 #ifdef __CUDACC__
     pf_serve_stage_in(r);

@@ -32,7 +32,7 @@ Run as `python harness.py MODE --seed N --out DIR [--calls C] [--warmup W] [--tr
            the judge and mapped from the memfd it answers with; the first call is a warm-up on the harness's own
            draws (Triton compiles there); then the fixed buffers go to the judge, the system-call filter goes in,
            and "ready" is said. Each "call" runs the body once on what the judge wrote, then "done" (CUDA: "stage"
-           before it copies the inputs up and poisons the outputs (0xA5 on "stage a5", else 0xFF), "staged"; the
+           before it copies the inputs up and poisons the outputs (0xa5 on "stage a5", plain 0xFF), "staged"; the
            call says "start", runs the body, synchronises the whole device, says "synced"; "fetch" after it copies
            the outputs back, "fetched").
            Nothing this process says is trusted.
@@ -78,7 +78,7 @@ _event_elapsed_ms = torch.cuda.Event.elapsed_time
 GUARD_BYTES = 256  # PF_GUARD_BYTES: keeps the data 256-byte aligned and catches off-by-a-row writes
 GUARD_BYTE = 0xA5  # PF_GUARD_BYTE
 POISON_BYTE = 0xFF  # PF_POISON_BYTE: NaN for floats, -1 for integers
-POISON_WORDS = {"": POISON_BYTE, "a5": 0xA5}  # "stage" or "stage a5": the judge's poison for the call's outputs
+HEX_DIGITS = "0123456789abcdef"
 # PF_CPU_FLUSH_CAP_BYTES: virtual machines report the host's whole L3; a flush that size would dominate short trials.
 CPU_FLUSH_CAP_BYTES = 64 << 20
 DEFAULT_LLC_BYTES = 8 << 20  # the header's fallback when the last-level cache size cannot be read
@@ -95,10 +95,14 @@ _MASK64 = (1 << 64) - 1
 
 
 def poison_of(message: str, word: str) -> int | None:
-    """The poison byte the judge's `word` ("call", "stage") names: "stage a5" 0xA5, plain "stage" 0xFF; None for
-    another word or a byte no judge sends."""
+    """The poison byte the judge's `word` ("call", "stage") names in two hex digits: "stage a5" 0xA5, plain
+    "stage" 0xFF; None for another word or anything else after it."""
     head, _, byte = message.partition(" ")
-    return POISON_WORDS.get(byte) if head == word else None
+    if head != word:
+        return None
+    if not byte:
+        return POISON_BYTE
+    return int(byte, 16) if len(byte) == 2 and all(c in HEX_DIGITS for c in byte) else None
 
 
 class Mode(StrEnum):

@@ -347,20 +347,18 @@ def test_triton_tasks_load_as_tasks() -> None:
 
 
 def test_the_judges_words_name_the_poison_both_harnesses_know() -> None:
-    """A staged process poisons its outputs on the device, so the judge's word for the call carries the byte: the
-    edge calls' 0xA5 ("call a5", "stage a5"), else 0xFF. Before, a staged process always wrote 0xFF, and a candidate
-    that left unwritten the outputs the original fills with -1 (every byte 0xFF) passed every call."""
-    from profiling.correctness import ALT_POISON_BYTE, POISON_BYTE
+    """A staged process poisons its outputs on the device, so the judge's word for the call carries the byte it drew
+    for the call ("call 3c", "stage a5"; plain for 0xFF). Before, a staged process always wrote 0xFF, and a
+    candidate that left unwritten the outputs the original fills with -1 (every byte 0xFF) passed every call."""
+    from profiling.correctness import JUDGE_POISON_BYTES, POISON_BYTE
     from profiling.served import _poisoning
 
-    assert _poisoning(b"call", POISON_BYTE) == b"call" and _poisoning(b"stage", ALT_POISON_BYTE) == b"stage a5"
-    with pytest.raises(ValueError, match="no harness poisons with 0x1"):
-        _poisoning(b"call", 0x01)
-    for word in ("call", "stage"):  # the Python harness reads what the judge says
-        assert pfh.poison_of(_poisoning(word.encode(), POISON_BYTE).decode(), word) == POISON_BYTE
-        assert pfh.poison_of(_poisoning(word.encode(), ALT_POISON_BYTE).decode(), word) == ALT_POISON_BYTE
-    assert pfh.poison_of("call a5", "stage") is None and pfh.poison_of("call 00", "call") is None
-    header = (RUNTIME_DIR / "perfforge_harness.h").read_text()  # the C harness's bytes and words are the same
-    assert f"#define PF_POISON_BYTE {POISON_BYTE:#04X}".replace("0X", "0x") in header
-    assert f"#define PF_ALT_POISON_BYTE {ALT_POISON_BYTE:#04X}".replace("0X", "0x") in header
-    assert 'strcmp(text, "call a5") == 0) r->poison = PF_ALT_POISON_BYTE' in header
+    assert _poisoning(b"call", POISON_BYTE) == b"call" and _poisoning(b"stage", 0xA5) == b"stage a5"
+    assert _poisoning(b"call", 0x0F) == b"call 0f"
+    with pytest.raises(ValueError, match="one byte"):
+        _poisoning(b"call", 0x100)
+    for word in ("call", "stage"):  # the Python harness reads every byte the judge may send
+        for byte in JUDGE_POISON_BYTES:
+            assert pfh.poison_of(_poisoning(word.encode(), byte).decode(), word) == byte
+    assert pfh.poison_of("call a5", "stage") is None and pfh.poison_of("call 0", "call") is None
+    assert pfh.poison_of("call A5", "call") is None and pfh.poison_of("call a5x", "call") is None
