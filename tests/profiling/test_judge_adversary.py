@@ -832,6 +832,28 @@ def test_an_argmax_that_breaks_ties_by_lane_is_incorrect(tmp_path: Path) -> None
                     timing=False).status is Status.CORRECT
 
 
+@pytest.mark.parametrize("candidate", ["lanes_merged_by_lane_off_edge_calls.c",
+                                       "lanes_merged_by_lane_off_counted_calls.c"])
+def test_a_careful_path_only_on_the_calls_it_takes_for_edge_calls_is_incorrect(candidate: str,
+                                                                               tmp_path: Path) -> None:
+    """Sixteenth red team: the lane-ordered argmax above, taking the index-ordered merge only on the calls it
+    believes carry edge values: outputs holding 0xA5 on entry (the edge calls' poison), or its 4th, 6th, 8th...
+    call (edge calls were every other one, and call 0 runs twice). Both read improved (2.29x, 1.63x). Now the
+    extreme ties come on every call, edge calls fall where the system's generator puts them, and the poison is
+    drawn per call: the careful path is taken too seldom."""
+    task_dir = RARE_INPUTS / "argmax_first"
+    verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+
+
+def test_a_double_comparison_made_in_float_off_edge_calls_is_incorrect(tmp_path: Path) -> None:
+    """Sixteenth red team: branchy_select's double comparison made in float (incorrect above) except when its
+    outputs hold 0xA5 on entry, the edge calls' poison then: 1.69x improved. Marks and their neighbours now come on
+    every call and the poison is drawn per call."""
+    verdict = _catalogue_verdict("cpu/branchy_select", 0, "branchy_s0_float_compare_off_edge_calls.c", tmp_path)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+
+
 def test_an_output_left_unwritten_where_the_original_writes_minus_one_is_incorrect(tmp_path: Path) -> None:
     """Scenario: branchy_select s0 fills the unused tail of both int32 outputs with -1; the candidate drops those
     two loops. The judge poisoned every output with 0xFF bytes, which is -1 as an int32: what the candidate left
