@@ -854,6 +854,17 @@ def test_a_double_comparison_made_in_float_off_edge_calls_is_incorrect(tmp_path:
     assert verdict.status is Status.INCORRECT, verdict.reason
 
 
+def test_a_threshold_past_the_sixteenth_compared_literal_is_a_mark(tmp_path: Path) -> None:
+    """Sixteenth red team: a bucketing by 18 breakpoints (0.5 to 9.0, double inputs); the candidate writes its two
+    largest as strict comparisons. Only the 16 smallest compared literals were marks, so 8.5 and 9.0 were never
+    drawn: 5.52x improved, wrong for a user's 8.5. Compared and named literals are kept up to MAX_COMPARED_MARKS."""
+    task_dir = RARE_INPUTS / "bucketize_f64"
+    verdict = validate(load_task(task_dir), task_dir / "top_two_breakpoints_strict.c", tmp_path / "work",
+                       timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+
+
 def test_an_output_left_unwritten_where_the_original_writes_minus_one_is_incorrect(tmp_path: Path) -> None:
     """Scenario: branchy_select s0 fills the unused tail of both int32 outputs with -1; the candidate drops those
     two loops. The judge poisoned every output with 0xFF bytes, which is -1 as an int32: what the candidate left
