@@ -101,7 +101,8 @@ TARGETS.register("cpu", TargetSpec(
     # callgrind's simulated events (profiling/cpu/callgrind.py)
     key_counters=(("Ir", "instructions"), ("D1mr", "L1 data read misses"), ("DLmr", "last-level read misses"),
                   ("D1mw", "L1 data write misses"), ("Bcm", "mispredicted branches")),
-    library_pattern=r"\b(cblas_\w+|LAPACKE_\w+|mkl_\w+|dgemm_|sgemm_|qsort)\s*\(",
+    # any use, not only a call: `(qsort)(...)`, `&qsort` or a pointer to it does the whole job as well
+    library_pattern=r"\b(cblas_\w+|LAPACKE_\w+|mkl_\w+|dgemm_|sgemm_|qsort)\b",
     memory_limit_bytes=CPU_MEMORY_LIMIT_BYTES, served=True, binary_policy=True))
 
 TARGETS.register("cuda", TargetSpec(

@@ -64,6 +64,18 @@ def test_comments_do_not_trip_checks(tmp_path: Path) -> None:
     assert run_static_checks(code, task) == []
 
 
+def test_a_library_routine_is_found_however_it_is_called(tmp_path: Path) -> None:
+    """Sixteenth red team: `(qsort)(y, n, sizeof *y, cmp)` sorted a sort task's data through libc, 4.62x improved;
+    the pattern wanted `qsort(`. Any use of the name counts now (a call behind parentheses, its address)."""
+    task = load_task(write_task(tmp_path / "task"))
+    for use in ("(qsort)(x, 4, sizeof *x, cmp);", "void (*sorter)(void) = (void (*)(void))&qsort;",
+                "qsort (x, 4, sizeof *x, cmp);"):
+        code = SLOW_C + "static int cmp(const void *a, const void *b) { return 0; }\n" \
+            "void g(float *x) { " + use + " }\n"
+        assert "library_fallback" in _checks(run_static_checks(code, task)), use
+    assert run_static_checks(SLOW_C + "static int qsort_calls;  /* not qsort: a name of its own */\n", task) == []
+
+
 def word_checked(task: Task) -> Task:
     """The C task as a target without a binary policy (hip, triton), where the source word checks still run; a cpu
     or cuda candidate's object is read instead (test_judge_adversary.py, test_cuda_binary_policy.py)."""
