@@ -301,6 +301,15 @@ def _interposes_harness(code: str, task: Task) -> list[tuple[int, str]]:
     return _matches(code, _TIMER_SYMBOLS, "redefines a function the harness relies on: {}")
 
 
+@_register("line_directive", "a candidate that tells the compiler its lines come from another file (#line, or a "
+           "line marker: the policy reads the candidate's own lines of the preprocessed source by those markers)",
+           _C_LIKE)
+def _line_directive(code: str, task: Task) -> list[tuple[int, str]]:
+    # the sixteenth red team's `#line 1 "/usr/include/..."` before `#pragma GCC optimize("Ofast")` put the pragma
+    # in a header's lines, where the binary policy does not look, and it took effect
+    return _matches(code, r"^[ \t]*#[ \t]*(line\b|\d)[^\n]*", "renames its lines' file: {}")
+
+
 @_register("extra_streams", "work launched on other streams to escape the timer (the harness synchronises the "
            "whole device, so this is only a warning)", _GPU_C_LIKE, strict=False)
 def _extra_streams(code: str, task: Task) -> list[tuple[int, str]]:

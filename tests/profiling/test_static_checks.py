@@ -76,6 +76,16 @@ def test_a_library_routine_is_found_however_it_is_called(tmp_path: Path) -> None
     assert run_static_checks(SLOW_C + "static int qsort_calls;  /* not qsort: a name of its own */\n", task) == []
 
 
+def test_a_line_directive_is_refused(tmp_path: Path) -> None:
+    """Sixteenth red team: `#line 1 "/usr/include/fastmath_helpers.h"` before `#pragma GCC optimize("Ofast")` made
+    the binary policy, which reads the candidate's own lines by the preprocessor's markers, skip the pragma, and it
+    took effect (decay_loop_invariant read correct). A line directive or a GNU line marker is refused."""
+    task = load_task(write_task(tmp_path / "task"))
+    for directive in ('#line 1 "/usr/include/x.h"', "  # line 40", '# 1 "/usr/include/stdio.h" 3'):
+        assert _checks(run_static_checks(directive + "\n" + SLOW_C, task)) == {"line_directive"}, directive
+    assert run_static_checks("#include <math.h>\n#if 1\n#define N 4\n#endif\n" + SLOW_C, task) == []
+
+
 def word_checked(task: Task) -> Task:
     """The C task as a target without a binary policy (hip, triton), where the source word checks still run; a cpu
     or cuda candidate's object is read instead (test_judge_adversary.py, test_cuda_binary_policy.py)."""
