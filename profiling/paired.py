@@ -35,7 +35,7 @@ from profiling.correctness import (
 from profiling.device_flush import DeviceFlusher
 from profiling.host_flush import HostFlusher
 from profiling.inputs import draw, task_marks, verdict_generator
-from profiling.served import CallTime, KernelProcess, ProtocolError, Role
+from profiling.served import GUARD, GUARD_BYTES, CallTime, KernelProcess, ProtocolError, Role
 
 
 @contextlib.contextmanager
@@ -282,7 +282,10 @@ class Pair:
                     # a staged C process poisons on the device; an interpreted one copies back what it computed, and
                     # what it did not write by its "done" must read as poison here
                     data.view(np.uint8)[:] = self.poison_byte
-                buffer.arm_guards()
+                # a C process's guards are the judge's alone: fresh random bytes every call, so a write past an
+                # output that stores the guard's own pattern shows (the red team stored 64 bytes of 0xA5 past one:
+                # correct); a staged or interpreted harness arms its own with GUARD
+                buffer.arm_guards(os.urandom(GUARD_BYTES) if not (process.staged or process.interpreted) else GUARD)
             if process.interpreted and process.staged:  # its harness is not trusted with the copies or the flush
                 return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush, fetch=fetch)
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself

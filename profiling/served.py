@@ -141,6 +141,7 @@ class SharedBuffer:
     lo: float
     hi: float
     memory: mmap.mmap = field(repr=False)
+    guard: bytes = field(default=GUARD, repr=False)  # what both guard zones hold since arm_guards
 
     @property
     def nbytes(self) -> int:
@@ -150,15 +151,17 @@ class SharedBuffer:
         """The buffer's elements, a writable view of the shared memory (no copy)."""
         return np.frombuffer(self.memory, dtype=NUMPY_DTYPE[self.dtype], count=self.count, offset=GUARD_BYTES)
 
-    def arm_guards(self) -> None:
-        self.memory[:GUARD_BYTES] = GUARD
-        self.memory[GUARD_BYTES + self.nbytes:2 * GUARD_BYTES + self.nbytes] = GUARD
+    def arm_guards(self, guard: bytes = GUARD) -> None:
+        """Both guard zones set to `guard` (GUARD_BYTES bytes): the harness's own pattern, or one the judge drew."""
+        self.guard = guard
+        self.memory[:GUARD_BYTES] = guard
+        self.memory[GUARD_BYTES + self.nbytes:2 * GUARD_BYTES + self.nbytes] = guard
 
     def overrun(self) -> str:
         """Where the kernel wrote outside the buffer ('' when both guards are intact)."""
-        if self.memory[:GUARD_BYTES] != GUARD:
+        if self.memory[:GUARD_BYTES] != self.guard:
             return "before its start"
-        if self.memory[GUARD_BYTES + self.nbytes:2 * GUARD_BYTES + self.nbytes] != GUARD:
+        if self.memory[GUARD_BYTES + self.nbytes:2 * GUARD_BYTES + self.nbytes] != self.guard:
             return "past its end"
         return ""
 

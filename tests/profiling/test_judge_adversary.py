@@ -865,6 +865,15 @@ def test_a_threshold_past_the_sixteenth_compared_literal_is_a_mark(tmp_path: Pat
     assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
 
 
+def test_a_write_past_the_output_in_the_guards_own_pattern_is_caught(tmp_path: Path) -> None:
+    """Sixteenth red team: stores 64 bytes of 0xA5 (the guard zones' constant) past the end of decay's output: the
+    guard read intact, correct; in a user's program it overwrites the next heap object. A C process's guards are
+    fresh random bytes every call now."""
+    task = load_task(Path(__file__).resolve().parents[2] / "examples" / "tasks" / "cpu" / "decay_loop_invariant")
+    verdict = validate(task, RARE_INPUTS / "decay_overstore_guard_pattern.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.INCORRECT and "out of bounds" in verdict.reason, verdict.reason
+
+
 def test_an_output_left_unwritten_where_the_original_writes_minus_one_is_incorrect(tmp_path: Path) -> None:
     """Scenario: branchy_select s0 fills the unused tail of both int32 outputs with -1; the candidate drops those
     two loops. The judge poisoned every output with 0xFF bytes, which is -1 as an int32: what the candidate left
