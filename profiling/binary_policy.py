@@ -58,7 +58,9 @@ CPU_IMPORTS: tuple[tuple[str, str], ...] = (
      "the C library's pure helpers"),
     (r"clock_gettime|clock|time|gettimeofday|nanosleep|usleep|sleep", "clocks (the judge times calls with its own)"),
     (r"pthread_(create|join|detach|self|equal|exit|once|attr_\w+|mutex\w*|cond_\w+|rwlock\w*|spin_\w+|barrier\w*|"
-     r"key_create|key_delete|getspecific|setspecific)|sched_yield|sched_getcpu|get_nprocs\w*|sysconf",
+     r"key_create|key_delete|getspecific|setspecific)|sched_yield|sched_getcpu|get_nprocs\w*|sysconf|"
+     # C11's threads, pthreads underneath (a red team's honest thrd_create pool was refused)
+     r"thrd_(create|join|detach|current|equal|exit|yield|sleep)|mtx_\w+|cnd_\w+|tss_\w+|call_once",
      "threads (the filter lets clone create threads only)"),
     (r"omp_\w+|GOMP_\w+|__kmpc_\w+", "OpenMP"),
     (r"_Zn[wa]\w*|_Zd[la]\w*|__cxa_\w+|__gxx_personality_v0|_Unwind_\w+|_ZSt\w*|_ZNSt\w*|_ZNKSt\w*|_ZTVN10__cxxabiv\w*|"

@@ -874,6 +874,14 @@ def test_a_write_past_the_output_in_the_guards_own_pattern_is_caught(tmp_path: P
     assert verdict.status is Status.INCORRECT and "out of bounds" in verdict.reason, verdict.reason
 
 
+def test_c11_threads_pass(tmp_path: Path) -> None:
+    """False rejection found by the sixteenth red team: decay split over a pool of C11 threads (thrd_create,
+    thrd_join: pthreads underneath) was refused as a disallowed import."""
+    task = load_task(Path(__file__).resolve().parents[2] / "examples" / "tasks" / "cpu" / "decay_loop_invariant")
+    verdict = validate(task, RARE_INPUTS / "decay_c11_threads.c", tmp_path / "work", timing=False)
+    assert verdict.correct, verdict.reason
+
+
 def test_an_output_left_unwritten_where_the_original_writes_minus_one_is_incorrect(tmp_path: Path) -> None:
     """Scenario: branchy_select s0 fills the unused tail of both int32 outputs with -1; the candidate drops those
     two loops. The judge poisoned every output with 0xFF bytes, which is -1 as an int32: what the candidate left
