@@ -100,13 +100,17 @@ def _secret_key() -> bytes:
 
 
 def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator, *, edges: bool,
-         distribution: Distribution = Distribution.UNIFORM, marks: Sequence[float] = ()) -> np.ndarray:
+         distribution: Distribution = Distribution.UNIFORM, marks: Sequence[float] = (),
+         side: Side | None = None) -> np.ndarray:
     """`count` values of `dtype` (the harness's layout: bfloat16 as uint16), edges sprinkled when asked: uniform in
     [lo, hi), or for floats with Distribution.MIXED one of MIXED_POOL's (folded to |x| when lo >= 0). `marks`:
     the task's numbers (task_marks()) with their neighbours, where they lie in the range: on EDGE_SHARE of the
-    elements of an edge call, PLAIN_MARK_SHARE of any other's."""
+    elements of an edge call, PLAIN_MARK_SHARE of any other's. `side`: an edge call's part of the range, else drawn
+    (ONE_SIDED_SHARE); the generator is used alike either way."""
     if dtype in FLOAT_DTYPES:
-        side = _side(rng) if edges and distribution is not Distribution.MIXED else Side.BOTH
+        one_sided = edges and distribution is not Distribution.MIXED
+        drawn = _side(rng) if one_sided else Side.BOTH
+        side = side if one_sided and side is not None else drawn
         if distribution is Distribution.MIXED:
             values = _mixed(rng, count, lo, dtype)
         else:

@@ -34,7 +34,7 @@ from profiling.correctness import (
 )
 from profiling.device_flush import DeviceFlusher
 from profiling.host_flush import HostFlusher
-from profiling.inputs import draw, task_marks, verdict_generator
+from profiling.inputs import Side, draw, task_marks, verdict_generator
 from profiling.served import GUARD, GUARD_BYTES, CallTime, KernelProcess, ProtocolError, Role
 
 
@@ -82,6 +82,14 @@ class OriginalFailed(Exception):
 
 Inputs = dict[str, np.ndarray]
 Outputs = dict[str, np.ndarray]
+@dataclass(frozen=True)
+class Draw:
+    """What one call's inputs are asked to be: edge values or not, and an edge call's side of the range."""
+
+    edges: bool
+    side: Side | None = None
+
+
 _POISONS = random.SystemRandom()  # each call's poison byte: nothing a candidate can predict or replay
 NVIDIA_CONTROL = "/dev/nvidiactl"  # present where an NVIDIA driver is: a flusher is worth starting
 OutputSample = dict[str, tuple[np.ndarray, np.ndarray]]  # output name -> (element indices, their values)
@@ -118,7 +126,7 @@ class Pair:
     # kernel's core (it reads the CPUs the judge may use); its buffer at the first flush
     host_flusher: HostFlusher = field(default_factory=HostFlusher)
     _drawer: ThreadPoolExecutor | None = None  # draws the next call's inputs ahead (staged pairs: draw())
-    _ahead: tuple[bool, Future[Inputs]] | None = None  # (edges, the draw under way)
+    _ahead: tuple[Draw, Future[Inputs]] | None = None  # (what was asked, the draw under way)
     flusher: DeviceFlusher | None = None  # interpreted GPU pairs: the judge's own L2 flush (device_flush.py)
     # the byte the judge poisons outputs with for this call (both sides), drawn per call from JUDGE_POISON_BYTES by
     # the system's generator, checked and timed calls alike (correctness.JUDGE_POISON_BYTES says why)
@@ -235,26 +243,30 @@ class Pair:
 
     # ---- one call
 
-    def draw(self, *, edges: bool, next_edges: bool | None = None) -> Inputs:
-        """Fresh values for every drawn buffer (inputs and in-out ones). With `next_edges`, a staged (device) pair
-        starts drawing the next call's set on a background thread: the host is idle while the device runs, and a
-        draw of 256 MB took a third of a large CUDA verdict (bench/bench_verdict.py). A CPU pair never draws ahead
-        (the draw would compete with the timed kernel for the host). The generator is used in the same order
-        either way, so the same verdict draws the same inputs."""
+    def draw(self, *, edges: bool, next_edges: bool | None = None, side: Side | None = None,
+             next_side: Side | None = None) -> Inputs:
+        """Fresh values for every drawn buffer (inputs and in-out ones); `side`: an edge call's float buffers all
+        drawn from that part of their range (else each buffer's own draw decides). With `next_edges`, a staged
+        (device) pair starts drawing the next call's set on a background thread: the host is idle while the device
+        runs, and a draw of 256 MB took a third of a large CUDA verdict (bench/bench_verdict.py). A CPU pair never
+        draws ahead (the draw would compete with the timed kernel for the host). The generator is used in the same
+        order either way, so the same verdict draws the same inputs."""
         self.poison_byte = _POISONS.choice(JUDGE_POISON_BYTES)
+        asked = Draw(edges, side)
         ahead, self._ahead = self._ahead, None
         drawn = ahead[1].result() if ahead is not None else None  # waited for even when unused: one rng user
-        inputs = drawn if ahead is not None and ahead[0] == edges else None
+        inputs = drawn if ahead is not None and ahead[0] == asked else None
         if inputs is None:
-            inputs = self._draw_now(edges)
+            inputs = self._draw_now(asked)
         if next_edges is not None and self.candidate.staged:
             if self._drawer is None:
                 self._drawer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pf-draw-ahead")
-            self._ahead = (next_edges, self._drawer.submit(self._draw_now, next_edges))
+            following = Draw(next_edges, next_side)
+            self._ahead = (following, self._drawer.submit(self._draw_now, following))
         return inputs
 
-    def _draw_now(self, edges: bool) -> Inputs:
-        return {b.name: draw(b.dtype, b.count, b.lo, b.hi, self.rng, edges=edges,
+    def _draw_now(self, asked: Draw) -> Inputs:
+        return {b.name: draw(b.dtype, b.count, b.lo, b.hi, self.rng, edges=asked.edges, side=asked.side,
                              distribution=self.task.validate.distribution, marks=self.marks)
                 for b in self.original.buffers if b.role in (Role.INPUT, Role.INOUT)}
 

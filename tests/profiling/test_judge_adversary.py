@@ -813,9 +813,19 @@ def test_a_maximum_started_at_flt_min_is_incorrect(tmp_path: Path) -> None:
     maximum at FLT_MIN (the slip for -FLT_MAX), wrong only for a column whose values are all negative: with 100
     values or more uniform in [-1, 1) there is never one, and the zeros edge calls add make it rarer still. A
     quarter of a float buffer's edge calls are now drawn on one side of the range (all negative, or all above the
-    middle) without zeros. The same row walk started at the first row is correct."""
-    verdict = _catalogue_verdict("cpu/column_reduce", 2, "column_max_s2_flt_min.c", tmp_path)
-    assert verdict.status is Status.INCORRECT, verdict.reason
+    middle) without zeros. The same row walk started at the first row is correct. Sixteenth red team: left to each
+    draw, a verdict's edge calls missed the lower side about a quarter of the time (5 of 12 copies of the candidate,
+    differing in a comment, read correct); two edge calls of each configuration are now one-sided, one each side.
+    Four copies, each drawing other inputs."""
+    from synth.instance import write_task as write_instance
+    from synth.patterns import generate
+
+    task = load_task(write_instance(generate("cpu/column_reduce", 2), tmp_path / "task"))
+    for copy in range(4):
+        candidate = tmp_path / f"flt_min{copy}.c"
+        candidate.write_text(f"/* copy {copy} */\n" + (RARE_INPUTS / "column_max_s2_flt_min.c").read_text())
+        verdict = validate(task, candidate, tmp_path / f"work{copy}", timing=False)
+        assert verdict.status is Status.INCORRECT, verdict.reason
     assert _catalogue_verdict("cpu/column_reduce", 2, "column_max_s2_first_row.c", tmp_path / "legit").status \
         is Status.CORRECT
 
