@@ -48,11 +48,11 @@ from profiling.correctness import JUDGE_THREADS, NUMPY_DTYPE, judge_pool
 # the task's distribution (sums, norms and maxima stay typical), large enough that every block of a tiled kernel
 # meets a few (1/32 of 1,024 elements is 32).
 EDGE_SHARE = 1 / 32
-# Share of a buffer's elements the task's marks (and their neighbours) take on every other call, timed ones
-# included: a candidate careful only where a call carries them would be careful on every call, and one wrong only
-# near a threshold is wrong on plain calls too (a red team's double-compared-in-float candidate took a careful path
-# only on edge calls, told by the poison or by counting calls: 1.69x "improved"). Small enough not to change what
-# a timing measures (1 element in 512).
+# Share of a buffer's elements the task's marks (and their neighbours) take on a call that is not an edge call,
+# timed ones included: a candidate careful only where a call carries them would be careful on every call, and one
+# wrong only near a threshold is wrong on plain calls too (a red team's double-compared-in-float candidate took a
+# careful path only on edge calls, told by the poison or by counting calls: 1.69x "improved"). Small enough not to
+# change what a timing measures (1 element in 512).
 PLAIN_MARK_SHARE = 1 / 512
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 # Buffers of more than PARALLEL_DRAW_MIN elements per thread are drawn on up to DRAW_THREADS threads: a 64M-element

@@ -82,6 +82,8 @@ class OriginalFailed(Exception):
 
 Inputs = dict[str, np.ndarray]
 Outputs = dict[str, np.ndarray]
+
+
 @dataclass(frozen=True)
 class Draw:
     """What one call's inputs are asked to be: edge values or not, and an edge call's side of the range."""
