@@ -92,7 +92,6 @@ class Draw:
     side: Side | None = None
 
 
-_POISONS = random.SystemRandom()  # each call's poison byte: nothing a candidate can predict or replay
 NVIDIA_CONTROL = "/dev/nvidiactl"  # present where an NVIDIA driver is: a flusher is worth starting
 OutputSample = dict[str, tuple[np.ndarray, np.ndarray]]  # output name -> (element indices, their values)
 # Elements of each output read the moment an interpreted process says 'done': if a tenth of an output were still
@@ -122,6 +121,10 @@ class Pair:
     original: KernelProcess
     candidate: KernelProcess
     rng: np.random.Generator
+    # the verdict's choices besides the values, from a generator of their own under the same secret key (the
+    # values' is shared with the thread drawing ahead): which calls carry edge values (validate), each call's
+    # poison. Nothing a candidate can predict, and the same for the same candidate judged again.
+    plan: np.random.Generator
     fixed: dict[str, np.ndarray] = field(default_factory=dict)  # the original's fixed buffers after its set-up
     marks: tuple[float, ...] = ()  # the task's numbers, on edge calls' inputs (inputs.task_marks)
     # the judge's host cache flush (CPU pairs): made with the pair, before any thread of the judge is pinned to a
@@ -130,8 +133,8 @@ class Pair:
     _drawer: ThreadPoolExecutor | None = None  # draws the next call's inputs ahead (staged pairs: draw())
     _ahead: tuple[Draw, Future[Inputs]] | None = None  # (what was asked, the draw under way)
     flusher: DeviceFlusher | None = None  # interpreted GPU pairs: the judge's own L2 flush (device_flush.py)
-    # the byte the judge poisons outputs with for this call (both sides), drawn per call from JUDGE_POISON_BYTES by
-    # the system's generator, checked and timed calls alike (correctness.JUDGE_POISON_BYTES says why)
+    # the byte the judge poisons outputs with for this call (both sides), drawn per call from JUDGE_POISON_BYTES
+    # (plan), checked and timed calls alike (correctness.JUDGE_POISON_BYTES says why)
     poison_byte: int = POISON_BYTE
 
     @classmethod
@@ -154,8 +157,9 @@ class Pair:
         # keyed by the sources, not the binaries: a build's path (in its debug information) must not change the draw
         sources = [(built.directory / task.source).read_bytes() for built in (original, candidate)]
         rng = verdict_generator(task.name.encode(), config.name.encode(), *sources)
+        plan = verdict_generator(b"plan", task.name.encode(), config.name.encode(), *sources)
         marks = task_marks(config.params, sources[0].decode(errors="replace"))  # the original's, never the candidate's
-        pair = cls(task, config, *sides, rng=rng, marks=marks)
+        pair = cls(task, config, *sides, rng=rng, plan=plan, marks=marks)
         try:
             if task.language == "python" and target_spec(task.target).gpu and Path(NVIDIA_CONTROL).exists():
                 pair.flusher = DeviceFlusher().start()  # its context starts beside the kernel processes'
@@ -253,7 +257,7 @@ class Pair:
         runs, and a draw of 256 MB took a third of a large CUDA verdict (bench/bench_verdict.py). A CPU pair never
         draws ahead (the draw would compete with the timed kernel for the host). The generator is used in the same
         order either way, so the same verdict draws the same inputs."""
-        self.poison_byte = _POISONS.choice(JUDGE_POISON_BYTES)
+        self.poison_byte = JUDGE_POISON_BYTES[int(self.plan.integers(len(JUDGE_POISON_BYTES)))]
         asked = Draw(edges, side)
         ahead, self._ahead = self._ahead, None
         drawn = ahead[1].result() if ahead is not None else None  # waited for even when unused: one rng user

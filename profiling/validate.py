@@ -397,16 +397,15 @@ def _protocol_failures(config: TaskConfig) -> Iterator[None]:
 
 
 def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None:
-    """seeds x calls input sets (edge values in half of them, at places drawn by the system's generator), each on
-    both sides; the candidate's first call made twice (the same inputs must give the same outputs); the oracle's
+    """seeds x calls input sets (edge values in half of them, at places drawn under the judge's secret key), each
+    on both sides; the candidate's first call made twice (the same inputs must give the same outputs); the oracle's
     outputs checked for a degenerate test."""
     task, config = session.task, pair.config
     oracle_runs = []
     calls = task.validate.seeds * task.validate.calls
     # half the calls carry edge values, at places no candidate can count to (a red team's argmax told them by
-    # counting its calls when they were every other one: 1.63x "improved")
-    picker = random.SystemRandom()
-    edge_calls = picker.sample(range(calls), calls // 2)
+    # counting its calls when they were every other one: 1.63x "improved"), drawn under the judge's secret key
+    edge_calls = _edge_calls(pair.plan, calls)
     # and two of them one-sided, each side once (left to each draw, a verdict's 10 edge calls missed the lower side
     # in about a quarter of verdicts: a column maximum started at FLT_MIN read correct in 5 of 12)
     sides = dict(zip(edge_calls, (Side.LOWER, Side.UPPER), strict=False))  # fewer than two edge calls: fewer
@@ -436,6 +435,11 @@ def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None
     if reason:
         raise _Stop(Status.TASK_INVALID, f"degenerate test in config {config.name!r}: {reason}; fix the harness's "
                                          "inputs or outputs before judging candidates")
+
+
+def _edge_calls(plan: np.random.Generator, calls: int) -> list[int]:
+    """Which of a configuration's checked calls carry edge values: half of them, in the order drawn."""
+    return [int(call) for call in plan.permutation(calls)[:calls // 2]]
 
 
 def _compare(task: Task, got: dict[str, np.ndarray], want: dict[str, np.ndarray], where: str,

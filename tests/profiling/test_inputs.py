@@ -217,7 +217,7 @@ def _pair_of(staged: bool) -> Pair:
     process = SimpleNamespace(buffers=buffers, staged=staged, close=lambda: None)
     task = SimpleNamespace(validate=SimpleNamespace(distribution=Distribution.UNIFORM))
     return Pair(task=task, config=None, original=process, candidate=process,  # type: ignore[arg-type]
-                rng=np.random.default_rng(7))
+                rng=np.random.default_rng(7), plan=np.random.default_rng(8))
 
 
 def test_drawing_ahead_draws_the_same_inputs_in_the_same_order() -> None:

@@ -702,15 +702,10 @@ def test_an_edge_call_first_never_makes_the_test_degenerate(tmp_path: Path, monk
     oracle output is all zeros on a one-sided (all-negative) edge draw, and when such a call came first the
     degenerate-test check read the task as invalid (4 of 6 verdicts of a correct candidate). The check reads plain
     calls only. Here every edge call is one-sided below the middle and the first calls are edge calls."""
-    import random
-
     from profiling import inputs
+    from profiling import validate as validate_module
 
-    class FirstCalls(random.Random):
-        def sample(self, population, k, *, counts=None):  # type: ignore[no-untyped-def, override]
-            return list(population)[:k]
-
-    monkeypatch.setattr(random, "SystemRandom", FirstCalls)
+    monkeypatch.setattr(validate_module, "_edge_calls", lambda plan, calls: list(range(calls // 2)))
     monkeypatch.setattr(inputs, "_side", lambda rng: inputs.Side.LOWER)
     task = load_task(Path(__file__).resolve().parents[2] / "examples" / "tasks" / "cpu" / "filter_branchy")
     verdict = validate(task, task.reference_path, tmp_path / "work", timing=False)
@@ -849,7 +844,7 @@ def test_a_careful_path_only_on_the_calls_it_takes_for_edge_calls_is_incorrect(c
     """Sixteenth red team: the lane-ordered argmax above, taking the index-ordered merge only on the calls it
     believes carry edge values: outputs holding 0xA5 on entry (the edge calls' poison), or its 4th, 6th, 8th...
     call (edge calls were every other one, and call 0 runs twice). Both read improved (2.29x, 1.63x). Now the
-    extreme ties come on every call, edge calls fall where the system's generator puts them, and the poison is
+    extreme ties come on every call, edge calls fall where the judge's keyed generator puts them, and the poison is
     drawn per call: the careful path is taken too seldom."""
     task_dir = RARE_INPUTS / "argmax_first"
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
