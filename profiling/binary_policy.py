@@ -128,8 +128,11 @@ def check_object(task: Task, obj: Path, preprocessed: str, harness_obj: Path, or
              ) - interface
     refusals = (_definitions(symbols, taken) + (_cuda_load_time_code(obj) if cuda else _load_time_code(obj)) +
                 _imports(symbols, cuda) + _raw_syscalls(mnemonics))
+    # an optimize switch of its own is refused in every task: integer outputs are often computed from floats (an
+    # argmax, a histogram's bins), and `Ofast` on an argmax with an int32 output read correct (sixteenth red team)
+    refusals += _relaxed_fp(preprocessed, task.source)
     if {o.dtype for o in task.outputs} & {"float32", "float64"}:
-        refusals += _half_precision(symbols, mnemonics) + _relaxed_fp(preprocessed, task.source)
+        refusals += _half_precision(symbols, mnemonics)
         if cuda:
             refusals += _device_half_precision(obj)
     return refusals

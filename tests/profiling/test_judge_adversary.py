@@ -887,6 +887,14 @@ def test_c11_threads_pass(tmp_path: Path) -> None:
     assert verdict.correct, verdict.reason
 
 
+def test_an_optimize_switch_is_refused_in_a_task_with_integer_outputs(tmp_path: Path) -> None:
+    """Sixteenth red team: `#pragma GCC optimize("Ofast")` in plain sight on argmax_first, whose output is an int32
+    index computed from floats, read correct: the switch rule ran only where an output was float32/float64."""
+    task_dir = RARE_INPUTS / "argmax_first"
+    verdict = validate(load_task(task_dir), task_dir / "ofast_pragma.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.REJECTED and "optimize switch" in verdict.reason, verdict.reason
+
+
 def test_an_output_left_unwritten_where_the_original_writes_minus_one_is_incorrect(tmp_path: Path) -> None:
     """Scenario: branchy_select s0 fills the unused tail of both int32 outputs with -1; the candidate drops those
     two loops. The judge poisoned every output with 0xFF bytes, which is -1 as an int32: what the candidate left
