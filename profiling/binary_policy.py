@@ -130,7 +130,7 @@ def check_object(task: Task, obj: Path, preprocessed: str, harness_obj: Path, or
                 _imports(symbols, cuda) + _raw_syscalls(mnemonics))
     # an optimize switch of its own is refused in every task: integer outputs are often computed from floats (an
     # argmax, a histogram's bins), and `Ofast` on an argmax with an int32 output read correct (sixteenth red team)
-    refusals += _relaxed_fp(preprocessed, task.source)
+    refusals += _relaxed_fp(preprocessed, task.source) + _fp_control(mnemonics)
     if {o.dtype for o in task.outputs} & {"float32", "float64"}:
         refusals += _half_precision(symbols, mnemonics)
         if cuda:
@@ -283,6 +283,23 @@ def _mnemonics(obj: Path) -> list[tuple[str, str]]:
 def _raw_syscalls(mnemonics: list[tuple[str, str]]) -> list[Refusal]:
     if any(m in SYSCALL_MNEMONICS or (m == "int" and operand == "$0x80") for m, operand in mnemonics):
         return [Refusal("raw_syscall", "contains a raw system call instruction: a kernel calls no system directly")]
+    return []
+
+
+# Instructions that load the floating-point control registers: x86's MXCSR (flush-to-zero, denormals-are-zero,
+# rounding, as `_mm_setcsr` compiles) and the x87 control word. A kernel that sets them changes the task's
+# floating-point rules for the whole thread, as a fast-math switch does (sixteenth red team: FTZ, DAZ and
+# round-toward-zero through _mm_setcsr read correct); fesetround and fesetenv are not allowed imports anyway.
+FP_CONTROL_MNEMONICS = frozenset({"ldmxcsr", "vldmxcsr", "fldcw", "fldenv", "frstor", "fxrstor", "fxrstor64",
+                                  "xrstor", "xrstor64", "xrstors", "xrstors64"})
+
+
+def _fp_control(mnemonics: list[tuple[str, str]]) -> list[Refusal]:
+    found = next((m for m, _ in mnemonics if m in FP_CONTROL_MNEMONICS), None)
+    if found:
+        return [Refusal("precision", f"sets the floating-point control registers ({found}: flush-to-zero, "
+                                     "denormals-are-zero or rounding); the task's build decides the floating-point "
+                                     "rules")]
     return []
 
 

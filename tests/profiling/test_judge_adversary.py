@@ -895,6 +895,15 @@ def test_an_optimize_switch_is_refused_in_a_task_with_integer_outputs(tmp_path: 
     assert verdict.status is Status.REJECTED and "optimize switch" in verdict.reason, verdict.reason
 
 
+def test_setting_the_floating_point_control_register_is_refused(tmp_path: Path) -> None:
+    """Sixteenth red team: flush-to-zero, denormals-are-zero and round-toward-zero set through `_mm_setcsr` (an
+    ldmxcsr in the object) read correct on decay: the task's floating-point rules changed by a register, as a
+    fast-math switch would. Refused from the object's instructions."""
+    task = load_task(Path(__file__).resolve().parents[2] / "examples" / "tasks" / "cpu" / "decay_loop_invariant")
+    verdict = validate(task, RARE_INPUTS / "decay_mxcsr_ftz_rz.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.REJECTED and "control registers" in verdict.reason, verdict.reason
+
+
 def test_an_output_left_unwritten_where_the_original_writes_minus_one_is_incorrect(tmp_path: Path) -> None:
     """Scenario: branchy_select s0 fills the unused tail of both int32 outputs with -1; the candidate drops those
     two loops. The judge poisoned every output with 0xFF bytes, which is -1 as an int32: what the candidate left
