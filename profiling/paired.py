@@ -126,7 +126,7 @@ class Pair:
     # poison. Nothing a candidate can predict, and the same for the same candidate judged again.
     plan: np.random.Generator
     fixed: dict[str, np.ndarray] = field(default_factory=dict)  # the original's fixed buffers after its set-up
-    marks: tuple[float, ...] = ()  # the task's numbers, on edge calls' inputs (inputs.task_marks)
+    marks: tuple[float, ...] = ()  # the task's numbers, on every call's inputs (inputs.task_marks)
     # the judge's host cache flush (CPU pairs): made with the pair, before any thread of the judge is pinned to a
     # kernel's core (it reads the CPUs the judge may use); its buffer at the first flush
     host_flusher: HostFlusher = field(default_factory=HostFlusher)
