@@ -306,8 +306,30 @@ def _interposes_harness(code: str, task: Task) -> list[tuple[int, str]]:
            _C_LIKE)
 def _line_directive(code: str, task: Task) -> list[tuple[int, str]]:
     # the sixteenth red team's `#line 1 "/usr/include/..."` before `#pragma GCC optimize("Ofast")` put the pragma
-    # in a header's lines, where the binary policy does not look, and it took effect
-    return _matches(code, r"^[ \t]*#[ \t]*(line\b|\d)[^\n]*", "renames its lines' file: {}")
+    # in a header's lines, where the binary policy does not look, and it took effect; the seventeenth's spelled the
+    # `#` as the digraph `%:` or split the directive with a backslash-newline: read as the preprocessor reads
+    return _matches(directive_text(code), r"^[ \t]*#[ \t]*(line\b|\d)[^\n]*", "renames its lines' file: {}")
+
+
+# What the C preprocessor reads a directive's `#` from: trigraph `??=` (with -std=c*, -trigraphs), the digraph
+# `%:` (C95 and C++, always), and lines joined by a backslash-newline (translation phase 2), in that order.
+_TRIGRAPHS = {"=": "#", "/": "\\", "(": "[", ")": "]", "'": "^", "<": "{", ">": "}", "!": "|", "-": "~"}
+
+
+def directive_text(code: str) -> str:
+    """`code` as the preprocessor reads its directives: trigraphs replaced, backslash-newlines joined (each joined
+    line's newline put back at the end of the logical line, so line numbers hold), and `%:` read as `#`."""
+    code = re.sub(r"\?\?([=/()'<>!-])", lambda m: _TRIGRAPHS[m.group(1)], code)
+    out, joined = [], 0
+    for piece in re.split(r"(\\[ \t]*\n|\n)", code):  # gcc joins a backslash followed by blanks too
+        if piece.startswith("\\"):
+            joined += 1
+        elif piece == "\n":
+            out.append("\n" * (1 + joined))
+            joined = 0
+        else:
+            out.append(piece)
+    return ("".join(out) + "\n" * joined).replace("%:", "#")
 
 
 @_register("extra_streams", "work launched on other streams to escape the timer (the harness synchronises the "

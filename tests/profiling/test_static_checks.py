@@ -81,8 +81,16 @@ def test_a_line_directive_is_refused(tmp_path: Path) -> None:
     the binary policy, which reads the candidate's own lines by the preprocessor's markers, skip the pragma, and it
     took effect (decay_loop_invariant read correct). A line directive or a GNU line marker is refused."""
     task = load_task(write_task(tmp_path / "task"))
-    for directive in ('#line 1 "/usr/include/x.h"', "  # line 40", '# 1 "/usr/include/stdio.h" 3'):
+    for directive in ('#line 1 "/usr/include/x.h"', "  # line 40", '# 1 "/usr/include/stdio.h" 3',
+                      # seventeenth red team: the `#` as the digraph `%:`, or the directive split by a
+                      # backslash-newline (with blanks before the newline too), hid Ofast again: 6.1x improved on a
+                      # row sum whose same code without it read 1.02x; the trigraph `??=` (-std=c11 reads it)
+                      '%:line 1 "/usr/include/stdio.h"', '#\\\nline 1 "/usr/include/stdio.h"',
+                      '%\\  \n: 1 "/usr/include/stdio.h"', "#li\\\nne 3", '??=line 1 "/usr/include/x.h"'):
         assert _checks(run_static_checks(directive + "\n" + SLOW_C, task)) == {"line_directive"}, directive
+    # a splice elsewhere, a digraph in code, a `%:` in a format string: no directive
+    assert run_static_checks("#define TWICE(x) \\\n    ((x) + (x))\nstatic const char *f = \"%d\";\n" + SLOW_C,
+                             task) == []
     assert run_static_checks("#include <math.h>\n#if 1\n#define N 4\n#endif\n" + SLOW_C, task) == []
 
 
