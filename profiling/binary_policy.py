@@ -26,11 +26,13 @@ from __future__ import annotations
 import functools
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfforge.targets import target_spec
 from perfforge.task import Task
-from profiling import sandbox
+from profiling import elf, sandbox
 
 # Libraries a program may load: the names they import through the dynamic linker are what a definition in the
 # program would take over (their sonames, found through the compiler; one not installed imports nothing).
@@ -64,7 +66,12 @@ CPU_IMPORTS: tuple[tuple[str, str], ...] = (
      "threads (the filter lets clone create threads only)"),
     (r"omp_\w+|GOMP_\w+|__kmpc_\w+", "OpenMP"),
     (r"_Zn[wa]\w*|_Zd[la]\w*|__cxa_\w+|__gxx_personality_v0|_Unwind_\w+|_ZSt\w*|_ZNSt\w*|_ZNKSt\w*|_ZTVN10__cxxabiv\w*|"
-     r"_ZTI\w*|_ZTS\w*|__dso_handle", "the C++ runtime and standard library"),
+     r"_ZTI\w*|_ZTS\w*|__dso_handle|"
+     # std::call_once's trampoline and its thread-local slots, the vtables of std's own classes (std::future_error
+     # with std::async), and glibc's single-thread flag that shared_ptr's reference counts read (a red team's honest
+     # C++ was refused for each)
+     r"__once_proxy|__once_call(able)?|_ZTVSt\w*|_ZTVNSt\w*|__libc_single_threaded",
+     "the C++ runtime and standard library"),
     (r"_GLOBAL_OFFSET_TABLE_|__tls_get_addr|__cpu_model|__cpu_indicator_init|__cpu_features\w*|"
      r"__(div|udiv|mod|umod|mul|popcount|clz|ctz|ffs|bswap|parity|ashl|ashr|lshr|neg|extend|trunc|fix|float)\w*",
      "compiler support routines (half-precision conversions are the precision rule's to judge)"),
@@ -130,7 +137,8 @@ def check_object(task: Task, obj: Path, preprocessed: str, harness_obj: Path, or
                 _imports(symbols, cuda) + _raw_syscalls(mnemonics))
     # an optimize switch of its own is refused in every task: integer outputs are often computed from floats (an
     # argmax, a histogram's bins), and `Ofast` on an argmax with an int32 output read correct (sixteenth red team)
-    refusals += _relaxed_fp(preprocessed, task.source) + _fp_control(mnemonics)
+    refusals += _relaxed_fp(preprocessed, task.source) + _fp_control(mnemonics, executable_bytes(obj), symbols)
+    refusals += _library_fallback(task, symbols, _symbols(original_obj))
     if {o.dtype for o in task.outputs} & {"float32", "float64"}:
         refusals += _half_precision(symbols, mnemonics)
         if cuda:
@@ -178,6 +186,12 @@ def _load_time_code(obj: Path, allowed: frozenset[str] = frozenset()) -> list[Re
                                       "inside the kernel instead") for section in found]
 
 
+# libm's routines that load the floating-point control registers (flush-to-zero, denormals-are-zero, rounding,
+# exception traps): every other libm export is math (seventeenth red team: FTZ and DAZ through fesetenv read 1.24x
+# "improved" on a sum whose tail goes subnormal; fesetround(FE_TOWARDZERO) correct)
+FP_ENVIRONMENT_SETTERS_RE = re.compile(r"_*fe(set|update|hold|enable|disable)\w*")
+
+
 def _imports(symbols: list[_Symbol], cuda: bool = False) -> list[Refusal]:
     math = library_exports("libm.so.6")
     allowed = CUDA_IMPORT_RE if cuda else CPU_IMPORT_RE
@@ -188,6 +202,24 @@ def _imports(symbols: list[_Symbol], cuda: bool = False) -> list[Refusal]:
                                "dynamic loading are not available" + (
                                    ", nor CUDA IPC, host memory registration or device resets" if cuda else "") +
                     " (allowed: math, " + ", ".join(w for _, w in families) + ")") for name in refused]
+
+
+def _library_fallback(task: Task, symbols: list[_Symbol], original: list[_Symbol]) -> list[Refusal]:
+    """A library routine that would do the whole job (the target's library_pattern, static check library_fallback)
+    imported by the object, however the source spelled it (seventeenth red team: `JOIN(qs, ort)(...)` pasted qsort
+    together where the source check reads words: 6.69x "improved" on a sort). What the original imports itself is
+    the task's own business."""
+    pattern = re.compile(target_spec(task.target).library_pattern)
+    own = {_unversioned(s.name) for s in original if s.kind in "Uwv"}
+    found = sorted({name for name in (_unversioned(s.name) for s in symbols if s.kind in "Uwv")
+                    if name not in own and pattern.fullmatch(name)})
+    return [Refusal("library_fallback", f"calls {name}, a library routine that would do the kernel's whole job: "
+                                        "write the algorithm itself") for name in found]
+
+
+def executable_bytes(obj: Path) -> bytes:
+    """The bytes of the object's executable sections, separated by a zero byte (no pattern spans two)."""
+    return b"\0".join(section.data for section in elf.sections(obj) if section.executable)
 
 
 def _cuda_load_time_code(obj: Path) -> list[Refusal]:
@@ -289,13 +321,27 @@ def _raw_syscalls(mnemonics: list[tuple[str, str]]) -> list[Refusal]:
 # Instructions that load the floating-point control registers: x86's MXCSR (flush-to-zero, denormals-are-zero,
 # rounding, as `_mm_setcsr` compiles) and the x87 control word. A kernel that sets them changes the task's
 # floating-point rules for the whole thread, as a fast-math switch does (sixteenth red team: FTZ, DAZ and
-# round-toward-zero through _mm_setcsr read correct); fesetround and fesetenv are not allowed imports anyway.
+# round-toward-zero through _mm_setcsr read correct). libm's routines that load them (fesetenv, fesetround, ...)
+# are refused as imports (FP_ENVIRONMENT_SETTERS_RE).
 FP_CONTROL_MNEMONICS = frozenset({"ldmxcsr", "vldmxcsr", "fldcw", "fldenv", "frstor", "fxrstor", "fxrstor64",
                                   "xrstor", "xrstor64", "xrstors", "xrstors64"})
+# The same MXCSR loads as bytes anywhere in the object's code, where a disassembler's linear sweep does not show
+# them (seventeenth red team: `0f ae 17 c3`, ldmxcsr (%rdi); ret, inside a movabs immediate, called two bytes in:
+# FTZ and DAZ, 1.24x "improved" on a sum whose tail goes subnormal). 0F AE with a memory operand (mod != 11) and
+# reg 1 (fxrstor), 2 (ldmxcsr) or 5 (xrstor), REX prefixes or not; VEX.L0.0F AE /2 (vldmxcsr). Three fixed bytes
+# out of 2^24: none in numpy's 8 MB of code, libstdc++'s 1 MB or libc's 1.4 MB besides its two real ones.
+HIDDEN_FP_CONTROL_RE = re.compile(rb"\x0f\xae[\x08-\x17\x28-\x2f\x48-\x57\x68-\x6f\x88-\x97\xa8-\xaf]|"
+                                  rb"\xc5[\x78\xf8]\xae[\x10-\x17\x50-\x57\x90-\x97]|"
+                                  rb"\xc4[\x01\x21\x41\x61\x81\xa1\xc1\xe1][\x78\xf8]\xae[\x10-\x17\x50-\x57\x90-\x97]")
 
 
-def _fp_control(mnemonics: list[tuple[str, str]]) -> list[Refusal]:
+def _fp_control(mnemonics: list[tuple[str, str]], code: bytes = b"", symbols: Sequence[_Symbol] = ()) -> list[Refusal]:
     found = next((m for m, _ in mnemonics if m in FP_CONTROL_MNEMONICS), None)
+    hidden = HIDDEN_FP_CONTROL_RE.search(code)
+    if hidden and not found:
+        found = f"the bytes {hidden.group(0).hex(' ')} of an MXCSR load, inside other instructions"
+    found = found or next((s.name for s in symbols if s.kind in "Uwv"
+                           and FP_ENVIRONMENT_SETTERS_RE.fullmatch(_unversioned(s.name))), None)
     if found:
         return [Refusal("precision", f"sets the floating-point control registers ({found}: flush-to-zero, "
                                      "denormals-are-zero or rounding); the task's build decides the floating-point "

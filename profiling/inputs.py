@@ -12,10 +12,12 @@ other call carries edge values where the range holds them, so code that special-
   argmax that breaks ties by lane differs only there);
 - the range's low end itself (and negatives wherever lo < 0, which the uniform draw already gives);
 - on a quarter of edge calls, a float buffer drawn on one side of its range, without zeros (a maximum started at
-  0 is wrong only where a whole row is negative);
+  0 is wrong only where a whole row is negative), and an integer buffer at one end of its range (an accumulator
+  too narrow overflows only on the largest magnitudes);
 - the task's own numbers (`marks`): the configuration's parameters (and their pairwise sums, differences,
-  products and quotients), the original source's comparison literals (integers too), floating-point literals,
-  named constants (`#define CUTOFF 2`) and FLT_EPSILON or M_PI where it uses them, each with its neighbours in the
+  products and quotients, squares), the original source's comparison literals (integers too), floating-point
+  literals, the floating-point constants of its compiled object (expressions the compiler folded, tables), named
+  constants (`#define CUTOFF 2`) and FLT_EPSILON or M_PI where it uses them, each with its neighbours in the
   buffer's type, where they lie in the range, so that a comparison against a threshold meets its tie
   (`x >= threshold` rewritten as `x > threshold` differs only on elements equal to it, which a uniform draw
   rarely or never gives).
@@ -36,12 +38,14 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from perfforge.io import temporary_name
 from perfforge.models import cache_dir
 from perfforge.task import Distribution
+from profiling import elf
 from profiling.correctness import JUDGE_THREADS, NUMPY_DTYPE, judge_pool
 
 # Share of a buffer's elements each edge class takes on an edge call: small enough that the draw still looks like
@@ -122,8 +126,10 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
                EDGE_SHARE if edges else PLAIN_MARK_SHARE)
         return _to_dtype(values, dtype)
     low, high = math.floor(lo), max(math.ceil(hi), math.floor(lo) + 1)
-    values = rng.integers(low, high, size=count, dtype=np.int64)
-    if edges:
+    drawn = _side(rng) if edges else Side.BOTH
+    side = side if edges and side is not None else drawn
+    values = rng.integers(*side.of_integers(low, high), size=count, dtype=np.int64)
+    if edges and side is Side.BOTH:
         _integer_edges(values, low, high, rng)
     _extreme_ties(values, rng)
     _marks(values, [int(m) for m in marks if m == int(m) and low <= m < high], rng,
@@ -144,6 +150,18 @@ class Side(enum.Enum):
     def of(self, lo: float, hi: float) -> tuple[float, float]:
         middle = 0.0 if lo < 0.0 < hi else lo + (hi - lo) / 2  # the sign's boundary where the range holds it
         return {Side.BOTH: (lo, hi), Side.LOWER: (lo, middle), Side.UPPER: (middle, hi)}[self]
+
+    def of_integers(self, low: int, high: int) -> tuple[int, int]:
+        """An integer buffer's one side is its range's end, [low, high) narrowed to INTEGER_END_SHARE of it: sums
+        of squares and products of elements of the largest magnitude are what overflow a narrower accumulator
+        (seventeenth red team: int64 row energies of 12-bit samples summed in int32, wrong on rows near +-2048,
+        read 4.37x "improved"; a uniform draw's rows never came near)."""
+        width = max(1, int((high - low) * INTEGER_END_SHARE))
+        return {Side.BOTH: (low, high), Side.LOWER: (low, low + width), Side.UPPER: (high - width, high)}[self]
+
+
+# The part of an integer buffer's range a one-sided edge call draws from, at either end
+INTEGER_END_SHARE = 1 / 16
 
 
 # Share of a float buffer's edge calls drawn on one side of its range (each side half of it): enough that a task's
@@ -220,15 +238,17 @@ MAX_SOURCE_MARKS = 16
 MAX_COMPARED_MARKS = 64
 
 
-def task_marks(params: Mapping[str, object], source: str) -> tuple[float, ...]:
+def task_marks(params: Mapping[str, object], source: str, constants: Sequence[float] = ()) -> tuple[float, ...]:
     """The numbers a kernel may compare its inputs with: the configuration's numeric parameters, the literals of
     the original source's comparisons (integers too: `x >= 6` on floats), its floating-point literals and the named
-    constants it uses (FLT_EPSILON, M_PI), each with its negative (`x > -t` is spelled with a unary minus) and its
-    float32 rounding (`0.1f` compared in double is 0.10000000149, not 0.1)."""
+    constants it uses (FLT_EPSILON, M_PI), the floating-point `constants` its compiled object holds
+    (object_constants()), each with its negative (`x > -t` is spelled with a unary minus) and its float32 rounding
+    (`0.1f` compared in double is 0.10000000149, not 0.1)."""
     def smallest(found: set[float], most: int = MAX_SOURCE_MARKS) -> list[float]:
         return sorted(found - {0.0}, key=abs)[:most]
 
     numbers = {float(v) for v in params.values() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    numbers.update(constants)
     numbers.update(_derived(sorted(numbers)))
     compared = {float(m) for pattern in _COMPARED_LITERAL_RES for m in pattern.findall(source)}
     named = {float(sign.replace(" ", "") + value) for sign, value in _NAMED_LITERAL_RE.findall(source)}
@@ -239,6 +259,41 @@ def task_marks(params: Mapping[str, object], source: str) -> tuple[float, ...]:
     with np.errstate(over="ignore"):
         numbers.update([float(np.float32(x)) for x in numbers])
     return tuple(sorted(x for x in numbers if math.isfinite(x)))
+
+
+# The floating-point constants an original's object may hold: the compiler's constant pools (.rodata.cst4/8/16/32:
+# what a comparison loads), then its tables (.rodata, .data); up to this many, pools first, then by magnitude.
+MAX_OBJECT_MARKS = 256
+_CONSTANT_POOL = re.compile(r"\.rodata\.cst\d+")
+_DATA_SECTION = re.compile(r"\.(rodata|data|data\.rel\.ro)(\..*)?")
+# A word read as a float is a constant only between these magnitudes: small integers stored beside the floats read
+# as subnormals, pointers and addresses as huge or NaN
+_CONSTANT_MAGNITUDE = (1e-30, 1e30)
+
+
+def object_constants(obj: Path) -> tuple[float, ...]:
+    """Every float32 (at each 4-byte offset) and float64 (each 8-byte offset) of the read-only and initialised data
+    of a compiled original: the thresholds the source wrote as expressions, hex floats, named constants or table
+    entries, folded by the compiler (seventeenth red team: `x >= 1.0f / 3.0f`, 0x1.555556p-2f, sqrtf(0.125f), a
+    static const THIRD and a table of 24 breakpoints gave no mark of the threshold, and `>` for `>=` read 4-6x
+    "improved"). Strings are skipped; anything that is not a plain number within _CONSTANT_MAGNITUDE is too."""
+    pools: set[float] = set()
+    tables: set[float] = set()
+    for section in elf.sections(obj):
+        if section.executable or not _DATA_SECTION.fullmatch(section.name) or section.name.startswith(".rodata.str"):
+            continue
+        found = pools if _CONSTANT_POOL.fullmatch(section.name) else tables
+        for dtype in (np.float32, np.float64):
+            usable = len(section.data) // np.dtype(dtype).itemsize * np.dtype(dtype).itemsize
+            with np.errstate(invalid="ignore", over="ignore"):
+                words = np.frombuffer(section.data[:usable], dtype="<" + np.dtype(dtype).str[1:]).astype(np.float64)
+                magnitude = np.abs(words)
+                smallest, largest = _CONSTANT_MAGNITUDE
+                keep = np.isfinite(words) & (magnitude >= smallest) & (magnitude <= largest)
+            found.update(float(v) for v in words[keep])
+    chosen = sorted(pools, key=abs)[:MAX_OBJECT_MARKS]
+    chosen += sorted(tables - pools, key=abs)[:MAX_OBJECT_MARKS - len(chosen)]
+    return tuple(chosen)
 
 
 # configuration parameters combined in pairs at most: a handful of parameters gives a few dozen values
@@ -252,6 +307,10 @@ def _derived(parameters: Sequence[float]) -> set[float]:
     chosen = sorted(parameters, key=abs)[:MAX_DERIVED_PARAMETERS]
     with np.errstate(all="ignore"):  # float32 overflow gives inf, dropped below
         for i, a in enumerate(chosen):
+            # and each alone squared (`x >= t * t`, seventeenth red team: t = 0.61, a strict comparison 4.8x
+            # "improved") and inverted
+            for x in (a, np.float32(a)):
+                found.update(float(v) for v in ((x * x,) + ((1 / x,) if x != 0 else ())))
             for b in chosen[i + 1:]:
                 for x, y in ((a, b), (np.float32(a), np.float32(b))):
                     found.update(float(v) for v in (x + y, x - y, y - x, x * y))

@@ -34,7 +34,7 @@ from profiling.correctness import (
 )
 from profiling.device_flush import DeviceFlusher
 from profiling.host_flush import HostFlusher
-from profiling.inputs import Side, draw, task_marks, verdict_generator
+from profiling.inputs import Side, draw, object_constants, task_marks, verdict_generator
 from profiling.served import GUARD, GUARD_BYTES, CallTime, KernelProcess, ProtocolError, Role
 
 
@@ -158,7 +158,9 @@ class Pair:
         sources = [(built.directory / task.source).read_bytes() for built in (original, candidate)]
         rng = verdict_generator(task.name.encode(), config.name.encode(), *sources)
         plan = verdict_generator(b"plan", task.name.encode(), config.name.encode(), *sources)
-        marks = task_marks(config.params, sources[0].decode(errors="replace"))  # the original's, never the candidate's
+        # the original's, never the candidate's: its source's numbers and its object's folded constants
+        constants = object_constants(original.directory / original.object_name) if original.object_name else ()
+        marks = task_marks(config.params, sources[0].decode(errors="replace"), constants)
         pair = cls(task, config, *sides, rng=rng, plan=plan, marks=marks)
         try:
             if task.language == "python" and target_spec(task.target).gpu and Path(NVIDIA_CONTROL).exists():

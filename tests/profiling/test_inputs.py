@@ -4,6 +4,7 @@ verdict spends its judge-side time on, made cheap without changing what is check
 from __future__ import annotations
 
 import mmap
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -74,14 +75,13 @@ def test_the_tasks_numbers_are_found_in_its_parameters_and_its_float_literals() 
     marks = inputs.task_marks({"n": 1000, "threshold": 0.25, "flag": True}, source)
     f32 = float(np.float32(0.15))  # 0.15000000596: 1.5e-1 compared in float
     # each with its negative and its float32 rounding; the compared integer 16 is one, the index 0 and v1.5 are not;
-    # the parameters combined in pairs (a kernel's `threshold * n`, `n - threshold`) too
+    # the parameters combined in pairs (a kernel's `threshold * n`, `n - threshold`) too, each squared and inverted
     assert {-1000.0, -16.0, -2.0, -0.25, -f32, -0.15, 0.15, f32, 0.25, 2.0, 16.0, 1000.0} <= set(marks)
     assert {250.0, 999.75, 1000.25, 4000.0, 0.00025} <= set(marks)
     assert not {1.5, 0.0} & set(marks)
     assert set(inputs.task_marks({"n": 1000, "threshold": 0.25}, "")) == {
-        x for v in (1000.0, 0.25, 250.0, 999.75, 1000.25, 4000.0, 0.00025, -999.75) for x in (v, -v,
-                                                                                              float(np.float32(v)),
-                                                                                              -float(np.float32(v)))}
+        x for v in (1000.0, 0.25, 250.0, 999.75, 1000.25, 4000.0, 0.00025, -999.75, 1e6, 0.0625, 0.001, 4.0)
+        for x in (v, -v, float(np.float32(v)), -float(np.float32(v)))}
     many = " ".join(f"{k}.5" for k in range(40))  # k.5 is exact in float32
     assert len(inputs.task_marks({}, many)) == 2 * inputs.MAX_SOURCE_MARKS
     # the compared literals are kept apart from the long table: a threshold of 100 is not crowded out
@@ -305,3 +305,40 @@ def test_marks_come_with_their_neighbours_and_a_double_buffers_float_band() -> N
     t32 = np.float32(t)
     for value in (t32, np.nextafter(t32, np.float32(-1)), np.nextafter(t32, np.float32(1))):
         assert (f32 == value).any(), value
+
+
+def test_the_constants_the_compiler_folds_are_read_from_the_object(tmp_path: Path) -> None:
+    """Seventeenth red team: thresholds written as expressions the marks could not compute from the source's
+    literals (1.0f / 3.0f, a hex float, sqrtf(0.125f), a static const, 24 breakpoints of a table past the 16 kept
+    literals); the compiled original holds each as a number."""
+    source = tmp_path / "k.c"
+    source.write_text("#include <math.h>\n"
+                      "static const float THIRD = 1.0f / 3.0f;\n"
+                      "static const float BREAKS[24] = {" + ", ".join(f"{0.5 * k + 0.25}f" for k in range(24)) + "};\n"
+                      "int f(const float *x, int n, float *y) {\n"
+                      "  int c = 0;\n"
+                      "  for (int i = 0; i < n; i++) {\n"
+                      "    c += x[i] >= THIRD; c += x[i] > 0x1.8p-3f; c += x[i] < sqrtf(0.125f);\n"
+                      "    int b = 0; while (b < 24 && x[i] >= BREAKS[b]) b++; y[i] = (float)b;\n"
+                      "  }\n"
+                      "  return c;\n"
+                      "}\n")
+    obj = tmp_path / "k.o"
+    subprocess.run(["gcc", "-O2", "-c", str(source), "-o", str(obj)], check=True)
+    constants = set(inputs.object_constants(obj))
+    third, root = float(np.float32(1.0) / np.float32(3.0)), float(np.sqrt(np.float32(0.125)))
+    assert {third, 0.1875, root} <= constants
+    assert {0.5 * k + 0.25 for k in range(24)} <= constants
+    assert third in inputs.task_marks({}, source.read_text(), tuple(constants))
+    assert inputs.object_constants(source) == ()  # not an object: nothing
+
+
+def test_an_integer_buffers_one_sided_draw_is_its_ranges_end() -> None:
+    """An integer buffer's one-sided edge call draws from the sixteenth of its range at either end, where a
+    narrower accumulator overflows (seventeenth red team: int32 sums of squares of 12-bit samples)."""
+    rng = np.random.default_rng(3)
+    upper = inputs.draw("int32", 4096, -2048, 2048, rng, edges=True, side=inputs.Side.UPPER)
+    lower = inputs.draw("int32", 4096, -2048, 2048, rng, edges=True, side=inputs.Side.LOWER)
+    assert upper.min() >= 2048 - 256 and lower.max() < -2048 + 256
+    both = inputs.draw("int32", 4096, -2048, 2048, rng, edges=False)
+    assert both.min() < -1024 and both.max() > 1024

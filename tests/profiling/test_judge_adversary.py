@@ -953,3 +953,59 @@ def test_a_reassociated_matrix_product_is_correct(tmp_path: Path) -> None:
 def _fresh(directory: Path) -> Path:
     directory.mkdir()
     return directory
+
+
+# The seventeenth red team (2026-11-28), on the judge after the sixteenth's fixes.
+DECAY = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "cpu" / "decay_loop_invariant"
+
+
+def test_a_threshold_the_compiler_folds_is_a_mark(tmp_path: Path) -> None:
+    """Seventeenth red team: a stream compaction keeps `x >= 1.0f / 3.0f`; the candidate writes `>` (branch-free,
+    4-5x "improved"). The marks came from the source's literals (1.0 and 3.0), never from the threshold the
+    compiler folds them into, so no input equalled it. The original's object is read for its floating-point
+    constants now (a hex float, sqrtf(0.125f), a named const expression, a table: test_inputs.py)."""
+    task_dir = RARE_INPUTS / "select_third"
+    verdict = validate(load_task(task_dir), task_dir / "strict_compare.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+
+
+def test_an_accumulator_too_narrow_for_the_largest_inputs_is_incorrect(tmp_path: Path) -> None:
+    """Seventeenth red team: row energies of 12-bit samples (int32 in [-2048, 2048), int64 out) summed in int32,
+    eight lanes wide: wrong once a row's energy passes 2^31, which rows of large samples reach and a uniform draw
+    never does (mean 1.4e9): 4.37x "improved". An integer buffer's one-sided edge calls draw from its range's
+    ends now (inputs.Side.of_integers)."""
+    task_dir = RARE_INPUTS / "row_energy_i32"
+    verdict = validate(load_task(task_dir), task_dir / "int32_accumulator.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+
+
+@pytest.mark.parametrize("candidate", ["decay_fesetenv.c", "decay_hidden_ldmxcsr.c"])
+def test_the_floating_point_control_register_set_another_way_is_refused(tmp_path: Path, candidate: str) -> None:
+    """Seventeenth red team: flush-to-zero and denormals-are-zero set without an ldmxcsr of the candidate's own,
+    through libm's fesetenv (every libm export was an allowed import), or with the ldmxcsr's bytes hidden in a
+    movabs immediate and called two bytes in (the disassembly shows a movabs): correct on decay, 1.24x "improved"
+    on a sum whose tail goes subnormal. libm's environment setters are refused, and the object's code bytes are
+    scanned for MXCSR loads (binary_policy.HIDDEN_FP_CONTROL_RE)."""
+    verdict = validate(load_task(DECAY), RARE_INPUTS / candidate, tmp_path / "work", timing=False)
+    assert verdict.status is Status.REJECTED and "control registers" in verdict.reason, verdict.reason
+
+
+def test_a_library_sort_named_by_token_pasting_is_refused(tmp_path: Path) -> None:
+    """Seventeenth red team: `JOIN(qs, ort)(out, n, sizeof *out, cmp)` sorted through libc (6.69x "improved"): the
+    source check reads words and never saw `qsort`. The object's imports are matched against the target's
+    library routines now, whatever the source's spelling."""
+    task_dir = RARE_INPUTS / "sort_copy"
+    verdict = validate(load_task(task_dir), task_dir / "qsort_pasted.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.REJECTED and "qsort" in verdict.reason, verdict.reason
+
+
+@pytest.mark.parametrize("candidate", ["std_call_once_pool.cpp", "std_async.cpp", "shared_ptr_copy.cpp"])
+def test_the_cpp_standard_librarys_threads_and_shared_pointers_pass(tmp_path: Path, candidate: str) -> None:
+    """False rejections found by the seventeenth red team: std::call_once (it imports __once_proxy), std::async
+    (std::future_error's vtable, __once_proxy) and a copied std::shared_ptr (glibc's __libc_single_threaded, read
+    by the reference count) were refused as disallowed imports in an honest row-walking matvec."""
+    task_dir = RARE_INPUTS / "matvec_cpp"
+    verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
+    assert verdict.correct, verdict.reason

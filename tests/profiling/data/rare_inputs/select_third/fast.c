@@ -1,0 +1,10 @@
+void select_above(const float *x, float *out, int *count, int n) {
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        out[kept] = v;
+        kept += v >= 1.0f / 3.0f;
+    }
+    *count = kept;
+    for (int i = kept; i < n; i++) out[i] = 0.0f;
+}
