@@ -248,8 +248,8 @@ def task_marks(params: Mapping[str, object], source: str, constants: Sequence[fl
         return sorted(found - {0.0}, key=abs)[:most]
 
     numbers = {float(v) for v in params.values() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    numbers.update(constants)
     numbers.update(_derived(sorted(numbers)))
+    numbers.update(constants)  # not combined: the compiler has folded what the source computed from them
     compared = {float(m) for pattern in _COMPARED_LITERAL_RES for m in pattern.findall(source)}
     named = {float(sign.replace(" ", "") + value) for sign, value in _NAMED_LITERAL_RE.findall(source)}
     numbers.update(smallest(compared | named, MAX_COMPARED_MARKS))
@@ -320,12 +320,17 @@ def _derived(parameters: Sequence[float]) -> set[float]:
 
 
 def _marks(values: np.ndarray, marks: Sequence[float], rng: np.random.Generator, share: float) -> None:
-    """Each mark on its part of `share` of the elements (one element at least)."""
+    """Each mark on its part of `share` of the elements; where there are more marks than that share holds (a small
+    buffer, a long table of constants), a subset drawn per call, so the buffer still looks like the task's
+    distribution and every mark comes over the calls."""
     if not marks or not values.size:
         return
-    per_mark = max(1, int(values.size * share / len(marks)))
-    for mark in marks:
-        values[rng.integers(0, values.size, size=per_mark)] = mark
+    budget = max(1, int(values.size * share))
+    chosen = np.asarray(marks, dtype=values.dtype)
+    if len(chosen) > budget:
+        chosen = chosen[rng.choice(len(chosen), size=budget, replace=False)]
+    per_mark = budget // len(chosen)
+    values[rng.integers(0, values.size, size=per_mark * len(chosen))] = np.repeat(chosen, per_mark)
 
 
 def _uniform(rng: np.random.Generator, count: int, lo: float, hi: float, dtype: str) -> np.ndarray:
