@@ -27,6 +27,8 @@ from perfforge.task import Task
 from profiling import sandbox
 
 RUNTIME_DIR = Path(__file__).with_name("runtime")  # perfforge_harness.h and perfforge_harness.py
+PYTHON_LAUNCHER = RUNTIME_DIR / "perfforge_launch.py"  # runs a Python harness (serve mode: the filter first)
+PYTHON_RUNTIME = (RUNTIME_DIR / "perfforge_harness.py", RUNTIME_DIR / "perfforge_serve.py", PYTHON_LAUNCHER)
 BUILD_TIMEOUT_S = 300.0
 # A Python harness's compile caches, per build (environment variable -> folder in the build directory)
 CACHE_VARIABLES = {"TRITON_CACHE_DIR": ".triton-cache", "TORCH_EXTENSIONS_DIR": ".torch-extensions"}
@@ -148,7 +150,7 @@ def build_digest(directory: Path) -> str:
     permission bits (code under test could not rewrite a binary through the sandbox's fence, but could chmod it)."""
     digest = hashlib.sha256()
     binary = directory / "bin"
-    paths = [binary] if binary.is_file() else [*sorted(directory.glob("*.py")), RUNTIME_DIR / "perfforge_harness.py"]
+    paths = [binary] if binary.is_file() else [*sorted(directory.glob("*.py")), *PYTHON_RUNTIME]
     for path in paths:
         mode = f"{path.stat().st_mode & 0o7777:o}"
         digest.update(path.name.encode() + b"\0" + mode.encode() + b"\0" + path.read_bytes())
@@ -217,7 +219,9 @@ def _stage(task: Task, version: Path, directory: Path) -> None:
 
 def _run_argv(task: Task, directory: Path) -> tuple[str, ...]:
     if task.language == "python":
-        return (sys.executable, str(directory / task.harness))
+        # through the launcher: in serve mode the system-call filter goes in before harness.py imports the
+        # candidate's module (perfforge_launch.py)
+        return (sys.executable, str(PYTHON_LAUNCHER), str(directory / task.harness))
     return (str(directory / "bin"),)
 
 

@@ -832,8 +832,9 @@ def _interpreted_adversary_rules(filtered: bool | None, fence: RuleStatus, gpu: 
         RuleCheck(22, ADVERSARY_RULES[2][1], N, "an interpreter has no object to read: source checks only; a process "
                   "that is not alone after its set-up is refused"),
         RuleCheck(23, ADVERSARY_RULES[3][1], fence, ", ".join([
-            "system-call filter (seccomp, after a warm-up call): no new process, exec, executable mapping, "
-            "io_uring or signal to another process" if filtered else "system-call filter NOT installed",
+            "system-call filter (seccomp, in before the candidate's module is imported; on a GPU completed after a "
+            "warm-up call, where Triton compiles): no new process, exec, executable mapping, io_uring, signal to "
+            "another process or setting of the clocks" if filtered else "system-call filter NOT installed",
             "reads fenced to its build, the runtime and the interpreter's libraries",
             "every process it started killed when the verdict ends"])),
         RuleCheck(24, ADVERSARY_RULES[4][1], P if gpu else E, "edge values in every other correctness call; inputs "

@@ -30,10 +30,12 @@ Run as `python harness.py MODE --seed N --out DIR [--calls C] [--warmup W] [--tr
   profile  one warm-up call, then one call inside the NVTX range "pf_profile" (CUDA) for the profiler.
   serve    --channel FD: the verdict's mode (profiling/served.py, perfforge_serve.py). Every buffer is declared to
            the judge and mapped from the memfd it answers with; the first call is a warm-up on the harness's own
-           draws (Triton compiles there); then the fixed buffers go to the judge, the system-call filter goes in,
-           and "ready" is said. Each "call" runs the body once on what the judge wrote, then "done" (CUDA: "stage"
-           before it copies the inputs up and poisons the outputs (0xa5 on "stage a5", plain 0xFF), "staged"; the
-           call says "start", runs the body, synchronises the whole device, says "synced"; "fetch" after it copies
+           draws (Triton compiles there); then the fixed buffers go to the judge, the system-call filter is
+           completed, and "ready" is said. Run through perfforge_launch.py, as the judge runs it, the filter's first
+           stage (on a CPU all of it) goes in before harness.py and the candidate's module are imported. Each
+           "call" runs the body once on what the judge wrote, then "done" (CUDA: "stage" before it copies the
+           inputs up and poisons the outputs (0xa5 on "stage a5", plain 0xFF), "staged"; the call says "start", runs the
+           body, synchronises the whole device, says "synced"; "fetch" after it copies
            the outputs back, "fetched").
            Nothing this process says is trusted.
 
@@ -49,13 +51,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import json
 import math
 import os
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -449,6 +452,58 @@ def device_info(device: torch.device) -> dict[str, object]:
     return info
 
 
+# ---------------------------------------------------------------------------------------------------- serve's filter
+
+# The modules a candidate may import (profiling/python_policy.py's ALLOWED_MODULES, top level, and Triton's
+# language), loaded before the filter goes in: those with native code map it executable, which the whole filter
+# refuses, and on a CPU the whole filter is in before the candidate's module is imported.
+PRELOADED_MODULES = ("math", "functools", "itertools", "typing", "dataclasses", "collections", "enum", "warnings",
+                     "copy", "random", "numpy", "torch", "triton", "triton.language")
+# Bound by serve_prelude before any of the candidate's code runs (None: it did not run, as when a test runs
+# harness.py itself): whether the first stage went in, and the stage still to install after the warm-up call.
+_prelude: tuple[bool, Callable[[], bool] | None] | None = None
+
+
+def serve_prelude() -> None:
+    """Serve mode's set-up before the task's harness.py (and with it the candidate's module) is imported
+    (perfforge_launch.py): the modules a candidate may import are loaded, then the system-call filter goes in,
+    all of it on a CPU (Triton's interpreter compiles nothing), on a GPU all but what Triton's compiler needs on
+    the warm-up call, whose rest is prepared now and installed after it (Run._serve_begin). The red team's
+    candidate rebound perfforge_serve.filter_program to an allow-all program at import, before the harness looked
+    it up: nothing is looked up after the candidate's code has run."""
+    global _prelude
+    for name in PRELOADED_MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    import perfforge_serve
+
+    cuda = torch.cuda.is_available()
+    if not cuda:
+        _warm_interpreter()
+    first = perfforge_serve.prepared_filter(compiling=cuda)
+    rest = perfforge_serve.prepared_filter() if cuda else None
+    _prelude = (first(), rest)
+
+
+def _warm_interpreter() -> None:
+    """One launch of the harness's own Triton kernel under the interpreter (TRITON_INTERPRET=1), so what its first
+    launch loads is loaded before the filter; nothing where Triton is missing or not interpreted."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        return
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return
+
+    @triton.jit
+    def _touch(out_ptr, n, BLOCK: tl.constexpr):  # noqa: N803 (Triton's constexpr spelling)
+        offsets = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offsets, tl.load(out_ptr + offsets, mask=offsets < n) + 1.0, mask=offsets < n)
+
+    _touch[(1,)](torch.zeros(4), 4, BLOCK=4)
+
+
 # ---------------------------------------------------------------------------------------------------- the run
 
 
@@ -471,10 +526,16 @@ class Run:
         self._channel = None  # serve mode: perfforge_serve.Channel
         self._mappings: list[object] = []  # serve mode: the judge's memfd mappings, kept open
         self._ready = False  # serve mode: "ready" said, calls come from the judge
+        self._install_filter: Callable[[], bool] = lambda: False  # serve mode: what goes in before "ready"
         if self.mode is Mode.SERVE:
             import perfforge_serve  # only serve mode needs sockets and the filter
 
             self._channel = perfforge_serve.Channel(self.options.channel)
+            if _prelude is None:  # harness.py run by itself: the whole filter at "ready", as prepared now
+                self._install_filter = perfforge_serve.prepared_filter()
+            else:
+                first_in, rest = _prelude
+                self._install_filter = rest if rest is not None else lambda: first_in
 
     @property
     def mode(self) -> Mode:
@@ -628,9 +689,7 @@ class Run:
                 if buffer.host is not None and buffer.host.data_ptr() != buffer.raw.data_ptr():
                     buffer.host.copy_(buffer.raw)
             self._synchronize("set-up")
-            import perfforge_serve
-
-            filtered = perfforge_serve.install_filter()
+            filtered = self._install_filter()
             staged = " staged" if self.device.type == "cuda" else ""
             self._channel.send(f"ready {'seccomp' if filtered else 'unfiltered'}{staged}")
             self._ready = True

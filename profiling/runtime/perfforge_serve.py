@@ -2,8 +2,9 @@
 
 The twin of the serve half of perfforge_harness.h, used by perfforge_harness.Run in `serve` mode: the channel to
 the judge (profiling/served.py), the buffers the judge shares (one sealed memfd each: [guard | data | guard]), and
-the system-call filter installed once the harness's set-up and a warm-up call have run (Triton compiles its kernels
-on their first launch, which needs the compiler's processes and executable mappings that the filter then refuses).
+the system-call filter, installed before the candidate's module is imported (perfforge_launch.py) and completed
+after a warm-up call on a GPU (Triton compiles its kernels on their first launch, which needs the compiler's
+processes and executable mappings that the complete filter refuses).
 
 Everything here runs in the candidate's interpreter, which the candidate can change at will: nothing this module
 says is evidence to the judge. The judge reads the filter from /proc, the buffers from its own mapping while the
@@ -18,6 +19,7 @@ import os
 import platform
 import socket
 import struct
+from collections.abc import Callable
 
 EXIT_CHANNEL = 6  # the judge's channel failed: the header's exit status for it
 MESSAGE_BYTES = 512
@@ -68,7 +70,16 @@ class Channel:
 # group, new executable code, other processes' memory, asynchronous kernel-side I/O (io_uring works while the
 # process is stopped), page-fault handlers in user space, and signals to other processes (kill and tgkill to
 # itself only; pidfds and queued signals not at all: the red team signalled its parent and took one of its
-# descriptors through pidfd_send_signal and pidfd_getfd).
+# descriptors through pidfd_send_signal and pidfd_getfd), and setting the system's clocks (the process may run as
+# root with CAP_SYS_TIME; the judge times each call by the socket's send stamps, which are CLOCK_REALTIME and cannot
+# be taken from another clock, so a step of that clock mid-call would misread the call: the seventeenth red team).
+#
+# Two stages. The harness installs the first before any of the candidate's code runs (perfforge_launch.py): on a
+# CPU the whole filter, on a GPU all of it but what Triton's compiler needs on the first launch (new processes for
+# ptxas and the C compiler, executable mappings for the launcher it builds). After the warm-up call it adds the
+# rest (filters stack: a later one only refuses more). Each stage's program is computed before the candidate is
+# imported, so rebinding this module's functions at import (the red team's allow-all filter_program) changes
+# nothing that is installed.
 _SYSCALLS = {  # (x86_64, aarch64); None: the architecture has no such call
     "fork": (57, None), "vfork": (58, None), "execve": (59, 221), "execveat": (322, 281),
     "clone": (56, 220), "clone3": (435, 435),
@@ -81,11 +92,16 @@ _SYSCALLS = {  # (x86_64, aarch64); None: the architecture has no such call
     "seccomp": (317, 277),
     "pidfd_open": (434, 434), "pidfd_send_signal": (424, 424), "pidfd_getfd": (438, 438),
     "rt_sigqueueinfo": (129, 138), "rt_tgsigqueueinfo": (297, 240),
+    "clock_settime": (227, 112), "settimeofday": (164, 170), "clock_adjtime": (305, 266), "adjtimex": (159, 171),
 }
 _ARCHES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}  # AUDIT_ARCH_*
 _REFUSED = ("fork", "vfork", "execve", "execveat", "setsid", "setpgid", "ptrace", "process_vm_readv",
             "process_vm_writev", "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "bpf",
-            "tkill", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+            "tkill", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
+            "clock_settime", "settimeofday", "clock_adjtime", "adjtimex")
+# what the first launch of a Triton kernel needs on a GPU (its compiler's processes, the launcher it loads): refused
+# only by the second stage, after the warm-up call
+_COMPILING = ("fork", "vfork", "execve", "execveat")
 
 # classic BPF and seccomp constants (linux/filter.h, linux/seccomp.h)
 _LD_W_ABS, _JMP_JEQ_K, _JMP_JSET_K, _RET_K = 0x20, 0x15, 0x45, 0x06
@@ -96,8 +112,10 @@ _NR_OFFSET, _ARCH_OFFSET, _ARG_OFFSET = 0, 4, 16  # struct seccomp_data: nr, arc
 _PR_SET_NO_NEW_PRIVS, _SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC = 38, 1, 1
 
 
-def filter_program(pid: int, machine: str | None = None) -> list[tuple[int, int, int, int]] | None:
-    """The filter as (code, jt, jf, k) instructions for this architecture (None where it is not known)."""
+def filter_program(pid: int, machine: str | None = None, *,
+                   compiling: bool = False) -> list[tuple[int, int, int, int]] | None:
+    """The filter as (code, jt, jf, k) instructions for this architecture (None where it is not known). compiling:
+    the first stage on a GPU, which still lets Triton's compiler start processes and map executable code."""
     arch = _ARCHES.get(machine or platform.machine())
     if arch is None:
         return None
@@ -117,15 +135,17 @@ def filter_program(pid: int, machine: str | None = None) -> list[tuple[int, int,
         return (_LD_W_ABS, 0, 0, _ARG_OFFSET + 8 * index)  # the low 32 bits (little-endian)
 
     for name in _REFUSED:
-        when(name, [(_RET_K, 0, 0, _RET_ERRNO | _EPERM)])
-    # threads yes (torch and the driver start them), processes no
-    when("clone", [arg(0), (_JMP_JSET_K, 0, 1, _CLONE_THREAD), (_RET_K, 0, 0, _RET_ALLOW),
-                   (_RET_K, 0, 0, _RET_ERRNO | _EPERM)])
-    when("clone3", [(_RET_K, 0, 0, _RET_ERRNO | _ENOSYS)])  # its flags sit in memory the filter cannot read; libc
-    # then falls back to clone, which the filter can judge
-    for name, prot_arg in (("mmap", 2), ("mprotect", 2), ("pkey_mprotect", 2)):
-        when(name, [arg(prot_arg), (_JMP_JSET_K, 0, 1, _PROT_EXEC), (_RET_K, 0, 0, _RET_ERRNO | _EPERM),
-                    (_RET_K, 0, 0, _RET_ALLOW)])
+        if not (compiling and name in _COMPILING):
+            when(name, [(_RET_K, 0, 0, _RET_ERRNO | _EPERM)])
+    if not compiling:
+        # threads yes (torch and the driver start them), processes no
+        when("clone", [arg(0), (_JMP_JSET_K, 0, 1, _CLONE_THREAD), (_RET_K, 0, 0, _RET_ALLOW),
+                       (_RET_K, 0, 0, _RET_ERRNO | _EPERM)])
+        when("clone3", [(_RET_K, 0, 0, _RET_ERRNO | _ENOSYS)])  # its flags sit in memory the filter cannot read;
+        # libc then falls back to clone, which the filter can judge
+        for name, prot_arg in (("mmap", 2), ("mprotect", 2), ("pkey_mprotect", 2)):
+            when(name, [arg(prot_arg), (_JMP_JSET_K, 0, 1, _PROT_EXEC), (_RET_K, 0, 0, _RET_ERRNO | _EPERM),
+                        (_RET_K, 0, 0, _RET_ALLOW)])
     for name in ("kill", "tgkill"):  # only to itself
         when(name, [arg(0), (_JMP_JEQ_K, 0, 1, pid), (_RET_K, 0, 0, _RET_ALLOW),
                     (_RET_K, 0, 0, _RET_ERRNO | _EPERM)])
@@ -133,12 +153,14 @@ def filter_program(pid: int, machine: str | None = None) -> list[tuple[int, int,
     return program
 
 
-def install_filter() -> bool:
-    """Install the filter on every thread of this process (TSYNC); False where the kernel or libc refuses."""
-    program = filter_program(os.getpid())
+def prepared_filter(*, compiling: bool = False) -> Callable[[], bool]:
+    """A function that installs the filter on every thread of this process (TSYNC) and says whether the kernel took
+    it. The program, libc and the system call's number are all taken now: call this before any of the candidate's
+    code runs, and nothing the candidate rebinds later (this module's functions, ctypes') changes what goes in."""
+    program = filter_program(os.getpid(), compiling=compiling)
     seccomp_nr = _SYSCALLS["seccomp"][_ARCHES[platform.machine()][0]] if program else None
     if program is None or seccomp_nr is None:
-        return False
+        return lambda: False
     raw = b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
     instructions = ctypes.create_string_buffer(raw, len(raw))
 
@@ -147,6 +169,17 @@ def install_filter() -> bool:
 
     fprog = SockFprog(len(program), ctypes.addressof(instructions))
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        return False
-    return libc.syscall(seccomp_nr, _SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(fprog)) == 0
+    prctl, syscall, reference = libc.prctl, libc.syscall, ctypes.byref(fprog)
+
+    def install() -> bool:
+        # (naming `instructions` keeps the program's memory alive as long as this function)
+        if instructions is None or prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return False
+        return syscall(seccomp_nr, _SECCOMP_SET_MODE_FILTER, _SECCOMP_FILTER_FLAG_TSYNC, reference) == 0
+
+    return install
+
+
+def install_filter() -> bool:
+    """Install the whole filter now (prepared_filter's, for callers that run no candidate code before it)."""
+    return prepared_filter()()

@@ -58,6 +58,13 @@ def task_dir(tmp_path: Path) -> Path:
     return directory
 
 
+@pytest.fixture
+def runtime_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The static checks set aside: the attacks here test the run-time fences (the host-code allow-list refuses
+    their torch.cuda aliases and torch.multiprocessing before anything runs)."""
+    monkeypatch.setattr("profiling.validate.run_static_checks", lambda code, task: [])
+
+
 def judge(task_dir: Path, tmp_path: Path, source: str) -> tuple[Status, float | None, str]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     candidate = tmp_path / "candidate.py"
@@ -80,6 +87,7 @@ def test_identical_code_is_no_change(task_dir: Path, tmp_path: Path) -> None:
     assert status is Status.NO_CHANGE, reason
 
 
+@pytest.mark.usefixtures("runtime_only")
 def test_work_on_a_side_stream_with_synchronisation_disabled_is_caught(task_dir: Path, tmp_path: Path) -> None:
     """Attack: disable torch.cuda.synchronize (through an alias the static check's assignment pattern misses) and
     run the kernel on a side stream behind a long spin, so the harness says "synced" and copies the outputs back
@@ -95,6 +103,7 @@ def row_sum(x, out, m, n):
 
 
 @pytest.mark.parametrize("rounds", [500_000, 2_000_000, 50_000_000])
+@pytest.mark.usefixtures("runtime_only")
 def test_work_left_running_after_done_buys_no_speed(task_dir: Path, tmp_path: Path, rounds: int) -> None:
     """Attack: compute the right outputs, then leave a spin running on a side stream with synchronisation disabled,
     so it slows whatever runs next on the device: the original's following call. A short spin (a few ms) shows as
@@ -116,6 +125,7 @@ def row_sum(x, out, m, n):
     assert status not in ACCEPTED or (speedup or 0) <= 1.15 * honest_speedup, (reason, honest_reason)
 
 
+@pytest.mark.usefixtures("runtime_only")
 def test_a_done_said_early_on_the_channel_is_caught(task_dir: Path, tmp_path: Path) -> None:
     """Attack: find the judge's channel and say "done" (with "start" and "synced" before it) at the start of the
     call, so the judge's clock stops before the kernel runs."""

@@ -73,13 +73,18 @@ def test_a_legitimate_triton_candidate_is_correct_through_the_served_path(task_d
     rules = {rule.rule: rule for rule in verdict.rules}
     assert rules[20].status is RuleStatus.ENFORCED and "nothing the interpreter says is evidence" in rules[20].detail
     assert rules[22].status is RuleStatus.NOT_ENFORCED  # no object to read
-    assert "after a warm-up call" in rules[23].detail or not sandbox.seccomp_available()
+    assert "before the candidate's module is imported" in rules[23].detail or not sandbox.seccomp_available()
 
 
-def test_a_process_left_running_by_the_set_up_is_refused(task_dir: Path, tmp_path: Path) -> None:
-    """Attack: at import (before the filter), start a child process through torch.multiprocessing (an attribute
-    path the static check's import patterns miss). A child is not stopped with the kernel process, so it could
-    work on the judge's inputs while the judge writes them. The judge refuses a process that is not alone."""
+def test_a_process_left_running_by_the_set_up_is_refused(task_dir: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack: at import, start a child process through torch.multiprocessing (an attribute path the static
+    check's import patterns missed; the host-code allow-list refuses it now, so the static checks are set aside
+    here to test what runs). A child is not stopped with the kernel process, so it could work on the judge's
+    inputs while the judge writes them. On a CPU the filter is in before the candidate's import, so the fork is
+    refused; on a GPU (the filter's first stage lets Triton's compiler start processes) the judge refuses a
+    process that is not alone."""
+    monkeypatch.setattr("profiling.validate.run_static_checks", lambda code, task: [])
     status, reason = judge(task_dir, tmp_path, KERNEL + '''
 
 mp = torch.multiprocessing.get_context("fork")
@@ -98,7 +103,7 @@ def row_sum(x, out, m, n):
     launch(x, out, m, n)
 ''')
     assert status in (Status.REJECTED, Status.CRASHED), reason
-    assert "other process" in reason
+    assert "other process" in reason or "Operation not permitted" in reason, reason
 
 
 def test_outputs_finished_by_a_thread_after_done_read_as_never_written(task_dir: Path, tmp_path: Path,
