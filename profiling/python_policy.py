@@ -11,7 +11,16 @@ first filter in front of them, and it reads what the interpreter will run rather
   internals (a `match` class pattern reads them as keywords: `case C(__dict__=d)`); only `__init__` (a module's
   `super().__init__()`) and `__name__` are allowed;
 - aliases: `from torch import sum as s` or `import torch.nn.functional as F` hide a library routine's name from
-  the library check, so `qualified_names` writes the tree out with every imported alias spelled in full.
+  the library check, so `qualified_names` writes the tree out with every imported alias spelled in full;
+- code in strings: `typing.get_type_hints` evaluates string annotations with eval, where no check reads them (the
+  seventeenth red team reached `os` through `"object.__getattribute__"` and `"torch.serialization.load"`): the
+  evaluators are refused (STRING_EVALUATORS), and a string annotation must read as a type (a name, a dotted name, a
+  subscript of them) that passes every check here as if written as code;
+- private members of modules (`typing._eval_type`, `warnings._setoption`, which imports a module by a string): a
+  kernel uses a library's public names;
+- host code of a Triton candidate (`triton_host_problems`): an allow-list of what it may do with torch, numpy and
+  tensors (allocate, read shapes, launch), where a deny-list of library routines missed `torch.addmv`,
+  `functools.reduce(torch.add, ...)`, `np.add.reduce` and a `+=` over `unbind(1)`.
 """
 
 from __future__ import annotations
@@ -50,6 +59,11 @@ REFLECTIVE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "eval", "exec"
 DENIED_ATTRIBUTES = frozenset({"os", "sys", "subprocess", "builtins", "ctypes", "ctypeslib", "f2py", "from_file",
                                "serialization", "hub", "package", "load_library", "npyio", "fromregex", "fromfile",
                                "memmap", "DataSource", "_dynamo", "_C"})
+# what evaluates a string as code: typing's evaluation of annotations and forward references (a candidate reads its
+# annotations as types without them), and TorchScript's compilation of source strings
+STRING_EVALUATORS = frozenset({"get_type_hints", "ForwardRef", "get_annotations", "evaluate_forward_ref",
+                               "eval_type", "_eval_type", "_evaluate", "evaluate", "CompilationUnit",
+                               "annotationlib"})
 # (receiver, attribute) pairs refused where the attribute alone is innocent (tl.load is Triton's; triton.testing's
 # do_bench is a benchmark, numpy.testing builds C extensions)
 DENIED_PAIRS = frozenset({("jit", "load"), ("jit", "save"), ("rec", "fromfile"), ("numpy", "testing"),
@@ -85,11 +99,24 @@ def _parsed(code: str) -> ast.Module | None:
 
 
 def policy_problems(code: str) -> list[tuple[int, str]]:
-    """(line, message) for every import outside ALLOWED_MODULES and every dunder attribute or name outside
-    ALLOWED_DUNDERS; nothing when the code does not parse."""
+    """(line, message) for every import outside ALLOWED_MODULES, every dunder attribute or name outside
+    ALLOWED_DUNDERS, every string evaluator and private member of a module, and every string annotation that does
+    not read as a type or whose code fails these checks; nothing when the code does not parse."""
     tree = _parsed(code)
     if tree is None:
         return []
+    problems: list[tuple[int, str]] = []
+    modules = _module_names(tree)
+    for line, text, parsed in string_annotations(tree):
+        if parsed is None:
+            problems.append((line, f"annotates with the string {text[:60]!r}, which does not read as a type "
+                                   "(typing evaluates string annotations as code)"))
+        else:  # what eval would run, checked as code (its nodes carry the string's own line numbers)
+            problems += [(line, message) for _, message in _node_problems(parsed, modules)]
+    return problems + _node_problems(tree, modules)
+
+
+def _node_problems(tree: ast.AST, modules: frozenset[str]) -> list[tuple[int, str]]:
     problems = []
     allowed = ", ".join(sorted(ALLOWED_MODULES))
     for node in ast.walk(tree):
@@ -103,10 +130,16 @@ def policy_problems(code: str) -> list[tuple[int, str]]:
             if node.level or not _allowed_module(module):
                 problems.append((line, f"imports from {module}: a kernel may import only {allowed}"))
             problems += _denied_imports(line, [f"{module}.{alias.name}" for alias in node.names])
+            problems += [(line, f"imports {module}.{alias.name}, a private member of a module")
+                         for alias in node.names if _private(alias.name)]
+            problems += [(line, f"imports {alias.name}, which evaluates strings as code")
+                         for alias in node.names if alias.name in STRING_EVALUATORS]
         elif isinstance(node, ast.Attribute):
-            problems += _attribute_problems(node)
+            problems += _attribute_problems(node, modules)
         elif isinstance(node, ast.Name) and node.id in REFLECTIVE_BUILTINS:
             problems.append((line, f"uses {node.id}, which reaches code or attributes by a string"))
+        elif isinstance(node, ast.Name) and node.id in STRING_EVALUATORS:
+            problems.append((line, f"uses {node.id}, which evaluates strings as code"))
         elif isinstance(node, ast.Name) and _dunder(node.id) and node.id not in ALLOWED_DUNDERS:
             problems.append((line, f"uses the interpreter's {node.id}"))
         elif isinstance(node, ast.MatchClass):
@@ -115,15 +148,89 @@ def policy_problems(code: str) -> list[tuple[int, str]]:
     return problems
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not _dunder(name)
+
+
+def _module_names(tree: ast.AST) -> frozenset[str]:
+    """The names `import` statements bind (`torch`, `np`, `tl`): a private attribute read from one is a module's
+    private member."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+    return frozenset(names)
+
+
+# what a string annotation may be made of: names, dotted names, subscripts of them, `X | Y`, and constants (None,
+# `...`, a nested string, checked the same way)
+_TYPE_NODES = (ast.Expression, ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.BinOp, ast.BitOr,
+               ast.Constant, ast.Load)
+
+
+def string_annotations(tree: ast.AST) -> list[tuple[int, str, ast.Expression | None]]:
+    """(line, text, parsed) for every string in an annotation (of an argument, a return or a variable, nested
+    strings too, but not a Literal's values): parsed is the string read as an expression when it reads as a type,
+    else None."""
+    found: list[tuple[int, str, ast.Expression | None]] = []
+    pending: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            arguments = node.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+            pending += [argument.annotation for argument in every if argument is not None and argument.annotation]
+            if not isinstance(node, ast.Lambda) and node.returns is not None:
+                pending.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            pending.append(node.annotation)
+    while pending:
+        annotation = pending.pop()
+        strings = [n for n in _outside_literals(annotation) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        for string in strings:
+            parsed = _as_type(string.value)
+            found.append((string.lineno, string.value, parsed))
+            if parsed is not None:
+                pending.append(parsed.body)
+    return found
+
+
+def _outside_literals(annotation: ast.AST) -> list[ast.AST]:
+    """The annotation's nodes, less the values of a `Literal[...]` (typing does not evaluate those)."""
+    nodes, pending = [], [annotation]
+    while pending:
+        node = pending.pop()
+        nodes.append(node)
+        if isinstance(node, ast.Subscript) and _last_name(node.value) == "Literal":
+            pending.append(node.value)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return nodes
+
+
+def _as_type(text: str) -> ast.Expression | None:
+    try:
+        parsed = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    for node in ast.walk(parsed):
+        if not isinstance(node, _TYPE_NODES) or (isinstance(node, ast.BinOp) and not isinstance(node.op, ast.BitOr)):
+            return None
+    return parsed
+
+
 def _denied_imports(line: int, dotted_names: list[str]) -> list[tuple[int, str]]:
     denied = (_denied_path(name) for name in dotted_names)
     return [(line, f"imports {path}, which reaches files or native code") for path in denied if path]
 
 
-def _attribute_problems(node: ast.Attribute) -> list[tuple[int, str]]:
+def _attribute_problems(node: ast.Attribute, modules: frozenset[str]) -> list[tuple[int, str]]:
     line, name = node.lineno, node.attr
     if _dunder(name) and name not in ALLOWED_DUNDERS:
         return [(line, f"reaches the interpreter's internals through .{name}")]
+    if name in STRING_EVALUATORS:
+        return [(line, f"uses .{name}, which evaluates strings as code")]
+    if _private(name) and _root_name(node.value) in modules:
+        return [(line, f"reaches .{name}, a private member of a module")]
     if name in DENIED_ATTRIBUTES:
         return [(line, f"reaches files, native code or the interpreter through .{name}")]
     if isinstance(node.value, ast.Attribute | ast.Name) and (_last_name(node.value), name) in DENIED_PAIRS:
@@ -134,18 +241,31 @@ def _attribute_problems(node: ast.Attribute) -> list[tuple[int, str]]:
     return []
 
 
+def _root_name(node: ast.expr) -> str:
+    """The name an attribute chain starts from (`torch` for torch.cuda.current_stream), or ""."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
 def _last_name(node: ast.expr) -> str:
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 
 
-def host_library_uses(code: str, methods: frozenset[str], matmul_operator: bool) -> list[tuple[int, str]]:
+def host_library_uses(code: str, methods: frozenset[str], matmul_operator: bool,
+                      host_allowlist: bool | None = None) -> list[tuple[int, str]]:
     """(line, message) for every library routine in `methods` that host code (anything outside a function
     decorated with a Triton jit) reads as an attribute, whatever the receiver, and every `@` where
-    `matmul_operator`; nothing when the code does not parse. Inside a Triton kernel `x.sum` is Triton's."""
+    `matmul_operator`; nothing when the code does not parse. Inside a Triton kernel `x.sum` is Triton's.
+    host_allowlist: also triton_host_problems, the allow-list of a Triton candidate's host code (by default where
+    `@` is refused, which only the Triton target does: its host code is launch glue, where a torch target's
+    ModelNew may compute with PyTorch's element-wise operators)."""
     tree = _parsed(code)
     if tree is None:
         return []
     problems: list[tuple[int, str]] = []
+    if matmul_operator if host_allowlist is None else host_allowlist:
+        problems += triton_host_problems(code)
     pending: list[ast.AST] = [tree]
     namespaces: set[int] = set()  # attributes read only to reach another (torch.backends.cuda.matmul.allow_tf32)
     while pending:
@@ -203,6 +323,12 @@ class _Qualify(ast.NodeTransformer):
 def qualified_names(tree: ast.Module) -> ast.Module:
     """The tree with every name an import bound under another name (`import torch.nn.functional as F`, `from torch
     import sum as s`, `from torch import matmul`) written in full where it is read."""
+    aliases = _aliases(tree)
+    return _Qualify(aliases).visit(tree) if aliases else tree
+
+
+def _aliases(tree: ast.AST) -> dict[str, str]:
+    """Each name an import bound under another name -> the dotted name it stands for."""
     aliases: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -210,5 +336,294 @@ def qualified_names(tree: ast.Module) -> ast.Module:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             aliases.update({alias.asname or alias.name: f"{node.module}.{alias.name}"
                             for alias in node.names if alias.name != "*"})
-    aliases = {name: full for name, full in aliases.items() if name != full}
-    return _Qualify(aliases).visit(tree) if aliases else tree
+    return {name: full for name, full in aliases.items() if name != full}
+
+
+# ------------------------------------------------------------------------------------- a Triton candidate's host code
+
+# What host code (outside the @triton.jit kernels) may reach of torch, numpy and triton: allocation, types, the
+# device's description and the launch. Anything else of theirs (torch.addmv, torch.add passed to functools.reduce,
+# numpy.add.reduce, torch.jit.CompilationUnit, torch.ops, torch.library) does the task's work on the host, or
+# compiles code the checks cannot read. A dotted path is allowed when one of these is a prefix of it and nothing
+# after the prefix is a tensor's or an array's attribute outside HOST_TENSOR_ATTRIBUTES (`torch.Tensor.sum` is not).
+# torch.backends: its switches (allow_tf32 off); torch.nn.Module: a candidate's own module class
+_DTYPES = ("float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16", "int32", "int64",
+           "uint8", "uint16", "uint32", "uint64", "bool", "bool_", "long", "int", "short", "float8_e4m3fn",
+           "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+HOST_MODULE_PATHS = frozenset({
+    *(f"torch.{name}" for name in ("empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full",
+                                   "full_like", "ones", "ones_like", "arange", "Tensor", "Size", "device", "dtype",
+                                   "finfo", "iinfo", "is_tensor", "no_grad", "inference_mode", "__version__",
+                                   "nn.Module", "backends", *_DTYPES)),
+    *(f"torch.cuda.{name}" for name in ("current_device", "get_device_properties", "get_device_capability",
+                                        "get_device_name", "device_count", "is_available", "device")),
+    *(f"triton.{name}" for name in ("jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2",
+                                    "language.constexpr", "language.dtype", "__version__",
+                                    *(f"language.{d}" for d in _DTYPES))),
+    "triton.runtime.driver.active.get_current_device", "triton.runtime.driver.active.utils.get_device_properties",
+    *(f"numpy.{name}" for name in ("ndarray", "dtype", "__version__", *_DTYPES)),
+})
+# the classes of tensors and arrays: what follows them in a dotted path is one of their methods (`torch.Tensor.sum`)
+_TENSOR_CLASSES = frozenset({"torch.Tensor", "numpy.ndarray"})
+HOST_MODULES = frozenset({"torch", "numpy", "triton"})
+# what host code may read or call on a tensor or an array: its shape, layout and type, a view of it, its address,
+# and an allocation or a fill like it
+HOST_TENSOR_ATTRIBUTES = frozenset({
+    "shape", "size", "numel", "dim", "ndim", "dtype", "device", "stride", "strides", "data_ptr", "is_contiguous",
+    "element_size", "itemsize", "nbytes", "is_cuda", "view", "view_as", "reshape", "contiguous", "new_empty",
+    "new_zeros", "new_full", "new_ones", "zero_", "fill_", "values",
+})
+# calls on a tensor (or with a tensor) whose result is a tensor: what the operator check follows
+_TENSOR_RESULTS = frozenset({"view", "view_as", "reshape", "contiguous", "new_empty", "new_zeros", "new_full",
+                             "new_ones", "zero_", "fill_"})
+# builtins that compute over what they are given (sum over a tensor's rows, map of a lambda over its columns)
+_COMPUTING_BUILTINS = frozenset({"sum", "min", "max", "abs", "round", "pow", "divmod", "sorted", "map", "filter",
+                                 "reversed", "iter", "next", "list", "tuple", "zip", "enumerate", "any", "all",
+                                 "float", "int", "bool", "complex", "set", "dict"})
+
+
+@functools.lru_cache(maxsize=1)
+def _library_attribute_names() -> frozenset[str]:
+    """Every attribute of a torch tensor and a numpy array (the judge has both: it runs the harness with them)."""
+    names: set[str] = set()
+    for module, kind in (("numpy", "ndarray"), ("torch", "Tensor")):
+        try:
+            names |= set(dir(getattr(__import__(module), kind)))
+        except ImportError:
+            continue
+    return frozenset(name for name in names if not _dunder(name))
+
+
+def triton_host_problems(code: str) -> list[tuple[int, str]]:
+    """(line, message) for what a Triton candidate's host code does beyond allocating, describing and launching:
+    any member of torch, numpy or triton outside HOST_MODULE_PATHS (read, called or passed on), any attribute of a
+    tensor outside HOST_TENSOR_ATTRIBUTES, and arithmetic, iteration, a store or a computing builtin on a value the
+    code got from a tensor (a view, an element, a row). Nothing when the code does not parse."""
+    tree = _parsed(code)
+    if tree is None:
+        return []
+    tree = qualified_names(ast.parse(code))  # a fresh tree: qualified_names rewrites it
+    host = _HostCode(tree)
+    return host.problems
+
+
+class _HostCode:
+    """The host-code reading of triton_host_problems: the nodes outside Triton kernels, which names hold tensors
+    (followed to a fixed point: assigned from a view, a loop over one, a parameter used as a tensor or handed one),
+    and what is done with them."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.nodes = _host_nodes(tree)
+        self.library = _library_attribute_names()
+        self.problems: list[tuple[int, str]] = []
+        self.tensors: set[str] = set()
+        functions = {node.name: node for node in self.nodes if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+        self.parameters = {arg.arg for f in functions.values() for arg in _arguments(f.args)}
+        self.own_classes = {node.name for node in self.nodes if isinstance(node, ast.ClassDef)
+                            and not any(_dotted(base) in _TENSOR_CLASSES for base in node.bases)}
+        # names the code binds itself (`math = x.view(m, n)` is no longer the module)
+        self.bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        self.bound |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+        self.bound |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef
+                                                                     | ast.ClassDef)}
+        # names only ever bound to an instance of one of its own classes (`plan = Plan(n)`)
+        values: dict[str, list[ast.expr]] = {}
+        for node in self.nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    for name in (n for n in ast.walk(target) if isinstance(n, ast.Name)):
+                        values.setdefault(name.id, []).append(node.value if target is name else target)
+        self.instances = {name for name, bound in values.items() if name not in self.parameters and all(
+            isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in self.own_classes for v in bound)}
+        for node in self.nodes:  # parameters used as tensors or annotated as them (`values` is a dict's too)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.attr in self.library \
+                    and node.attr != "values" and node.value.id not in self.instances:
+                self.tensors.add(node.value.id)
+            elif isinstance(node, ast.arg) and node.annotation is not None and \
+                    ast.unparse(node.annotation).strip("'\"") in ("torch.Tensor", "numpy.ndarray"):
+                self.tensors.add(node.arg)
+        self.tensors &= self.parameters | self._assigned_names()
+        for _ in range(20):  # to a fixed point: each round adds names, and there are finitely many
+            before = len(self.tensors)
+            self._follow(functions)
+            if len(self.tensors) == before:
+                break
+        for node in self.nodes:
+            self._check(node)
+        aliases = _aliases(tree)
+        for line, text, parsed in string_annotations(tree):  # what typing would evaluate, as host code
+            if parsed is None:
+                continue
+            qualified = _Qualify(aliases).visit(parsed) if aliases else parsed
+            for node in _host_nodes(qualified):
+                if isinstance(node, ast.Attribute | ast.Name) and (problem := self.path_problem(node)):
+                    self.problems.append((line, f"{problem} (the annotation {text[:60]!r})"))
+
+    def _assigned_names(self) -> set[str]:
+        return {target.id for node in self.nodes if isinstance(node, ast.Assign | ast.AnnAssign | ast.For)
+                for target in ast.walk(node.target if not isinstance(node, ast.Assign) else ast.Tuple(node.targets))
+                if isinstance(target, ast.Name)}
+
+    def _follow(self, functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> None:
+        for node in self.nodes:
+            if isinstance(node, ast.Assign) and self.tensor_valued(node.value):
+                self.tensors.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.AnnAssign | ast.AugAssign) and node.value is not None and \
+                    self.tensor_valued(node.value) and isinstance(node.target, ast.Name):
+                self.tensors.add(node.target.id)
+            elif isinstance(node, ast.For | ast.comprehension) and self.tensor_valued(node.iter):
+                self.tensors.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
+                # one of its own functions handed a tensor: that parameter holds one
+                params = _arguments(functions[node.func.id].args)
+                for index, value in enumerate(node.args):
+                    if index < len(params) and self.tensor_valued(value):
+                        self.tensors.add(params[index].arg)
+                for keyword in node.keywords:
+                    if keyword.arg and self.tensor_valued(keyword.value):
+                        self.tensors.add(keyword.arg)
+
+    def tensor_valued(self, node: ast.AST | None) -> bool:
+        """Whether the expression is (or holds) a tensor as far as the syntax shows."""
+        if isinstance(node, ast.Name):
+            return node.id in self.tensors
+        if isinstance(node, ast.Subscript | ast.Starred):
+            return self.tensor_valued(node.value)
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _TENSOR_RESULTS:
+                return True
+            path = _dotted(func)
+            return path is not None and path.split(".")[0] == "torch" and path in HOST_MODULE_PATHS and \
+                path.split(".")[1] in ("empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full",
+                                       "full_like", "ones", "ones_like", "arange")
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            return any(self.tensor_valued(element) for element in node.elts)
+        if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
+            return self.tensor_valued(node.elt) or any(self.tensor_valued(g.iter) for g in node.generators)
+        if isinstance(node, ast.IfExp):
+            return self.tensor_valued(node.body) or self.tensor_valued(node.orelse)
+        if isinstance(node, ast.BinOp):
+            return self.tensor_valued(node.left) or self.tensor_valued(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self.tensor_valued(node.operand)
+        return False
+
+    def _check(self, node: ast.AST) -> None:
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Attribute | ast.Name):
+            problem = self.path_problem(node)
+            if problem:
+                self.problems.append((line, problem))
+        elif isinstance(node, ast.BinOp) and (self.tensor_valued(node.left) or self.tensor_valued(node.right)):
+            self.problems.append((line, "computes with a tensor in host code (an operator on it): host code may "
+                                        "only allocate, describe and launch"))
+        elif isinstance(node, ast.UnaryOp) and self.tensor_valued(node.operand):
+            self.problems.append((line, "computes with a tensor in host code (an operator on it)"))
+        elif isinstance(node, ast.Compare) and not all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops) and \
+                any(self.tensor_valued(value) for value in (node.left, *node.comparators)):
+            self.problems.append((line, "compares a tensor's values in host code"))
+        elif isinstance(node, ast.AugAssign) and (self.tensor_valued(node.target) or self.tensor_valued(node.value)
+                                                  or (isinstance(node.target, ast.Name)
+                                                      and node.target.id in self.parameters)):
+            self.problems.append((line, "updates a tensor or a parameter in place in host code (an augmented "
+                                        "assignment)"))
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Subscript) and self.tensor_valued(t.value) for t in targets):
+                self.problems.append((line, "writes into a tensor in host code"))
+        elif isinstance(node, ast.For | ast.comprehension) and self.tensor_valued(node.iter):
+            self.problems.append((getattr(node.iter, "lineno", line), "iterates over a tensor in host code"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute) and \
+                _computing_callee(node.func) and \
+                any(self.tensor_valued(arg) for arg in (*node.args, *(k.value for k in node.keywords))):
+            self.problems.append((line, f"hands a tensor to {ast.unparse(node.func)} in host code"))
+
+    def path_problem(self, node: ast.Attribute | ast.Name) -> str | None:
+        """What is wrong with one name or attribute of host code (its parent set): a member of torch, numpy or
+        triton outside HOST_MODULE_PATHS, read where its dotted path ends (`torch.add` passed on counts as much
+        as called), or any other receiver's tensor attribute outside HOST_TENSOR_ATTRIBUTES."""
+        parent = getattr(node, "parent", None)
+        whole = not (isinstance(parent, ast.Attribute) and parent.value is node)  # the end of a dotted path
+        path = _dotted(node)
+        if path is not None and path.split(".")[0] in HOST_MODULES:
+            if not whole:
+                return None
+            prefix = next((p for p in sorted(HOST_MODULE_PATHS, key=len, reverse=True)
+                           if path == p or path.startswith(p + ".")), None)
+            rest = path[len(prefix) + 1:].split(".") if prefix in _TENSOR_CLASSES and path != prefix else []
+            if prefix is None or any(part in self.library and part not in HOST_TENSOR_ATTRIBUTES for part in rest):
+                return (f"uses {path} in host code: host code may only allocate (torch.empty, ...), describe "
+                        "tensors and launch kernels")
+            return None
+        if path is not None and path.split(".")[0] in ALLOWED_MODULES and path.split(".")[0] not in self.bound:
+            return None  # math.log2, functools.lru_cache: the standard modules' own (handed a tensor: _check)
+        if isinstance(node, ast.Attribute) and node.attr in self.library and node.attr not in HOST_TENSOR_ATTRIBUTES \
+                and not self._described(node.value):
+            return (f"uses .{node.attr} of a tensor in host code: host code may only read a tensor's shape, layout "
+                    "and address, view it and launch kernels on it")
+        return None
+
+
+    def _described(self, receiver: ast.expr) -> bool:
+        """Whether a receiver is known to be no tensor: what an allowed torch path answers (torch.finfo(...),
+        torch.cuda.get_device_properties(...)), one of the candidate's own classes or an instance made there, or
+        `self` in one of their methods (classes that derive from a tensor's or an array's class excepted)."""
+        if isinstance(receiver, ast.Call):
+            path = _dotted(receiver.func)
+            if path is not None and path in HOST_MODULE_PATHS and not self.tensor_valued(receiver):
+                return True
+            receiver = receiver.func
+            return isinstance(receiver, ast.Name) and receiver.id in self.own_classes
+        if not isinstance(receiver, ast.Name):
+            return False
+        if receiver.id in self.own_classes or (receiver.id in self.instances and receiver.id not in self.tensors):
+            return True
+        method = getattr(receiver, "parent", None)
+        while method is not None and not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            method = getattr(method, "parent", None)
+        if method is None or not (arguments := _arguments(method.args)) or arguments[0].arg != receiver.id:
+            return False
+        owner = getattr(method, "parent", None)
+        rebound = any(isinstance(n, ast.Name) and n.id == receiver.id and not isinstance(n.ctx, ast.Load)
+                      for n in ast.walk(method))
+        return isinstance(owner, ast.ClassDef) and owner.name in self.own_classes and not rebound
+
+
+def _computing_callee(func: ast.Name | ast.Attribute) -> bool:
+    """A builtin that computes over what it is given, or any function of a standard module (functools.reduce,
+    itertools.accumulate, math.fsum): what a candidate's own functions are not."""
+    if isinstance(func, ast.Name):
+        return func.id in _COMPUTING_BUILTINS
+    root = _root_name(func)
+    return bool(root) and root in ALLOWED_MODULES and root not in HOST_MODULES
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *parts])
+
+
+def _arguments(arguments: ast.arguments) -> list[ast.arg]:
+    every = [*arguments.posonlyargs, *arguments.args, arguments.vararg, *arguments.kwonlyargs, arguments.kwarg]
+    return [argument for argument in every if argument is not None]
+
+
+def _host_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node outside a Triton kernel, each with its parent set (`node.parent`)."""
+    nodes: list[ast.AST] = []
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef) and any(_triton_decorator(d) for d in node.decorator_list):
+            continue
+        nodes.append(node)
+        for child in ast.iter_child_nodes(node):
+            child.parent = node  # type: ignore[attr-defined]
+            pending.append(child)
+    return nodes
