@@ -524,14 +524,16 @@ class _HostCode:
                 any(self.tensor_valued(value) for value in (node.left, *node.comparators)):
             self.problems.append((line, "compares a tensor's values in host code"))
         elif isinstance(node, ast.AugAssign) and (self.tensor_valued(node.target) or self.tensor_valued(node.value)
-                                                  or (isinstance(node.target, ast.Name)
-                                                      and node.target.id in self.parameters)):
+                                                  or _root_name(_subscripted(node.target)) in self.parameters):
             self.problems.append((line, "updates a tensor or a parameter in place in host code (an augmented "
                                         "assignment)"))
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Subscript) and self.tensor_valued(t.value) for t in targets):
-                self.problems.append((line, "writes into a tensor in host code"))
+            # into a tensor, or into a parameter (`out[:] = ...`: what the harness handed in is a tensor)
+            if any(isinstance(t, ast.Subscript) and (self.tensor_valued(t.value)
+                                                    or _root_name(_subscripted(t)) in self.parameters)
+                   for t in targets):
+                self.problems.append((line, "writes into a tensor or a parameter in host code"))
         elif isinstance(node, ast.For | ast.comprehension) and self.tensor_valued(node.iter):
             self.problems.append((getattr(node.iter, "lineno", line), "iterates over a tensor in host code"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute) and \
@@ -588,6 +590,13 @@ class _HostCode:
         rebound = any(isinstance(n, ast.Name) and n.id == receiver.id and not isinstance(n.ctx, ast.Load)
                       for n in ast.walk(method))
         return isinstance(owner, ast.ClassDef) and owner.name in self.own_classes and not rebound
+
+
+def _subscripted(node: ast.expr) -> ast.expr:
+    """What a (chain of) subscripts indexes (`out` for out[0][1])."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node
 
 
 def _computing_callee(func: ast.Name | ast.Attribute) -> bool:

@@ -305,6 +305,8 @@ HOST_WORK = {
                    "    copy_kernel[(1,)](acc, out, m, BLOCK=64)\n",
     "own_helper": "    view = x.view(m, n)\n    acc = view[:, 0]\n    for j in range(1, n):\n"
                   "        acc = _add(acc, view[:, j])\n    copy_kernel[(1,)](acc, out, m, BLOCK=64)\n",
+    "store_into_argument": "    rows = x.view(m, n)\n    out[:] = rows[:, 0]\n    for j in range(1, n):\n"
+                           "        out[:] = _add(out, rows[:, j])\n",
 }
 HELPER = "\n\ndef _add(a, b):\n    return a + b\n"
 
@@ -365,3 +367,13 @@ def row_sum(x: torch.Tensor, out: torch.Tensor, m: int, n: int) -> None:
     assert strict_findings(task_dir, source) == []
     status, reason = judge(task_dir, tmp_path, source)
     assert status is Status.CORRECT, reason
+
+
+@pytest.mark.xfail(strict=True, reason="a syntax-only reading does not know which of the harness's arguments are "
+                   "tensors: `x * 1.0` on an argument never used as a tensor looks like `m * n`; closing it needs "
+                   "the call site's types or a run-time record of the operators the call dispatched")
+def test_arithmetic_on_an_argument_never_used_as_a_tensor(task_dir: Path) -> None:
+    """Attack (open, p1's kin): the host code scales the input by an operator on the bare argument and a copy
+    kernel hands the result on; on an element-wise task that is the whole job."""
+    source = HEAD + "\n\ndef row_sum(x, out, m, n):\n    tmp = x * 1.0\n    copy_kernel[(1,)](tmp, out, m, BLOCK=64)\n"
+    assert any(f.startswith("library_fallback") for f in strict_findings(task_dir, source))
