@@ -70,7 +70,10 @@ def copy_kernel(src_ptr, dst_ptr, m, BLOCK: tl.constexpr):
 
 
 @pytest.fixture
-def task_dir(small_row_sum: Path) -> Path:
+def task_dir(small_row_sum: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The small row sum under Triton's interpreter, on the CPU even where a GPU is (the interpreter's path; the
+    GPU's two-stage filter is exercised by tests/profiling/test_judge_adversary_triton.py)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     return small_row_sum
 
 
