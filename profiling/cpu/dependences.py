@@ -32,7 +32,12 @@ What it finds, with 1-based line numbers:
   function started as a thread (std::thread, std::jthread, std::async, emplace_back into a vector of threads) inside
   a loop that passes it its own variable, the thread's index. Neighbouring threads' slots share a cache line unless
   the element type is aligned to one (alignas(64), _Alignas(64), aligned(64),
-  hardware_destructive_interference_size), so every write invalidates the line in the other cores (false sharing).
+  hardware_destructive_interference_size), so every write invalidates the line in the other cores (false sharing);
+- updates at a data-dependent index: an innermost loop updating, from its own value, an array element whose index is
+  a value the loop loads (`hist[pixels[i]]++`, `count[v.key] += 1` over a range-for's elements, `y[col[k]] += a *
+  x[k]`: a histogram or a scatter-add). Updates that hit the element one of the last few updates stored wait for
+  that store (store-to-load forwarding, or a memory-ordering machine clear when the load was speculated ahead of the
+  store), so runs of equal indices serialise the loop; and no vectoriser's loop: lanes with equal indices conflict.
 """
 
 from __future__ import annotations
@@ -118,6 +123,16 @@ class ArithmeticChain:
     operations: int  # dependent operations on the chain per iteration (per call)
     reassociable: int  # updates adding an independent term (`t += e`, e not reading t): partial results it splits into
     callee: str = ""  # the function of the file whose state chain the loop's call (at lines) advances
+
+
+@dataclass(frozen=True)
+class IndexedUpdate:
+    """An update, in an innermost loop, of an array element from its own value at an index the loop loads."""
+
+    line: int
+    loop_line: int
+    end_line: int
+    target: str  # as written: `hist[image.data[i]]`
 
 
 @dataclass(frozen=True)
@@ -302,6 +317,75 @@ def memory_accumulators(function: tree_sitter.Node, loop_nodes: LoopNodes) -> li
                 continue
             if not _identifiers(target) & changed:
                 found.append(MemoryAccumulator(_line(update), loop.start_line, _text(target)))
+    return found
+
+
+# ---- updates at a data-dependent index ----------------------------------------------------------------------------
+
+def _subscript_index(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The index of a subscript (`index` in C's grammar, `indices` in C++'s)."""
+    return node.child_by_field_name("index") or node.child_by_field_name("indices")
+
+
+def _loaded_names(loop: tree_sitter.Node) -> set[str]:
+    """Names the loop binds to a value it loads: a range-for's element, and variables assigned or initialised in the
+    loop from an expression holding a load (`int b = x[i] >> 4;`), followed through one another."""
+    names: set[str] = set()
+    if loop.type == "for_range_loop":
+        names.add(_declared_name(loop.child_by_field_name("declarator")) or
+                  _text(loop.child_by_field_name("declarator")))
+    bindings: list[tuple[str, tree_sitter.Node]] = []
+    for node in _walk(loop):
+        if node.type == "init_declarator" and node.child_by_field_name("value") is not None:
+            bindings.append((_declared_name(node.child_by_field_name("declarator")),
+                             node.child_by_field_name("value")))
+        elif node.type == "assignment_expression" and _text(node.child_by_field_name("operator")) == "=":
+            target = node.child_by_field_name("left")
+            if target is not None and target.type == "identifier":
+                bindings.append((_text(target), node.child_by_field_name("right")))
+    changed = True
+    while changed:
+        changed = False
+        for name, value in bindings:
+            if name and name not in names and (_holds_load(value) or _identifiers(value) & names):
+                names.add(name)
+                changed = True
+    return names - {""}
+
+
+def _holds_load(expression: tree_sitter.Node | None) -> bool:
+    """Whether the expression reads memory: an element (`x[i]`), a field through a pointer or of an element
+    (`p->k`, `a[i].k`), or a dereference (`*p`)."""
+    for node in _walk(expression) if expression is not None else ():
+        if node.type == "subscript_expression":
+            return True
+        if node.type == "pointer_expression" and not _text(node).startswith("&"):
+            return True
+        if node.type == "field_expression" and (_text(node.child_by_field_name("operator")) == "->"
+                                                or _holds_load(node.child_by_field_name("argument"))):
+            return True
+    return False
+
+
+def indexed_updates(loop_nodes: LoopNodes) -> list[IndexedUpdate]:
+    """Updates from their own value (`t op= e`, `t++`, `t = t op e`) of an array element whose index the innermost
+    loop around them loads (a load in the index, or a name the loop binds to a loaded value: `hist[x[i]]++`,
+    `cnt[v.i]++` over `for (auto& v : arr)`). An index computed from the loop's counters alone (`out[i] += ...`) is
+    a stream, and one the loop does not change is an accumulator in memory (memory_accumulators)."""
+    found = []
+    for node, loop in loop_nodes:
+        if not loop.innermost:
+            continue
+        loaded, changed = _loaded_names(node), _written_names(node)
+        for update in _walk(node):
+            target = _stripped(_self_updated_target(update))
+            if target is None or target.type != "subscript_expression":
+                continue
+            index = _subscript_index(target)
+            if index is None or not _identifiers(index) & changed:
+                continue
+            if _holds_load(index) or _identifiers(index) & loaded:
+                found.append(IndexedUpdate(_line(update), loop.start_line, loop.end_line, _text(target)))
     return found
 
 

@@ -154,6 +154,7 @@ class LoopAnalysis:
     divisions: list[dependences.CarriedDivision] = field(default_factory=list)
     chains: list[dependences.ArithmeticChain] = field(default_factory=list)
     slot_writes: list[dependences.ThreadSlotWrite] = field(default_factory=list)
+    indexed_updates: list[dependences.IndexedUpdate] = field(default_factory=list)
 
     @property
     def uses_openmp(self) -> bool:
@@ -221,6 +222,7 @@ def _analyze(source: str, kernel: str, language: str) -> LoopAnalysis:
     analysis.divisions = dependences.carried_divisions(function, loop_nodes)
     analysis.chains = dependences.arithmetic_chains(root, function, loop_nodes)
     analysis.slot_writes = dependences.thread_slot_writes(root, function)
+    analysis.indexed_updates = dependences.indexed_updates(loop_nodes)
     return analysis
 
 
@@ -784,7 +786,9 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
     `static.chain_reassociable` (its updates that add an independent term) and `static.chain_line` (its first
     update's line, which names the chain: its lines share it); and `static.serial_chain_loop_operations` (the
     operations of the longest chain without such updates that the innermost loop around the line carries, its
-    calls' state chains included)."""
+    calls' state chains included); `static.indexed_updates` (updates on the line of an array element at an index
+    its innermost loop loads: a histogram's `hist[x[i]]++`) and `static.indexed_update_loop` (the start line of the
+    innermost loop holding such an update whose span holds the line)."""
     facts: list[tuple[str, float, str]] = []
     loop = analysis.innermost_loop_at(line)
     if loop is not None and loop.start_line in analysis.vector_loops:
@@ -807,6 +811,12 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
     slots = [w for w in analysis.slot_writes if w.line == line]
     if slots:
         facts.append(("static.thread_slot_writes", float(len(slots)), "expr"))
+    updates = [u for u in analysis.indexed_updates if u.line == line]
+    if updates:
+        facts.append(("static.indexed_updates", float(len(updates)), "expr"))
+    update_loop = next((u.loop_line for u in analysis.indexed_updates if u.loop_line <= line <= u.end_line), None)
+    if update_loop is not None:
+        facts.append(("static.indexed_update_loop", float(update_loop), "line"))
     serial = [c.operations for c in analysis.chains if loop is not None and c.loop_line == loop.start_line
               and not c.reassociable]
     if serial:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.records import CounterValue, HotLine
-from profiling.cpu import loops, vectorize
+from profiling.cpu import layout, loops, vectorize
 from profiling.cpu.compile_command import CompileCommand, compile_command, language_of
 from profiling.cpu.profile import static_metrics
 
@@ -48,10 +48,22 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
             name, analysis = around, loops.analyze_loops(text, around, language)
     report, description = _vectoriser_report(command, source, scratch)
     by_function = _by_function(text, hot_lines, language, name)
+    structs = layout.padded_structs([text, *layout.local_headers(source, text)], language)
+    _add_padding(by_function.get(name, []), layout.padded_lines(text, name, language, structs))
     counters = static_metrics(by_function.pop(name, []), analysis, report)
     for owner, lines in by_function.items():  # functions of the file inlined into the analysed one
+        _add_padding(lines, layout.padded_lines(text, owner, language, structs))
         counters = _merged(counters, static_metrics(lines, loops.analyze_loops(text, owner, language), report))
     return StaticFacts(counters, description)
+
+
+def _add_padding(hot_lines: list[HotLine], padded: dict[int, layout.Padded]) -> None:
+    """`static.padded_struct_bytes` and `static.packed_struct_bytes` on the hot lines that move arrays of a
+    structure holding padding (layout.py): its size, and its size with the fields reordered."""
+    for hot in hot_lines:
+        if (found := padded.get(hot.line)) is not None:
+            hot.metrics += [CounterValue("static.padded_struct_bytes", float(found.size), "byte"),
+                            CounterValue("static.packed_struct_bytes", float(found.packed), "byte")]
 
 
 def _by_function(text: str, hot_lines: list[HotLine], language: str, analysed: str) -> dict[str, list[HotLine]]:

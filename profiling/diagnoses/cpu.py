@@ -8,7 +8,9 @@ for the whole kernel, so severities of different rules compare (docs/cpu.md has 
   refetches (1 - 1/amplification) when the task's traffic is known;
 - poor_data_layout: the cost of the lines that access arrays of structures using at most half of each
   structure, scaled by the unused share; it claims those lines, so cache_miss_bound and missed_vectorization
-  do not count them again;
+  do not count them again; plus the miss cycles of lines moving arrays of a structure whose padding reordering
+  the fields removes (at least min_padding_share of it), scaled by that share (not claimed: the misses that
+  remain are cache_miss_bound's);
 - loop_invariant_work: the cost of the invariant calls on hot lines;
 - redundant_computation: the cost of the pure calls (or divisions) an outer loop recomputes with the same values;
 - linear_search: the cycles of the scan's lines times the share a direct computation saves (not measured: a
@@ -32,6 +34,11 @@ for the whole kernel, so severities of different rules compare (docs/cpu.md has 
 - slow_integer_division: the latency of integer divisions on a loop-carried chain, which callgrind counts as one
   instruction each (not simulated: divisions x (integer_division_cycles - 1)), against the kernel's cycles plus
   those; it claims the chain's loop from missed_vectorization (its iterations wait on each other);
+- store_forwarding_dependency: the updates of array elements at an index the loop loads (a histogram), times the
+  share assumed to find their element among the last few stores (update_repeat_share: not measured, callgrind
+  sees no values), times the store-to-load forwarding latency they then wait (store_forward_cycles: not
+  simulated), against the kernel's cycles plus those; it claims the update's loop from missed_vectorization
+  (lanes with equal indices conflict: vectorising is not its fix);
 - false_sharing: the coherence misses of writes to per-thread slots of a shared array in a parallel region
   (not simulated: writes x coherence_miss_penalty x (1 - 1/cores)) against the kernel's cycles plus those.
 """
@@ -191,22 +198,57 @@ def _rate_finding(line: HotLine, th: dict[str, Threshold]) -> Finding:
 # ---- poor_data_layout -----------------------------------------------------------------------------------------------
 
 def _check_layout(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
-    lines = _aos_lines(profile, th)
     total = _total_cycles(profile, th)
-    if not lines or sum(_line_cycles(line, th) for line in lines) / total < th["min_line_share"].value:
+    if total <= 0:
         return None
-    # A loop over structures moves whole structures: its misses, and the strided gathers and shuffles the
-    # vectoriser needs to pick fields out of them, grow with the structure's size. The unused share of each
-    # structure is taken as the wasted share of the loop's cost.
-    wasted = sum(_line_cycles(line, th) * (1.0 - _m(line, "static.aos_used_fraction")) for line in lines)
-    used = min(_m(line, "static.aos_used_fraction") for line in lines)
-    struct_bytes = max(_m(line, "static.aos_struct_bytes") for line in lines)
-    miss_rate = 100.0 * sum(_m(x, "D1_misses") for x in lines) / sum(_m(x, "data_accesses") for x in lines)
-    findings = [finding("static.aos_used_fraction", used, th["aos_max_used_fraction"], "<=", [x.line for x in lines]),
-                finding("D1_miss_rate", miss_rate, th["aos_d1_miss_rate"], ">=", [x.line for x in lines])]
-    extra = [f"the loop touches {used:.0%} of each {struct_bytes:.0f}-byte structure: the rest of every cache line "
-             "it fetches is wasted"]
-    return make_diagnosis("poor_data_layout", wasted / total, findings, extra)
+    lines = _aos_lines(profile, th)
+    if lines and sum(_line_cycles(line, th) for line in lines) / total < th["min_line_share"].value:
+        lines = []
+    padded = [line for line in _padded_lines(profile, th) if line not in lines]
+    if not lines and not padded:
+        return None
+    severity, findings, extra = 0.0, [], []
+    if lines:
+        # A loop over structures moves whole structures: its misses, and the strided gathers and shuffles the
+        # vectoriser needs to pick fields out of them, grow with the structure's size. The unused share of each
+        # structure is taken as the wasted share of the loop's cost.
+        severity += sum(_line_cycles(line, th) * (1.0 - _m(line, "static.aos_used_fraction")) for line in lines)
+        used = min(_m(line, "static.aos_used_fraction") for line in lines)
+        struct_bytes = max(_m(line, "static.aos_struct_bytes") for line in lines)
+        miss_rate = 100.0 * sum(_m(x, "D1_misses") for x in lines) / sum(_m(x, "data_accesses") for x in lines)
+        findings += [finding("static.aos_used_fraction", used, th["aos_max_used_fraction"], "<=",
+                             [x.line for x in lines]),
+                     finding("D1_miss_rate", miss_rate, th["aos_d1_miss_rate"], ">=", [x.line for x in lines])]
+        extra.append(f"the loop touches {used:.0%} of each {struct_bytes:.0f}-byte structure: the rest of every "
+                     "cache line it fetches is wasted")
+    if padded:
+        # Reordering the fields shrinks each structure from its size to the packed size: the same elements fill
+        # that share fewer cache lines, so that share of the lines' miss cycles goes (the misses the walk has left).
+        severity += sum(_miss_cycles(line, th) * _padding(line) for line in padded)
+        share = max(_padding(line) for line in padded)
+        size = max(_m(line, "static.padded_struct_bytes") for line in padded)
+        packed = min(_m(line, "static.packed_struct_bytes") for line in padded)
+        findings.append(finding("padding_share", share, th["min_padding_share"], ">=", [x.line for x in padded]))
+        findings += [_rate_finding(line, th) for line in padded]
+        extra.append(f"line(s) {', '.join(str(x.line) for x in padded)} move arrays of a {size:.0f}-byte structure "
+                     f"whose fields, ordered by decreasing alignment, need {packed:.0f} bytes: {share:.0%} of every "
+                     "cache line they fetch is padding")
+    return make_diagnosis("poor_data_layout", severity / total, findings, extra)
+
+
+def _padding(line: HotLine) -> float:
+    size = _m(line, "static.padded_struct_bytes")
+    return 1.0 - _m(line, "static.packed_struct_bytes") / size if size > 0 else 0.0
+
+
+def _padded_lines(profile: Profile, th: dict[str, Threshold]) -> list[HotLine]:
+    """Hot lines moving arrays of a structure with at least min_padding_share padding, that miss as
+    cache_miss_bound's lines do (a high D1 rate that is no prefetched stream, or a high last-level rate)."""
+    total = _total_cycles(profile, th)
+    return [line for line in profile.hot_lines if _padding(line) >= th["min_padding_share"].value
+            and _big_enough(line, total, th)
+            and ((_m(line, "D1_miss_rate") >= th["line_d1_miss_rate"].value and not _streams(line, th))
+                 or _m(line, "LLd_miss_rate") >= th["line_ll_miss_rate"].value)]
 
 
 # ---- loop_invariant_work --------------------------------------------------------------------------------------------
@@ -353,7 +395,7 @@ def _other_savings(profile: Profile, th: dict[str, Threshold]) -> list[tuple[str
               ("linear_search", _check_search), ("missed_vectorization", _check_vectorization),
               ("branch_mispredictions", _check_branches), ("accumulator_in_memory", _check_accumulator),
               ("dependency_chain", _check_chain), ("call_overhead", _check_calls),
-              ("slow_integer_division", _check_division))
+              ("slow_integer_division", _check_division), ("store_forwarding_dependency", _check_store_forwarding))
     found = [(name, check(profile, th)) for name, check in checks]
     return [(name, d.severity) for name, d in found if d is not None and d.severity > 0]
 
@@ -418,7 +460,8 @@ def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosi
     # A pointer chase is no vectoriser's loop: each step's address is the last step's load (dependency_chain names
     # its fix, walking independent chains together).
     claimed = (_claimed(profile, th) | _search_claimed(profile) | _accumulator_claimed(profile, th)
-               | _chase_claimed(profile, th) | _division_claimed(profile, th) | _serial_chain_claimed(profile, th))
+               | _chase_claimed(profile, th) | _division_claimed(profile, th) | _serial_chain_claimed(profile, th)
+               | _indexed_update_claimed(profile, th))
     # A loop written with vector registers by hand (intrinsics, vector types) is vectorised already: gcc's "not
     # vectorized" (unsupported type) is about its own vectoriser, not a loop left scalar.
     lines = [line for line in profile.hot_lines if line.metric("gcc.vectorized") == 0.0
@@ -641,6 +684,42 @@ def _check_division(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | N
     return make_diagnosis("slow_integer_division", lost / total, findings, extra)
 
 
+# ---- store_forwarding_dependency ------------------------------------------------------------------------------------
+
+def _indexed_update_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
+    """Lines of a loop updating elements at an index it loads (a histogram, a scatter-add): gcc cannot vectorise it
+    (two lanes with one index would lose an update) and the fix is several copies of the array, not vector code.
+    Claimed only when store_forwarding_dependency reports them."""
+    if _check_store_forwarding(profile, th) is None:
+        return set()
+    return {line.line for line in profile.hot_lines if _m(line, "static.indexed_update_loop")}
+
+
+def _check_store_forwarding(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """A loop updating array elements at an index it loads (`hist[pixels[i]]++`): an update whose element one of
+    the last few updates stored loads it from the store buffer (store-to-load forwarding, 4-5 cycles), or, when the
+    core speculated the load ahead of that store, is replayed after a memory-ordering machine clear; with runs of
+    equal indices the loop's iterations wait on each other through memory. Several copies of the array, updated in
+    turn and summed after the loop, keep consecutive updates apart. callgrind sees neither the forwarding nor the
+    values, so the cost is an estimate from the updates it counts."""
+    lines = [line for line in profile.hot_lines if _m(line, "static.indexed_updates") >= 1]
+    updates = sum(_m(line, "data_writes") for line in lines)
+    if not lines or updates <= 0:
+        return None
+    repeat, forward = th["update_repeat_share"].value, th["store_forward_cycles"].value
+    lost = updates * repeat * forward
+    total = _total_cycles(profile, th) + lost
+    if total <= 0 or lost / total < th["min_line_share"].value:
+        return None
+    findings = [finding("store_forward_share", lost / total, th["min_line_share"], ">=", [x.line for x in lines])]
+    extra = [f"line {line.line} updates an array element at an index its loop loads (a histogram or scatter-add): "
+             f"{line.code.strip()}" for line in lines]
+    extra.append(f"callgrind simulates no store forwarding and sees no values: the {lost / total:.0%} is estimated "
+                 f"as {updates:.0f} updates x {repeat:.0%} assumed to repeat a recent index (update_repeat_share, "
+                 f"not measured) x {forward:.0f} cycles of forwarding latency (store_forward_cycles)")
+    return make_diagnosis("store_forwarding_dependency", lost / total, findings, extra)
+
+
 # ---- false_sharing --------------------------------------------------------------------------------------------------
 
 def _slot_claimed(profile: Profile) -> set[int]:
@@ -697,9 +776,12 @@ register(Rule("cache_miss_bound", TARGETS, (*_EVENTS, "D1_miss_amplification"),
                *_AOS),
               "walk memory in the order it is laid out (swap loops so the innermost index is contiguous) or block "
               "the loops so reused data stays in cache", _check_cache, requires=_MEASURED))
-register(Rule("poor_data_layout", TARGETS, _EVENTS, (*_COMMON, *_AOS),
+register(Rule("poor_data_layout", TARGETS, _EVENTS,
+              (*_COMMON, *_AOS, "min_padding_share", "line_d1_miss_rate", "stream_rate_tolerance",
+               "line_ll_miss_rate"),
               "store the fields the hot loop uses as separate arrays (structure of arrays), or copy them out once "
-              "before the loop", _check_layout, requires=_MEASURED))
+              "before the loop; order a structure's fields by decreasing size (or narrow them to the ranges they "
+              "hold) so it carries no padding", _check_layout, requires=_MEASURED))
 register(Rule("loop_invariant_work", TARGETS, _EVENTS, (*_COMMON, "invariant_inlined_fraction"),
               "compute the expression once before the loop that does not change it", _check_invariant,
               requires=_MEASURED))
@@ -714,7 +796,8 @@ register(Rule("missing_parallelism", TARGETS, (*_EVENTS, "cpu_cores", "static.op
                "invariant_inlined_fraction", "search_saving", "vector_speedup", "line_d1_miss_rate",
                "line_ll_miss_rate", "d1_miss_amplification", "line_branch_mispredict_rate", "accumulator_saving",
                "independent_chains", "min_chain_operations", "call_overhead_cycles", "min_calls",
-               "integer_division_cycles", "division_instructions", *_AOS),
+               "integer_division_cycles", "division_instructions", "update_repeat_share", "store_forward_cycles",
+               *_AOS),
               "share the independent iterations of the dominant loop among the cores (#pragma omp parallel for)",
               _check_parallelism, requires=(*_MEASURED, "cpu_cores")))
 register(Rule("poor_openmp_schedule", TARGETS, (*_EVENTS, "cpu_cores"), (*_COMMON, "min_cores", "dominant_nest_share"),
@@ -745,6 +828,11 @@ register(Rule("slow_integer_division", TARGETS, _EVENTS,
               "and subtraction), a divisor known at compile time (a multiplication once compiled), or a "
               "precomputed reciprocal for a divisor that repeats (libdivide, Lemire's fastmod)",
               _check_division, requires=_MEASURED))
+register(Rule("store_forwarding_dependency", TARGETS, _EVENTS,
+              (*_COMMON, "update_repeat_share", "store_forward_cycles"),
+              "spread consecutive updates over several copies of the array (hist1[x[i]]++, hist2[x[i+1]]++, ... "
+              "summed after the loop), so an update seldom loads what the last one stored",
+              _check_store_forwarding, requires=_MEASURED))
 register(Rule("false_sharing", TARGETS, (*_EVENTS, "cpu_cores"), (*_COMMON, "min_cores", "coherence_miss_penalty"),
               "accumulate into a variable local to each thread and write the shared slot once after the loop, or "
               "align and pad each thread's slot to its own cache line (alignas(64))",
