@@ -66,6 +66,10 @@ class TargetSpec:
     # Triton answer launched an empty kernel and returned `x.sum(1)`: correct, and nothing on a CPU saw it.
     library_methods: frozenset[str] = frozenset()
     library_matmul_operator: bool = False
+    # Python targets whose host code may only allocate, read shapes and launch the candidate's own kernels: every
+    # other torch/numpy call refused (python_policy.triton_host_problems; the seventeenth red team's empty Triton
+    # kernel with the row sum done by torch.addmv, var_mean, index_add_, functools.reduce(torch.add, ...): correct)
+    host_allowlist: bool = False
 
     def __post_init__(self) -> None:
         # the records label code with a Target: a runnable target the records cannot name would be lost there
@@ -127,7 +131,7 @@ TARGETS.register("triton", TargetSpec(
                                "norm", "var", "std", "matmul", "mm", "bmm", "mv", "dot", "vdot", "inner",
                                "tensordot", "einsum", "addmm", "baddbmm", "multi_dot", "linear", "histc",
                                "bincount"}),
-    library_matmul_operator=True,
+    library_matmul_operator=True, host_allowlist=True,
     # served (profiling/runtime/perfforge_serve.py): the candidate's interpreter is not trusted; each call is
     # staged, flushed by the judge and timed whole, so a Python launch's host cost counts (row_sum_strided on the
     # H200: 2.71x served against 7.74x by the old path's in-process events; docs/validation.md)

@@ -253,18 +253,18 @@ def _last_name(node: ast.expr) -> str:
 
 
 def host_library_uses(code: str, methods: frozenset[str], matmul_operator: bool,
-                      host_allowlist: bool | None = None) -> list[tuple[int, str]]:
+                      host_allowlist: bool = False) -> list[tuple[int, str]]:
     """(line, message) for every library routine in `methods` that host code (anything outside a function
     decorated with a Triton jit) reads as an attribute, whatever the receiver, and every `@` where
     `matmul_operator`; nothing when the code does not parse. Inside a Triton kernel `x.sum` is Triton's.
-    host_allowlist: also triton_host_problems, the allow-list of a Triton candidate's host code (by default where
-    `@` is refused, which only the Triton target does: its host code is launch glue, where a torch target's
-    ModelNew may compute with PyTorch's element-wise operators)."""
+    host_allowlist: also triton_host_problems, the allow-list of a Triton candidate's host code (the target's
+    TargetSpec.host_allowlist: Triton's host code is launch glue, where a torch target's ModelNew may compute with
+    PyTorch's element-wise operators)."""
     tree = _parsed(code)
     if tree is None:
         return []
     problems: list[tuple[int, str]] = []
-    if matmul_operator if host_allowlist is None else host_allowlist:
+    if host_allowlist:
         problems += triton_host_problems(code)
     pending: list[ast.AST] = [tree]
     namespaces: set[int] = set()  # attributes read only to reach another (torch.backends.cuda.matmul.allow_tf32)

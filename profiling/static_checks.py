@@ -198,8 +198,9 @@ def _library_fallback(code: str, task: Task) -> list[tuple[int, str]]:
     # each target's spec names the library routines of its kind (perfforge/targets.py)
     spec = TARGETS.get(task.target)
     problems = _matches(code, spec.library_pattern, "calls library routine {}")
-    if task.language == "python" and (spec.library_methods or spec.library_matmul_operator):
-        problems += host_library_uses(code, spec.library_methods, spec.library_matmul_operator)
+    if task.language == "python" and (spec.library_methods or spec.library_matmul_operator or spec.host_allowlist):
+        problems += host_library_uses(code, spec.library_methods, spec.library_matmul_operator,
+                                      host_allowlist=spec.host_allowlist)
     return problems
 
 
