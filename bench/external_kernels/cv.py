@@ -47,7 +47,8 @@ GRID: dict[str, tuple[float, ...]] = {
 # CUDA: the thresholds that decide which rule fires or ranks first on the external set's misses: how narrow a
 # warp's loads must be to count as scalar (1 byte per lane is one sector a request, bf16 two, fp32 four), how much
 # sector waste is uncoalesced, the occupancy and latency regimes, how many re-reads are redundant, and when L1 is
-# the bound.
+# the bound; how much of the warps' time at block barriers names barrier_stalls (and idle_threads), and how much
+# waiting on global loads weighs re-reads that no unit is busy with (redundant_global_loads).
 CUDA_GRID: dict[str, tuple[float, ...]] = {
     "load_sectors_per_request": (1.5, 2.0, 4.0),
     "uncoalesced_sector_share": (0.1, 0.25, 0.5),
@@ -55,6 +56,8 @@ CUDA_GRID: dict[str, tuple[float, ...]] = {
     "latency_bound_pct": (40.0, 60.0),
     "redundant_load_ratio": (3.0, 6.0),
     "cache_bound_pct": (60.0, 80.0),
+    "barrier_wait_share": (0.05, 0.1, 0.15),
+    "redundant_wait_share": (0.5, 0.6, 0.8),
 }
 GRIDS = {"cpu": GRID, "cuda": CUDA_GRID}
 CUDA_CATALOGUE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "synth_h100" / "profiles.json"

@@ -4,7 +4,7 @@ Each rule reads the ncu metrics named in profiling/cuda/metrics.py (their meanin
 and the thresholds of thresholds/cuda.toml. Severity is in [0, 1]: roughly the share of the kernel's time the
 problem explains, weighted by how busy the unit it hurts is. Problems that name a cause (bank conflicts, atomics,
 divergence, spills, occupancy, launches, cache re-reads, unfused element-wise chains, narrow loads, redundant
-stencil loads) can reach 1; the three regime diagnoses (dram_bound,
+stencil loads, barrier waits, threads idle after one load) can reach 1; the three regime diagnoses (dram_bound,
 compute_bound, latency_bound) describe where a kernel sits, not what to fix, and stay at or below 0.6 so that a
 cause outranks its symptom.
 """
@@ -31,6 +31,8 @@ GLOBAL_WAIT_STALLS = (*GLOBAL_LOAD_STALLS, "drain")
 # warp states of a warp waiting on the shared-memory pipe: room in the MIO queue that feeds it (mio_throttle) or a
 # shared load's result (short_scoreboard, which special-function results share)
 SHARED_WAIT_STALLS = ("mio_throttle", "short_scoreboard")
+# warp state of a warp waiting at a block barrier (__syncthreads) for its block's other warps
+BARRIER_STALLS = ("barrier",)
 Check = Callable[[Profile, dict[str, Threshold]], Diagnosis | None]
 
 
@@ -45,6 +47,11 @@ def _value(profile: Profile, metric: str) -> float:
 
 def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator > 0 else 0.0
+
+
+def _stall_share(profile: Profile, reasons: tuple[str, ...]) -> float:
+    """The share of the sampled warp states in any of the reasons (0 when none was sampled in them)."""
+    return min(1.0, sum(s.share for s in profile.stalls if s.reason in reasons))
 
 
 def _lines(profile: Profile, metric: str, top: int = 3) -> list[int]:
@@ -112,6 +119,75 @@ def shared_memory_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis
              f"{conflicts:.0%} of its wavefronts are bank-conflict excess"]
     # Recoverable time: the share of the warps' time spent waiting on the pipe, while it is the busy unit
     return make_diagnosis("shared_memory_bound", waiting * l1_busy / 100, findings, extra)
+
+
+def _loads_per_warp(profile: Profile) -> float | None:
+    """Warp-level global load requests per warp the launch ran (grid x warps per block); None where the launch's
+    size or the requests were not measured."""
+    requests, grid, block = (profile.counter(name) for name in (m.GLOBAL_LD_REQUESTS, m.GRID_SIZE, m.BLOCK_SIZE))
+    if requests is None or grid is None or block is None or grid <= 0 or block <= 0:
+        return None
+    return requests / (grid * -(-block // 32))
+
+
+def _one_load_then_barriers(profile: Profile, th: dict[str, Threshold]) -> bool:
+    """idle_threads' condition: each warp issues at most idle_loads_per_warp global load requests in its life, then
+    waits at block barriers for at least barrier_wait_share of the samples (a block-wide tree over one element a
+    thread: a reduction or scan whose first step already leaves half the threads idle)."""
+    per_warp = _loads_per_warp(profile)
+    return (per_warp is not None and 0 < per_warp <= _threshold(th, "idle_loads_per_warp").value
+            and _stall_share(profile, BARRIER_STALLS) >= _threshold(th, "barrier_wait_share").value)
+
+
+@_rule("barrier_stalls", (m.PC_SAMPLE_COUNT, m.GLOBAL_LD_REQUESTS, m.GRID_SIZE, m.BLOCK_SIZE),
+       ("barrier_wait_share", "idle_loads_per_warp"),
+       "synchronise less: finish the last steps of a block reduction inside one warp (warp shuffles, no "
+       "__syncthreads), or give each barrier more work between them",
+       requires=(m.PC_SAMPLE_COUNT,))
+def barrier_stalls(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """Warps waiting at block barriers: a shared-memory tree reduction with a __syncthreads after every halving
+    step, down to one thread (How_to_optimize_in_GPU's reduce v3 on the H100: 15% of the samples at the barrier,
+    SM 70%, nothing else firing; its next version finishes the last warp without barriers)."""
+    if not profile.stalls:
+        return None
+    share, limit = _stall_share(profile, BARRIER_STALLS), _threshold(th, "barrier_wait_share")
+    if share < limit.value:
+        return None
+    findings = [finding("barrier_wait_share", share, limit, ">=")]
+    findings[0].lines = _lines_where(profile, lambda h: h.dominant_stall in BARRIER_STALLS)
+    extra = [f"{share:.0%} of sampled warp states wait at a block barrier for the block's other warps"]
+    # Recoverable time: the warps' share of time at the barrier (ncu's estimate of a stall reason's local speedup)
+    severity = share
+    if _one_load_then_barriers(profile, th):
+        severity *= SYMPTOM_WEIGHT
+        extra.append("each warp loads once, then the block's tree halves its active threads at every barrier: the "
+                     "barriers are the symptom of too little work per thread (see idle_threads)")
+    return make_diagnosis("barrier_stalls", severity, findings, extra)
+
+
+@_rule("idle_threads", (m.GLOBAL_LD_REQUESTS, m.GRID_SIZE, m.BLOCK_SIZE, m.PC_SAMPLE_COUNT),
+       ("idle_loads_per_warp", "barrier_wait_share"),
+       "give each thread several elements: accumulate them in a register while loading (a grid-stride loop), "
+       "launch fewer blocks, then reduce across the block once",
+       requires=(m.GLOBAL_LD_REQUESTS, m.GRID_SIZE, m.BLOCK_SIZE, m.PC_SAMPLE_COUNT))
+def idle_threads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """A thread per element before a block-wide tree: each warp issues one global load in its life, then the block
+    reduces through shared memory with a barrier per step, the active threads halving each time (How_to_optimize_in
+    _GPU's reduce v2 on the H100: 1.0 load request a warp, 15% of the samples at barriers; its next version adds two
+    elements a thread while loading, with half the blocks). Elementwise kernels also load once a warp but do not
+    wait at barriers."""
+    if not profile.stalls or not _one_load_then_barriers(profile, th):
+        return None
+    per_warp = _loads_per_warp(profile) or 0.0
+    share = _stall_share(profile, BARRIER_STALLS)
+    loads, barrier = _threshold(th, "idle_loads_per_warp"), _threshold(th, "barrier_wait_share")
+    findings = [finding("global_load_requests_per_warp", per_warp, loads, "<="),
+                finding("barrier_wait_share", share, barrier, ">=")]
+    extra = [f"{per_warp:.2f} global load requests per warp launched ({m.GLOBAL_LD_REQUESTS} over "
+             f"{m.GRID_SIZE} x warps per block): every warp's life is one load and the tree after it"]
+    # Recoverable time: the barrier waits of the tree, which several elements per thread divide among as many
+    # elements (the loads then keep the threads busy that the tree leaves idle)
+    return make_diagnosis("idle_threads", share, findings, extra)
 
 
 @_rule("uncoalesced_global_access", (m.GLOBAL_EXCESSIVE_SECTORS, m.GLOBAL_LD_SECTORS, m.GLOBAL_ST_SECTORS,
@@ -384,7 +460,7 @@ def unfused_elementwise_chain(profile: Profile, th: dict[str, Threshold]) -> Dia
 
 
 @_rule("scalar_global_loads", (m.GLOBAL_LD_REQUESTS, m.GLOBAL_LD_SECTORS, m.GLOBAL_LD_BYTES_PER_SECTOR,
-                               m.DRAM_THROUGHPUT_PCT, m.SM_THROUGHPUT_PCT),
+                               m.DRAM_THROUGHPUT_PCT, m.FMA_PIPE_PCT, m.SM_THROUGHPUT_PCT),
        ("load_sectors_per_request", "scalar_load_bytes_per_sector", "dram_bound_pct", "compute_bound_pct"),
        "load wider words per thread (uchar4/uint4, half2/float4 or __ldg of a vector type) and unpack in registers",
        requires=(m.GLOBAL_LD_REQUESTS, m.GLOBAL_LD_SECTORS))
@@ -401,10 +477,17 @@ def scalar_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis
     if per_request > narrow.value or (bytes_per_sector is not None and bytes_per_sector < dense.value):
         return None
     # Narrow loads matter when they keep DRAM from its bandwidth: too few bytes in flight per warp (measured on
-    # the H100: one byte per lane, DRAM at 21%, 83% of warps waiting on loads). At DRAM's bound, or when the SM
-    # is the limit, wider loads gain nothing.
-    dram, sm = _value(profile, m.DRAM_THROUGHPUT_PCT), _value(profile, m.SM_THROUGHPUT_PCT)
-    if dram >= dram_limit.value or sm >= compute_limit.value:
+    # the H100: one byte per lane, DRAM at 21%, 83% of warps waiting on loads). At DRAM's bound, or when the
+    # arithmetic is the limit, wider loads gain nothing. The arithmetic is the FMA pipe where it was measured: the
+    # SM throughput is its busiest sub-unit, which for narrow loads is often the issue of the per-element load and
+    # index instructions themselves, the instructions a wider load divides (llm.c's encoder_forward/2 on the H100:
+    # SM 61%, FMA pipe 27%, issue 66%, bf16 loads of 1.7 sectors a request, DRAM 15%; its next version loads 16
+    # bytes a lane). Without the pipe's figure, the SM throughput stands in for it (the conservative reading).
+    dram = _value(profile, m.DRAM_THROUGHPUT_PCT)
+    arithmetic = profile.counter(m.FMA_PIPE_PCT)
+    if arithmetic is None:
+        arithmetic = _value(profile, m.SM_THROUGHPUT_PCT)
+    if dram >= dram_limit.value or arithmetic >= compute_limit.value:
         return None
     findings = [finding("global_load_sectors_per_request", per_request, narrow, "<="),
                 finding(m.DRAM_THROUGHPUT_PCT, dram, dram_limit, "<")]
@@ -414,32 +497,53 @@ def scalar_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis
 
 
 @_rule("redundant_global_loads", (m.GLOBAL_LD_SECTORS, m.DRAM_BYTES_READ, m.L1_THROUGHPUT_PCT, m.SHARED_WAVEFRONTS,
-                                  m.GLOBAL_ST_SECTORS, m.L1_HIT_RATE_PCT, m.ISSUE_ACTIVE_PCT),
-       ("redundant_busy_pct", "redundant_load_ratio", "redundant_load_ratio_max", "cache_bound_global_share"),
-       "stage each block's inputs (with the halo) in shared memory once, then read the neighbours from there",
+                                  m.GLOBAL_ST_SECTORS, m.L1_HIT_RATE_PCT, m.ISSUE_ACTIVE_PCT,
+                                  m.GLOBAL_EXCESSIVE_SECTORS),
+       ("redundant_busy_pct", "redundant_load_ratio", "redundant_load_ratio_max", "cache_bound_global_share",
+        "redundant_wait_share"),
+       "stage each block's inputs (with the halo) in shared memory once, then read the neighbours from there; "
+       "a thread that reads the same values again keeps them in registers",
        requires=(m.GLOBAL_LD_SECTORS, m.DRAM_BYTES_READ))
 def redundant_global_loads(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     loaded = _value(profile, m.GLOBAL_LD_SECTORS)
     # The re-reads cost L1 bandwidth or, as measured on the H100 stencil (L1 59%, issue 81%), the issue slots of
-    # the load instructions themselves: whichever is busier.
+    # the load instructions themselves: whichever is busier. Or, with neither unit busy, the warps' time waiting on
+    # them: a re-read that hits L1 or L2 still costs its latency, and a warp that reads its row several times from
+    # global memory waits several times (llm.c's layernorm_forward/3 on the H100: each row read three times, 5
+    # load sectors per DRAM sector, L1 29%, issue 43%, 81% of the warps' samples waiting on global loads; its next
+    # version reads the row once). The wait is read as the share of the kernel's time the re-reads hold, when it
+    # is at least redundant_wait_share; the busier of the two measures weighs the diagnosis.
     l1, issue = _value(profile, m.L1_THROUGHPUT_PCT), _value(profile, m.ISSUE_ACTIVE_PCT)
     busiest_name, busiest = max((m.L1_THROUGHPUT_PCT, l1), (m.ISSUE_ACTIVE_PCT, issue), key=lambda kv: kv[1])
+    waiting = _stall_share(profile, GLOBAL_LOAD_STALLS)
     dram_read_sectors = _value(profile, m.DRAM_BYTES_READ) / 32
     global_sectors = loaded + _value(profile, m.GLOBAL_ST_SECTORS)
     global_share = _ratio(global_sectors, global_sectors + _value(profile, m.SHARED_WAVEFRONTS))
-    busy, low, high = (_threshold(th, name) for name in ("redundant_busy_pct", "redundant_load_ratio",
-                                                         "redundant_load_ratio_max"))
+    busy, low, high, wait_limit = (_threshold(th, name) for name in (
+        "redundant_busy_pct", "redundant_load_ratio", "redundant_load_ratio_max", "redundant_wait_share"))
     share = _threshold(th, "cache_bound_global_share")
-    if dram_read_sectors <= 0 or busiest < busy.value or global_share < share.value:
+    unit_busy, warps_wait = busiest >= busy.value, waiting >= wait_limit.value
+    if dram_read_sectors <= 0 or not (unit_busy or warps_wait) or global_share < share.value:
         return None
     ratio = loaded / dram_read_sectors
     if not low.value <= ratio < high.value:
         return None
-    findings = [finding("global_load_sectors_per_dram_sector", ratio, low, ">="),
-                finding(busiest_name, busiest, busy, ">="),
+    cost = finding(busiest_name, busiest, busy, ">=")
+    weight = busiest / 100 if unit_busy else 0.0
+    if warps_wait and waiting > weight:
+        cost = finding("global_load_wait_share", waiting, wait_limit, ">=")
+        weight = waiting
+    findings = [finding("global_load_sectors_per_dram_sector", ratio, low, ">="), cost,
                 finding("global_share_of_l1_passes", global_share, share, ">=")]
     extra = [f"{m.L1_HIT_RATE_PCT} = {_value(profile, m.L1_HIT_RATE_PCT):.1f} %: each DRAM byte is loaded about "
              f"{ratio:.0f} times through L1"]
     findings[0].lines = _memory_stall_lines(profile)
-    return make_diagnosis("redundant_global_loads", busiest / 100 * global_share * (1 - 1 / ratio), findings,
-                          extra)
+    severity = weight * global_share * (1 - 1 / ratio)
+    if _uncoalesced(profile, th):
+        # the sectors re-read are those each uncoalesced request wastes, and the warps wait on them: the one-thread-
+        # per-row kernels of llm.c (layernorm_forward/1, softmax_forward/1, fused_residual_forward/2: 19-31 load
+        # sectors per DRAM sector, 83-97% of the samples waiting on loads), whose next versions coalesce
+        severity *= SYMPTOM_WEIGHT
+        extra.append("its global accesses are uncoalesced: the re-read sectors are the ones they waste (see "
+                     "uncoalesced_global_access, the fix to make first)")
+    return make_diagnosis("redundant_global_loads", severity, findings, extra)
