@@ -6,19 +6,11 @@ built with gcc and profiled under callgrind in application mode, each with an in
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
-
-from perfforge.records import Profile
-from profiling.application import profile_application
 from profiling.cpu import loops
 from profiling.diagnoses import registry
-
-needs_tools = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("gcc") is None,
-                                 reason="CPU profiles need gcc and valgrind")
+from tests.profiling.callgrind_programs import diagnosis_names, needs_tools, profile_function
 
 
 def _chains(source: str, function: str, language: str = "c") -> dict[str, tuple[int, int, int, str]]:
@@ -174,15 +166,6 @@ __attribute__((noinline)) void move(float *x, const float *v, int n, int steps) 
 """ + MOVE_MAIN
 
 
-def _profile(tmp_path: Path, code: str, function: str) -> Profile:
-    (tmp_path / "prog.c").write_text(code)
-    subprocess.run(["gcc", "-O2", "-g", "prog.c", "-o", "prog"], cwd=tmp_path, check=True)
-    profiles = profile_application("./prog", tmp_path, target="cpu", top=2, work_dir=tmp_path / "work")
-    return next(p for p in profiles if p.kernel.split("(")[0] == function)
-
-
-def _names(profile: Profile) -> list[str]:
-    return [d.name for d in profile.diagnoses]
 
 
 @needs_tools
@@ -191,17 +174,17 @@ def test_a_loop_drawing_from_a_shift_xor_generator_is_a_dependency_chain(tmp_pat
     vectorised, but vectorising is not the fix: each lane would need a generator of its own, which is
     dependency_chain's fix (several independent generators), so the chain's loop is claimed from
     missed_vectorization."""
-    profile = _profile(tmp_path, GENERATOR, "move")
-    assert _names(profile)[:1] == ["dependency_chain"], profile.diagnoses
-    assert "missed_vectorization" not in _names(profile), profile.diagnoses
+    profile = profile_function(tmp_path, GENERATOR, "move")
+    assert diagnosis_names(profile)[:1] == ["dependency_chain"], profile.diagnoses
+    assert "missed_vectorization" not in diagnosis_names(profile), profile.diagnoses
     chain = profile.diagnoses[0]
     assert any(f.metric == "chain_operations" and f.value == 6 for f in chain.findings), chain.evidence
 
 
 @needs_tools
 def test_the_same_operations_on_a_hash_of_the_index_are_no_dependency_chain(tmp_path: Path) -> None:
-    profile = _profile(tmp_path, HASHED, "move")
-    assert "dependency_chain" not in _names(profile), profile.diagnoses
+    profile = profile_function(tmp_path, HASHED, "move")
+    assert "dependency_chain" not in diagnosis_names(profile), profile.diagnoses
 
 
 SUM_MAIN = """
@@ -243,8 +226,8 @@ def test_four_additions_into_one_location_rank_the_chain_above_the_memory_accumu
     keeps them in memory), so the chain claims its lines from accumulator_in_memory: with accumulator_saving at
     0.75 the two rules' estimates tie (3/4 of the lines' instructions each) and the order would be the
     registry's."""
-    profile = _profile(tmp_path, ONE_LOCATION, "sum")
-    names = _names(profile)
+    profile = profile_function(tmp_path, ONE_LOCATION, "sum")
+    names = diagnosis_names(profile)
     assert names[:1] == ["dependency_chain"], profile.diagnoses
     assert "accumulator_in_memory" not in names, profile.diagnoses
 
@@ -252,8 +235,8 @@ def test_four_additions_into_one_location_rank_the_chain_above_the_memory_accumu
 @needs_tools
 def test_four_independent_accumulators_are_no_dependency_chain(tmp_path: Path) -> None:
     """Version 1 of data-dependency: each location gets one addition a step, four chains that overlap."""
-    profile = _profile(tmp_path, FOUR_LOCATIONS, "sum")
-    names = _names(profile)
+    profile = profile_function(tmp_path, FOUR_LOCATIONS, "sum")
+    names = diagnosis_names(profile)
     assert "dependency_chain" not in names, profile.diagnoses
     assert names[:1] == ["accumulator_in_memory"], profile.diagnoses
 
@@ -342,24 +325,17 @@ int depth(struct node *n) { return n ? 1 + depth(n->left) : 0; }
     assert [c.variable for c in loops.analyze_loops(source, "depth").recursive_chases] == ["n->left"]
 
 
-def _profile_cpp(tmp_path: Path, code: str, function: str) -> Profile:
-    (tmp_path / "prog.cpp").write_text(code)
-    subprocess.run(["g++", "-O2", "-g", "prog.cpp", "-o", "prog"], cwd=tmp_path, check=True)
-    profiles = profile_application("./prog", tmp_path, target="cpu", top=2, work_dir=tmp_path / "work")
-    return next(p for p in profiles if p.kernel.split("(")[0].split("::")[-1] == function)
-
-
 @needs_tools
 def test_descending_a_pointer_tree_by_recursion_is_a_dependency_chain(tmp_path: Path) -> None:
     """segtree-pointers: cache_miss_bound came first (its nodes miss D1), whose hint (walk memory in order, block)
     does not apply; each level's node address is the last level's load. The chase claims the lines from
     cache_miss_bound as a loop's chase does."""
-    profile = _profile_cpp(tmp_path, POINTER_TREE, "add")
-    assert _names(profile)[:1] == ["dependency_chain"], profile.diagnoses
-    assert "cache_miss_bound" not in _names(profile), profile.diagnoses
+    profile = profile_function(tmp_path, POINTER_TREE, "add", cpp=True)
+    assert diagnosis_names(profile)[:1] == ["dependency_chain"], profile.diagnoses
+    assert "cache_miss_bound" not in diagnosis_names(profile), profile.diagnoses
 
 
 @needs_tools
 def test_descending_an_implicit_array_tree_is_no_dependency_chain(tmp_path: Path) -> None:
-    profile = _profile_cpp(tmp_path, IMPLICIT_TREE, "add")
-    assert "dependency_chain" not in _names(profile), profile.diagnoses
+    profile = profile_function(tmp_path, IMPLICIT_TREE, "add", cpp=True)
+    assert "dependency_chain" not in diagnosis_names(profile), profile.diagnoses

@@ -7,19 +7,13 @@ fields are already ordered."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from perfforge.records import Profile
-from profiling.application import profile_application
 from profiling.cpu import layout
 from profiling.diagnoses import registry
-
-needs_tools = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("gcc") is None,
-                                 reason="CPU profiles need gcc and valgrind")
+from tests.profiling.callgrind_programs import diagnosis_names, needs_tools, profile_function
 
 # ---- layout facts ---------------------------------------------------------------------------------------------------
 
@@ -102,23 +96,14 @@ PADDED = PROGRAM.replace("FIELDS", "int i; long long l; short s; double d; char 
 ORDERED = PROGRAM.replace("FIELDS", "long long l; double d; int i; short s; char b;")
 
 
-def _profile(tmp_path: Path, code: str, function: str) -> Profile:
-    (tmp_path / "prog.c").write_text(code)
-    subprocess.run(["gcc", "-O2", "-g", "prog.c", "-o", "prog"], cwd=tmp_path, check=True)
-    profiles = profile_application("./prog", tmp_path, target="cpu", top=2, work_dir=tmp_path / "work")
-    return next(p for p in profiles if p.kernel.split("(")[0] == function)
-
-
-def _names(profile: Profile) -> list[str]:
-    return [d.name for d in profile.diagnoses]
 
 
 @needs_tools
 def test_a_random_walk_over_padded_structures_is_a_poor_data_layout(tmp_path: Path) -> None:
     """Every field is used (no array-of-structures waste), but 40% of each structure is padding: the misses stay
     cache_miss_bound's, and poor_data_layout names the share reordering removes."""
-    profile = _profile(tmp_path, PADDED, "gather")
-    names = _names(profile)
+    profile = profile_function(tmp_path, PADDED, "gather")
+    names = diagnosis_names(profile)
     assert "poor_data_layout" in names[:3] and "cache_miss_bound" in names, profile.diagnoses
     layout_diagnosis = profile.diagnoses[names.index("poor_data_layout")]
     assert any(f.metric == "padding_share" and f.value == pytest.approx(0.4) for f in layout_diagnosis.findings)
@@ -126,8 +111,8 @@ def test_a_random_walk_over_padded_structures_is_a_poor_data_layout(tmp_path: Pa
 
 @needs_tools
 def test_the_same_walk_over_ordered_fields_is_no_poor_data_layout(tmp_path: Path) -> None:
-    profile = _profile(tmp_path, ORDERED, "gather")
-    names = _names(profile)
+    profile = profile_function(tmp_path, ORDERED, "gather")
+    names = diagnosis_names(profile)
     assert "poor_data_layout" not in names and "cache_miss_bound" in names, profile.diagnoses
 
 

@@ -7,19 +7,11 @@ application mode, with an innocent twin."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
-
-from perfforge.records import Profile
-from profiling.application import profile_application
 from profiling.cpu import loops
 from profiling.diagnoses import registry
-
-needs_tools = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("gcc") is None,
-                                 reason="CPU profiles need gcc and valgrind")
+from tests.profiling.callgrind_programs import diagnosis_names, needs_tools, profile_function
 
 
 def _updates(source: str, function: str, language: str = "c") -> list[tuple[int, str]]:
@@ -121,15 +113,6 @@ __attribute__((noinline)) void count(const unsigned char *pixels, int n, int *hi
 """ + MAIN
 
 
-def _profile(tmp_path: Path, code: str, function: str) -> Profile:
-    (tmp_path / "prog.c").write_text(code)
-    subprocess.run(["gcc", "-O2", "-g", "prog.c", "-o", "prog"], cwd=tmp_path, check=True)
-    profiles = profile_application("./prog", tmp_path, target="cpu", top=2, work_dir=tmp_path / "work")
-    return next(p for p in profiles if p.kernel.split("(")[0] == function)
-
-
-def _names(profile: Profile) -> list[str]:
-    return [d.name for d in profile.diagnoses]
 
 
 @needs_tools
@@ -137,8 +120,8 @@ def test_a_histogram_of_loaded_values_is_a_store_forwarding_dependency(tmp_path:
     """mem_order_violation_1 in C: missed_vectorization came first (gcc: data dependence). Vector lanes with equal
     indices would lose updates, and the fix is several copies of the histogram, so the update's loop is claimed
     from missed_vectorization; the estimate says what it assumes (callgrind sees neither values nor forwarding)."""
-    profile = _profile(tmp_path, HISTOGRAM, "count")
-    names = _names(profile)
+    profile = profile_function(tmp_path, HISTOGRAM, "count")
+    names = diagnosis_names(profile)
     assert names[:1] == ["store_forwarding_dependency"], profile.diagnoses
     assert "missed_vectorization" not in names, profile.diagnoses
     evidence = " ".join(profile.diagnoses[0].evidence)
@@ -147,8 +130,8 @@ def test_a_histogram_of_loaded_values_is_a_store_forwarding_dependency(tmp_path:
 
 @needs_tools
 def test_updates_at_the_counter_s_index_are_no_store_forwarding_dependency(tmp_path: Path) -> None:
-    profile = _profile(tmp_path, BY_POSITION, "count")
-    assert "store_forwarding_dependency" not in _names(profile), profile.diagnoses
+    profile = profile_function(tmp_path, BY_POSITION, "count")
+    assert "store_forwarding_dependency" not in diagnosis_names(profile), profile.diagnoses
 
 
 def test_the_store_forwarding_thresholds_are_documented() -> None:
