@@ -56,6 +56,7 @@ CPU_IMPORTS: tuple[tuple[str, str], ...] = (
     (r"(v?s?n?f?printf|puts|putchar|fputs|fputc|fwrite|fflush|__v?s?n?f?printf_chk|stdout|stderr)",
      "formatted output to the process's own stdout/stderr"),
     (r"abort|__assert_fail|__stack_chk_fail|exit|_exit|atexit", "ending the process (a deviation the judge reports)"),
+    (r"__errno_location", "errno (strtol's and the threads' error reports)"),
     (r"(q|b)sort|bsearch|l?l?abs|l?l?div|strto\w+|ato[ifl]l?|rand|srand|rand_r|random|srandom|[dlme]rand48\w*",
      "the C library's pure helpers"),
     (r"clock_gettime|clock|time|gettimeofday|nanosleep|usleep|sleep", "clocks (the judge times calls with its own)"),
@@ -358,13 +359,24 @@ def _half_precision(symbols: list[_Symbol], mnemonics: list[tuple[str, str]]) ->
     return []
 
 
+# The optimize pragmas no system header of gcc 12, glibc, libstdc++ or CUDA 13 holds, looked for on every line of
+# the preprocessed source, headers' included: a macro a header expands can carry one there (seventeenth red team:
+# `#undef __BEGIN_DECLS` / `#define __BEGIN_DECLS _Pragma("GCC optimize(\"Ofast\")")` before <stdlib.h> put Ofast
+# on stdlib.h's lines, which the own-lines reading skips: 5-6x "improved" on a row sum). Not push_options nor the
+# optimize attribute: the intrinsics headers push and pop targets, libstdc++'s experimental simd optimizes itself.
+HEADER_OPTIMIZE_PRAGMA_RE = re.compile(r"#\s*pragma\s+(GCC\s+optimize|clang\s+fp|float_control|STDC\s+FP_CONTRACT)\b",
+                                       re.IGNORECASE)
+
+
 def _relaxed_fp(preprocessed: str, source_name: str) -> list[Refusal]:
     """Per-function optimisation switches in the candidate's own lines of the preprocessed source (headers' lines
-    are skipped by their line markers; macros and _Pragma are expanded there)."""
+    are skipped by their line markers; macros and _Pragma are expanded there), and optimize pragmas on any line."""
+    own = [text for text in _own_lines(preprocessed, source_name) if OPTIMIZE_SWITCH_RE.search(text)]
+    anywhere = [text for text in preprocessed.splitlines() if HEADER_OPTIMIZE_PRAGMA_RE.search(text)]
     return [Refusal("precision", f"relaxes floating point or may: {text.strip()[:120]} (an optimize switch of its "
                                  "own; the task's build decides how a kernel is optimised and its floating-point "
                                  "rules)")
-            for text in _own_lines(preprocessed, source_name) if OPTIMIZE_SWITCH_RE.search(text)]
+            for text in dict.fromkeys(own + anywhere)]
 
 
 def _own_lines(preprocessed: str, source_name: str) -> list[str]:

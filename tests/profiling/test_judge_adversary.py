@@ -1009,3 +1009,27 @@ def test_the_cpp_standard_librarys_threads_and_shared_pointers_pass(tmp_path: Pa
     task_dir = RARE_INPUTS / "matvec_cpp"
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
     assert verdict.correct, verdict.reason
+
+
+def test_an_optimize_pragma_a_header_expands_is_refused(tmp_path: Path) -> None:
+    """Seventeenth red team, second round: `#undef __BEGIN_DECLS` then `#define __BEGIN_DECLS _Pragma("GCC
+    optimize(\\"Ofast\\")")` before <stdlib.h> put the pragma on stdlib.h's lines of the preprocessed source, which
+    the policy's reading of the candidate's own lines skips: Ofast took effect (5-6x "improved" on a row sum). The
+    optimize pragmas no system header holds are looked for on every line now."""
+    verdict = validate(load_task(DECAY), RARE_INPUTS / "decay_pragma_in_header_macro.c", tmp_path / "work",
+                       timing=False)
+    assert verdict.status is Status.REJECTED and "Ofast" in verdict.reason, verdict.reason
+
+
+@pytest.mark.parametrize("task_name", ["bucket_table_240", "sqrt_threshold"])
+def test_thresholds_past_the_first_marks_are_marks(tmp_path: Path, task_name: str) -> None:
+    """Seventeenth red team, second round. bucket_table_240: 240 float breakpoints in a table, the candidate strict
+    on the top 104: the object's words were also read as float64, and those small numbers took the first of 256
+    places (1.4-1.9x "improved"); tables are read as float32 first now, up to 1024 constants. sqrt_threshold: the
+    original compares with sqrtf(t) of a parameter t (1.7-2.5x "improved" by `>`); the parameters' square roots
+    are marks now."""
+    task_dir = RARE_INPUTS / task_name
+    candidate = "strict_top.c" if task_name == "bucket_table_240" else "strict_compare.c"
+    verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
