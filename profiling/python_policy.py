@@ -270,8 +270,11 @@ def host_library_uses(code: str, methods: frozenset[str], matmul_operator: bool,
     namespaces: set[int] = set()  # attributes read only to reach another (torch.backends.cuda.matmul.allow_tf32)
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.FunctionDef) and any(_triton_decorator(d) for d in node.decorator_list):
-            continue  # a Triton kernel: its reductions and dots are the kernel's own
+        if _triton_kernel(node):
+            # a Triton kernel: its body's reductions and dots are the kernel's own; its decorators, defaults and
+            # annotations run on the host
+            pending.extend(_kernel_host_parts(node))
+            continue
         if isinstance(node, ast.Attribute):
             namespaces.add(id(node.value))
             # a module's own member (self.linear, built in __init__) is its business; a routine stored there
@@ -289,6 +292,28 @@ def host_library_uses(code: str, methods: frozenset[str], matmul_operator: bool,
 # the tree with imported names in full, where one imported from elsewhere (`from torch.jit import script as jit`)
 # no longer is
 _BARE_TRITON_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
+
+
+def _triton_kernel(node: ast.AST) -> bool:
+    """Whether a function is a Triton kernel: one of its decorators is Triton's jit (`@triton.jit`,
+    `@triton.jit(...)`, a bare `@jit`). Triton's autotune or heuristics alone do not make a body Triton's."""
+    return isinstance(node, ast.FunctionDef) and any(_triton_decorator(d) and _last_name(
+        d.func if isinstance(d, ast.Call) else d) == "jit" for d in node.decorator_list)
+
+
+def _kernel_host_parts(node: ast.FunctionDef) -> list[ast.AST]:
+    """What of a Triton kernel's definition the interpreter runs on the host: its decorators (with their lambdas,
+    `triton.Config(..., pre_hook=...)`, `triton.heuristics({...})`), its default values, its annotations and type
+    parameters. Only the body is Triton's (the second red team's h9 did the row sum in a heuristics lambda)."""
+    arguments = node.args
+    every = [*arguments.posonlyargs, *arguments.args, arguments.vararg, *arguments.kwonlyargs, arguments.kwarg]
+    parts: list[ast.AST] = [*node.decorator_list, *arguments.defaults,
+                            *(d for d in arguments.kw_defaults if d is not None),
+                            *(a.annotation for a in every if a is not None and a.annotation is not None),
+                            *getattr(node, "type_params", [])]
+    if node.returns is not None:
+        parts.append(node.returns)
+    return parts
 
 
 def _triton_decorator(decorator: ast.expr) -> bool:
@@ -344,38 +369,65 @@ def _aliases(tree: ast.AST) -> dict[str, str]:
 # What host code (outside the @triton.jit kernels) may reach of torch, numpy and triton: allocation, types, the
 # device's description and the launch. Anything else of theirs (torch.addmv, torch.add passed to functools.reduce,
 # numpy.add.reduce, torch.jit.CompilationUnit, torch.ops, torch.library) does the task's work on the host, or
-# compiles code the checks cannot read. A dotted path is allowed when one of these is a prefix of it and nothing
-# after the prefix is a tensor's or an array's attribute outside HOST_TENSOR_ATTRIBUTES (`torch.Tensor.sum` is not).
-# torch.backends: its switches (allow_tf32 off); torch.nn.Module: a candidate's own module class
+# compiles code the checks cannot read. A dotted path is allowed when it is one of these, never a member of one
+# (`torch.backends.cudnn.torch.addmv` reached torch again), but for torch.Tensor's and numpy.ndarray's members in
+# HOST_TENSOR_ATTRIBUTES (`torch.Tensor.sum` is not) and a version string's methods.
+# torch.backends: only BACKEND_SWITCHES; torch.nn.Module: a candidate's own module class
 _DTYPES = ("float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16", "int32", "int64",
            "uint8", "uint16", "uint32", "uint64", "bool", "bool_", "long", "int", "short", "float8_e4m3fn",
            "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+# Hopper's TMA descriptors (triton.tools.tensor_descriptor): they hold the tensor they describe
+_TENSOR_DESCRIPTORS = ("triton.tools.tensor_descriptor.TensorDescriptor",
+                       "triton.tools.tensor_descriptor.TensorDescriptor.from_tensor")
+# torch.backends: only its documented switches, read or set to a constant (`torch.backends.cudnn.torch.addmv` is
+# torch again: every torch.backends submodule holds `torch`, the second red team's h5)
+BACKEND_SWITCHES = frozenset({
+    "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction", "torch.backends.cuda.matmul.fp32_precision",
+    "torch.backends.cudnn.allow_tf32", "torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic",
+    "torch.backends.cudnn.enabled", "torch.backends.cudnn.fp32_precision", "torch.backends.fp32_precision",
+    "torch.backends.cudnn.flags",  # the documented context manager of cudnn's switches: `with ...flags(...)`
+})
+# where a dotted path may go on past an allowed one: a version string's methods (`triton.__version__.split`)
+_STRING_PATHS = frozenset({"torch.__version__", "triton.__version__", "numpy.__version__"})
 HOST_MODULE_PATHS = frozenset({
     *(f"torch.{name}" for name in ("empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full",
                                    "full_like", "ones", "ones_like", "arange", "Tensor", "Size", "device", "dtype",
                                    "finfo", "iinfo", "is_tensor", "no_grad", "inference_mode", "__version__",
-                                   "nn.Module", "backends", *_DTYPES)),
+                                   "nn.Module", "nn.Module.__init__", *_DTYPES)),
     *(f"torch.cuda.{name}" for name in ("current_device", "get_device_properties", "get_device_capability",
-                                        "get_device_name", "device_count", "is_available", "device")),
+                                        "get_device_name", "device_count", "is_available", "device",
+                                        "current_stream")),
     *(f"triton.{name}" for name in ("jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2",
-                                    "language.constexpr", "language.dtype", "__version__",
-                                    *(f"language.{d}" for d in _DTYPES))),
-    "triton.runtime.driver.active.get_current_device", "triton.runtime.driver.active.utils.get_device_properties",
+                                    "set_allocator", "language.constexpr", "language.dtype", "language.tensor",
+                                    "language.pointer_type", "__version__", *(f"language.{d}" for d in _DTYPES))),
+    *(f"triton.runtime.driver.active.{name}" for name in ("get_current_device", "utils.get_device_properties",
+                                                          "get_active_torch_device", "get_current_target")),
+    *_TENSOR_DESCRIPTORS,
     *(f"numpy.{name}" for name in ("ndarray", "dtype", "__version__", *_DTYPES)),
 })
 # the classes of tensors and arrays: what follows them in a dotted path is one of their methods (`torch.Tensor.sum`)
 _TENSOR_CLASSES = frozenset({"torch.Tensor", "numpy.ndarray"})
+_STRING_METHODS = frozenset(name for name in dir(str) if not name.startswith("_"))
 HOST_MODULES = frozenset({"torch", "numpy", "triton"})
+# views of a tensor (zero-copy, or a copy at most, as contiguous() is): a transposed operand handed to a kernel.
+# as_strided too: a view of the same storage, through which no operator may then compute
+_VIEWS = ("t", "T", "mT", "permute", "transpose", "flatten", "unsqueeze", "squeeze", "expand", "expand_as",
+          "as_strided")
 # what host code may read or call on a tensor or an array: its shape, layout and type, a view of it, its address,
 # and an allocation or a fill like it
 HOST_TENSOR_ATTRIBUTES = frozenset({
     "shape", "size", "numel", "dim", "ndim", "dtype", "device", "stride", "strides", "data_ptr", "is_contiguous",
     "element_size", "itemsize", "nbytes", "is_cuda", "view", "view_as", "reshape", "contiguous", "new_empty",
-    "new_zeros", "new_full", "new_ones", "zero_", "fill_", "values",
+    "new_zeros", "new_full", "new_ones", "zero_", "fill_", "values", *_VIEWS,
 })
 # calls on a tensor (or with a tensor) whose result is a tensor: what the operator check follows
 _TENSOR_RESULTS = frozenset({"view", "view_as", "reshape", "contiguous", "new_empty", "new_zeros", "new_full",
-                             "new_ones", "zero_", "fill_"})
+                             "new_ones", "zero_", "fill_", *_VIEWS})
+# what a tensor's device and dtype answer (`x.device.type`, `x.device.index`, `x.dtype.is_floating_point`): fields
+# of a description, never a tensor; only these (an object of the candidate's may hold a tensor in a `.device`)
+_DESCRIPTIONS = {"device": frozenset({"type", "index"}),
+                 "dtype": frozenset({"is_floating_point", "is_complex", "is_signed", "itemsize"})}
 # builtins that compute over what they are given (sum over a tensor's rows, map of a lambda over its columns)
 _COMPUTING_BUILTINS = frozenset({"sum", "min", "max", "abs", "round", "pow", "divmod", "sorted", "map", "filter",
                                  "reversed", "iter", "next", "list", "tuple", "zip", "enumerate", "any", "all",
@@ -435,9 +487,18 @@ class _HostCode:
                         values.setdefault(name.id, []).append(node.value if target is name else target)
         self.instances = {name for name, bound in values.items() if name not in self.parameters and all(
             isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in self.own_classes for v in bound)}
+        # names bound once, by an assignment, to a description: a device (`DEVICE = triton.runtime.driver.active.
+        # get_active_torch_device()`, `dev = x.device`), a dtype, device properties: no tensor
+        stores: dict[str, int] = {}
+        for name in ast.walk(tree):
+            if isinstance(name, ast.Name) and not isinstance(name.ctx, ast.Load):
+                stores[name.id] = stores.get(name.id, 0) + 1
+        arguments = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+        self.descriptions = {name for name, bound in values.items() if name not in arguments and
+                             stores.get(name) == len(bound) and all(self._a_description(v) for v in bound)}
         for node in self.nodes:  # parameters used as tensors or annotated as them (`values` is a dict's too)
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.attr in self.library \
-                    and node.attr != "values" and node.value.id not in self.instances:
+                    and node.attr != "values" and node.value.id not in self.instances | self.descriptions:
                 self.tensors.add(node.value.id)
             elif isinstance(node, ast.arg) and node.annotation is not None and \
                     ast.unparse(node.annotation).strip("'\"") in ("torch.Tensor", "numpy.ndarray"):
@@ -489,11 +550,15 @@ class _HostCode:
             return node.id in self.tensors
         if isinstance(node, ast.Subscript | ast.Starred):
             return self.tensor_valued(node.value)
+        if isinstance(node, ast.Attribute):  # x.T, x.mT
+            return node.attr in _VIEWS
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in _TENSOR_RESULTS:
                 return True
             path = _dotted(func)
+            if path in ("torch.Tensor", *_TENSOR_DESCRIPTORS):  # torch.Tensor(x) aliases x; a descriptor holds it
+                return True
             return path is not None and path.split(".")[0] == "torch" and path in HOST_MODULE_PATHS and \
                 path.split(".")[1] in ("empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full",
                                        "full_like", "ones", "ones_like", "arange")
@@ -529,6 +594,8 @@ class _HostCode:
                                         "assignment)"))
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_dotted(t) in BACKEND_SWITCHES for t in targets) and not isinstance(node.value, ast.Constant):
+                self.problems.append((line, "sets a torch.backends switch to something other than a constant"))
             # into a tensor, or into a parameter (`out[:] = ...`: what the harness handed in is a tensor)
             if any(isinstance(t, ast.Subscript) and (self.tensor_valued(t.value)
                                                     or _root_name(_subscripted(t)) in self.parameters)
@@ -551,13 +618,18 @@ class _HostCode:
         if path is not None and path.split(".")[0] in HOST_MODULES:
             if not whole:
                 return None
-            prefix = next((p for p in sorted(HOST_MODULE_PATHS, key=len, reverse=True)
-                           if path == p or path.startswith(p + ".")), None)
-            rest = path[len(prefix) + 1:].split(".") if prefix in _TENSOR_CLASSES and path != prefix else []
-            if prefix is None or any(part in self.library and part not in HOST_TENSOR_ATTRIBUTES for part in rest):
-                return (f"uses {path} in host code: host code may only allocate (torch.empty, ...), describe "
-                        "tensors and launch kernels")
-            return None
+            # an allowed path itself, never a member of one (every torch.backends submodule holds `torch`), but
+            # for a tensor class's own view and shape methods and a version string's methods
+            if path in HOST_MODULE_PATHS or path in BACKEND_SWITCHES:
+                return None
+            prefix = next((p for p in _TENSOR_CLASSES | _STRING_PATHS if path.startswith(p + ".")), None)
+            rest = path[len(prefix) + 1:].split(".") if prefix is not None else []
+            if prefix in _TENSOR_CLASSES and all(part in HOST_TENSOR_ATTRIBUTES for part in rest):
+                return None
+            if prefix in _STRING_PATHS and len(rest) == 1 and rest[0] in _STRING_METHODS:
+                return None
+            return (f"uses {path} in host code: host code may only allocate (torch.empty, ...), describe "
+                    "tensors and launch kernels")
         if path is not None and path.split(".")[0] in ALLOWED_MODULES and path.split(".")[0] not in self.bound:
             return None  # math.log2, functools.lru_cache: the standard modules' own (handed a tensor: _check)
         if isinstance(node, ast.Attribute) and node.attr in self.library and node.attr not in HOST_TENSOR_ATTRIBUTES \
@@ -567,10 +639,24 @@ class _HostCode:
         return None
 
 
+    def _a_description(self, value: ast.expr) -> bool:
+        """Whether a value assigned is a description (`x.device`, `x.dtype`, what an allowed path other than an
+        allocation answers), as its syntax shows."""
+        if isinstance(value, ast.Attribute):
+            return value.attr in _DESCRIPTIONS
+        if isinstance(value, ast.Call):
+            path = _dotted(value.func)
+            return path is not None and path in HOST_MODULE_PATHS and not self.tensor_valued(value)
+        return False
+
     def _described(self, receiver: ast.expr) -> bool:
         """Whether a receiver is known to be no tensor: what an allowed torch path answers (torch.finfo(...),
         torch.cuda.get_device_properties(...)), one of the candidate's own classes or an instance made there, or
         `self` in one of their methods (classes that derive from a tensor's or an array's class excepted)."""
+        if isinstance(receiver, ast.Attribute) and receiver.attr in _DESCRIPTIONS:
+            # x.device.type, x.device.index, x.dtype.is_floating_point
+            parent = getattr(receiver, "parent", None)
+            return isinstance(parent, ast.Attribute) and parent.attr in _DESCRIPTIONS[receiver.attr]
         if isinstance(receiver, ast.Call):
             path = _dotted(receiver.func)
             if path is not None and path in HOST_MODULE_PATHS and not self.tensor_valued(receiver):
@@ -579,7 +665,8 @@ class _HostCode:
             return isinstance(receiver, ast.Name) and receiver.id in self.own_classes
         if not isinstance(receiver, ast.Name):
             return False
-        if receiver.id in self.own_classes or (receiver.id in self.instances and receiver.id not in self.tensors):
+        if receiver.id in self.own_classes or (receiver.id in self.instances | self.descriptions
+                                               and receiver.id not in self.tensors):
             return True
         method = getattr(receiver, "parent", None)
         while method is not None and not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -624,15 +711,18 @@ def _arguments(arguments: ast.arguments) -> list[ast.arg]:
 
 
 def _host_nodes(tree: ast.AST) -> list[ast.AST]:
-    """Every node outside a Triton kernel, each with its parent set (`node.parent`)."""
+    """Every node outside a Triton kernel's body (its decorators, defaults and annotations included), each with
+    its parent set (`node.parent`)."""
     nodes: list[ast.AST] = []
     pending: list[ast.AST] = [tree]
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.FunctionDef) and any(_triton_decorator(d) for d in node.decorator_list):
-            continue
-        nodes.append(node)
-        for child in ast.iter_child_nodes(node):
+        if isinstance(node, ast.FunctionDef) and _triton_kernel(node):
+            children = _kernel_host_parts(node)  # the body is Triton's, the rest the host's
+        else:
+            nodes.append(node)
+            children = list(ast.iter_child_nodes(node))
+        for child in children:
             child.parent = node  # type: ignore[attr-defined]
             pending.append(child)
     return nodes

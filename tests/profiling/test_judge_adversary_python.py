@@ -380,3 +380,125 @@ def test_arithmetic_on_an_argument_never_used_as_a_tensor(task_dir: Path) -> Non
     kernel hands the result on; on an element-wise task that is the whole job."""
     source = HEAD + "\n\ndef row_sum(x, out, m, n):\n    tmp = x * 1.0\n    copy_kernel[(1,)](tmp, out, m, BLOCK=64)\n"
     assert any(f.startswith("library_fallback") for f in strict_findings(task_dir, source))
+
+
+# ------------------------------------------------- second round (red team 17b): h9, h5 and honest host code refused
+
+ADDMV = ('torch.addmv(args["out_ptr"], args["x_ptr"].view(args["m"], args["n"]), '
+         'args["x_ptr"].new_ones(args["n"]), beta=0, out=args["out_ptr"])')
+KERNEL_SIGNATURE = "def echo_kernel(x_ptr, out_ptr, m, n, BLOCK: tl.constexpr{extra}):\n"
+ECHO_BODY = ("    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+             "    tl.store(out_ptr + offs, tl.load(out_ptr + offs, mask=offs < m), mask=offs < m)\n")
+KERNEL_HOST_PARTS = {
+    "heuristics_lambda": ('@triton.heuristics({"BLOCK": lambda args: ' + ADDMV + '.shape[0] * 0 + 64})\n'
+                          "@triton.jit\n" + KERNEL_SIGNATURE.format(extra="")),
+    "config_pre_hook": ('@triton.autotune(configs=[triton.Config({"BLOCK": 64}, pre_hook=lambda args: ' + ADDMV
+                        + ')], key=["m"])\n@triton.jit\n' + KERNEL_SIGNATURE.format(extra="")),
+    "default_value": "@triton.jit\n" + KERNEL_SIGNATURE.format(extra=", HOST: tl.constexpr = torch.addmv"),
+    "annotation": "@triton.jit\n" + KERNEL_SIGNATURE.format(extra=", HOST: torch.linalg.vecdot = None"),
+}
+
+
+def kernel_host_part_source(name: str) -> str:
+    block = "" if name in ("heuristics_lambda", "config_pre_hook") else ", BLOCK=64"
+    return (HEAD + "\n\n" + KERNEL_HOST_PARTS[name] + ECHO_BODY
+            + f"\n\ndef row_sum(x, out, m, n):\n    echo_kernel[(triton.cdiv(m, 64),)](x, out, m, n{block})\n")
+
+
+@pytest.mark.parametrize("name", sorted(KERNEL_HOST_PARTS))
+def test_host_code_in_a_kernels_definition_is_read(task_dir: Path, name: str) -> None:
+    """Attack (red team 17b, h9): the row sum in what the interpreter runs on the host when it defines a
+    @triton.jit kernel: a triton.heuristics lambda, a triton.Config pre_hook (both read CORRECT: torch.addmv into
+    out, the kernel copies out onto itself), a default value or an annotation of the kernel's arguments. The
+    allow-list read none of a kernel's definition but its body; now only the body is Triton's."""
+    findings = strict_findings(task_dir, kernel_host_part_source(name))
+    assert any(f.startswith("library_fallback") and "torch." in f for f in findings), findings
+
+
+def test_a_heuristics_lambda_doing_the_work_is_not_correct(task_dir: Path, tmp_path: Path) -> None:
+    """Attack (h9), whole verdict: torch.addmv in a triton.heuristics lambda read CORRECT on 20 checked runs."""
+    status, reason = judge(task_dir, tmp_path, kernel_host_part_source("heuristics_lambda"))
+    assert status is Status.REJECTED, reason
+
+
+BACKENDS_WORK = {
+    "cudnn_addmv": "    torch.backends.cudnn.torch.addmv(out, x.view(m, n), x.new_ones(n), beta=0, out=out)\n",
+    "mkl_vecdot": "    acc = torch.backends.mkl.torch.linalg.vecdot(x.view(m, n), x.new_ones(n))\n"
+                  "    copy_kernel[(1,)](acc, out, m, BLOCK=64)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BACKENDS_WORK))
+def test_torch_again_through_an_allowed_path_is_refused(task_dir: Path, name: str) -> None:
+    """Attack (red team 17b, h5): `torch.backends` was an allowed prefix with nothing after it checked, and every
+    torch.backends submodule holds `torch`: torch.backends.cudnn.torch.addmv and torch.backends.mkl.torch.linalg.vecdot
+    did the row sum (CORRECT). Now an allowed path is allowed itself, not its members (torch.backends only its
+    documented switches)."""
+    source = HEAD + "\n\ndef row_sum(x, out, m, n):\n    touch_kernel[(1,)](out)\n" + BACKENDS_WORK[name]
+    findings = strict_findings(task_dir, source)
+    assert any(f.startswith("library_fallback") for f in findings), findings
+
+
+def test_backend_switches_take_constants_only() -> None:
+    """Attack (h5's kin): a torch.backends switch is set to a constant, not a way to reach a module: a switch set
+    to torch.backends.cuda.matmul (a module) is refused; cudnn.flags, the documented context manager, passes."""
+    source = HEAD + ("\ntorch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul\n"
+                     "\n\ndef row_sum(x, out, m, n):\n    with torch.backends.cudnn.flags(enabled=False):\n"
+                     "        touch_kernel[(1,)](out)\n")
+    problems = python_policy.triton_host_problems(textwrap.dedent(source))
+    assert any("constant" in message for _, message in problems), problems
+    assert not any("cudnn.flags" in message for _, message in problems), problems
+
+
+# what honest Triton host code does that the first allow-list refused (red team 17b's f1): views handed to a kernel,
+# a device's fields, the tutorials' driver queries, Hopper's TMA descriptors and allocator, the current stream
+HONEST_HOST = {
+    "views": "def f(x, out, m, n):\n    y = x.view(m, n)\n"
+             "    k[(1,)](y.t(), y.T, y.mT, y.permute(1, 0), y.transpose(0, 1), y.flatten(), y.unsqueeze(0),\n"
+             "            y.unsqueeze(0).squeeze(0), y[:, :1].expand(m, n), y.view_as(y), y.expand_as(y),\n"
+             "            x.as_strided((m, n), (n, 1)), out)\n",
+    "device_fields": "def f(x, out):\n    assert x.device.type == 'cuda' and x.device.index == 0 and "
+                     "x.dtype.is_floating_point\n    dev = x.device\n"
+                     "    props = torch.cuda.get_device_properties(dev.index)\n    k[(1,)](x, out)\n",
+    "tutorial_driver": "DEVICE = triton.runtime.driver.active.get_active_torch_device()\n"
+                       "IS_CUDA = triton.runtime.driver.active.get_current_target().backend == 'cuda'\n"
+                       "properties = triton.runtime.driver.active.utils.get_device_properties(DEVICE.index)\n"
+                       "NUM_SM = properties['multiprocessor_count']\n"
+                       "def f(x, out):\n    assert x.device == DEVICE\n    k[(NUM_SM,)](x, out)\n",
+    "tma": "from triton.tools.tensor_descriptor import TensorDescriptor\n"
+           "def alloc_fn(size: int, alignment: int, stream):\n"
+           "    return torch.empty(size, device='cuda', dtype=torch.int8)\n"
+           "triton.set_allocator(alloc_fn)\n"
+           "def f(a, b, c):\n    a_desc = TensorDescriptor(a, a.shape, a.stride(), [64, 64])\n"
+           "    b_desc = TensorDescriptor.from_tensor(b, [64, 64])\n"
+           "    stream = torch.cuda.current_stream()\n    k[(1,)](a_desc, b_desc, c)\n",
+    "switches": "torch.backends.cuda.matmul.allow_tf32 = False\ntorch.backends.cudnn.allow_tf32 = False\n"
+                "torch.backends.cudnn.benchmark = True\ntorch.backends.cudnn.deterministic = True\n"
+                "def f(x, out):\n    if torch.backends.cudnn.benchmark:\n        k[(1,)](x, out)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HONEST_HOST))
+def test_honest_triton_host_idioms_pass(name: str) -> None:
+    """Innocent twins (red team 17b, f1): zero-copy views (t, T, permute, transpose, flatten, unsqueeze, squeeze,
+    expand, view_as, as_strided), `x.device.type` / `.index` (a device's fields, not the tensor methods .type and
+    .index), the tutorials' get_active_torch_device / get_current_target, triton.set_allocator with TensorDescriptor
+    for Hopper's TMA, torch.cuda.current_stream, and the documented backend switches set to constants. Casts
+    (x.to(dtype), x.float()) stay refused: no example or synth Triton pattern casts on the host."""
+    source = "import torch\nimport triton\nimport triton.language as tl\n" + HONEST_HOST[name]
+    assert python_policy.triton_host_problems(source) == []
+
+
+def test_honest_views_and_device_fields_are_correct(task_dir: Path, tmp_path: Path) -> None:
+    """Innocent twin (f1), whole verdict: the row sum launched on views of the input (a transpose of the transpose,
+    unsqueeze/squeeze, flatten) after a device check by its fields reads CORRECT."""
+    source = HEAD + """
+
+def row_sum(x: torch.Tensor, out: torch.Tensor, m: int, n: int) -> None:
+    assert x.device.type in ("cpu", "cuda") and (x.device.index is None or x.device.index >= 0)
+    rows = x.view(m, n).t().T.unsqueeze(0).squeeze(0)
+    row_sum_kernel[(m,)](rows.flatten(), out.view(m, 1).squeeze(1), m, n, BLOCK_N=triton.next_power_of_2(n))
+"""
+    assert strict_findings(task_dir, source) == []
+    status, reason = judge(task_dir, tmp_path, source)
+    assert status is Status.CORRECT, reason
