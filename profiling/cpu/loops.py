@@ -802,21 +802,12 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
                                               if c.loop_line <= line <= c.end_line), None)) is not None:
         # outside the function's loops, a recursion down pointers is the loop: each call is an iteration
         facts.append(("static.pointer_chase_loop", float(recursion.loop_line), "line"))
-    divisions = [d for d in analysis.divisions if d.line == line]
-    if divisions:
-        facts.append(("static.carried_divisions", float(len(divisions)), "expr"))
-    division_loop = next((d.loop_line for d in analysis.divisions if d.loop_line <= line <= d.end_line), None)
-    if division_loop is not None:
-        facts.append(("static.carried_division_loop", float(division_loop), "line"))
+    facts += _on_line_and_in_loop(analysis.divisions, line, "static.carried_divisions", "static.carried_division_loop")
     slots = [w for w in analysis.slot_writes if w.line == line]
     if slots:
         facts.append(("static.thread_slot_writes", float(len(slots)), "expr"))
-    updates = [u for u in analysis.indexed_updates if u.line == line]
-    if updates:
-        facts.append(("static.indexed_updates", float(len(updates)), "expr"))
-    update_loop = next((u.loop_line for u in analysis.indexed_updates if u.loop_line <= line <= u.end_line), None)
-    if update_loop is not None:
-        facts.append(("static.indexed_update_loop", float(update_loop), "line"))
+    facts += _on_line_and_in_loop(analysis.indexed_updates, line, "static.indexed_updates",
+                                  "static.indexed_update_loop")
     serial = [c.operations for c in analysis.chains if loop is not None and c.loop_line == loop.start_line
               and not c.reassociable]
     if serial:
@@ -827,4 +818,18 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
         facts += [("static.chain_operations", float(chain.operations), "op"),
                   ("static.chain_reassociable", float(chain.reassociable), "update"),
                   ("static.chain_line", float(chain.lines[0]), "line")]
+    return facts
+
+
+def _on_line_and_in_loop(found: Sequence[dependences.CarriedDivision | dependences.IndexedUpdate], line: int,
+                         count_fact: str, loop_fact: str) -> list[tuple[str, float, str]]:
+    """How many of `found` are on `line` (count_fact), and the loop of the first whose loop holds it (loop_fact):
+    the expressions a rule reports, and the loop whose lines it claims."""
+    facts: list[tuple[str, float, str]] = []
+    here = [item for item in found if item.line == line]
+    if here:
+        facts.append((count_fact, float(len(here)), "expr"))
+    loop = next((item.loop_line for item in found if item.loop_line <= line <= item.end_line), None)
+    if loop is not None:
+        facts.append((loop_fact, float(loop), "line"))
     return facts
