@@ -130,7 +130,8 @@ def check_object(task: Task, obj: Path, preprocessed: str, harness_obj: Path, or
     cuda = task.build.compiler == "nvcc"
     symbols = _symbols(obj)
     mnemonics = _mnemonics(obj)
-    interface = {s.name for s in _symbols(original_obj) if s.kind not in "Uwv"}
+    original = _symbols(original_obj)
+    interface = {s.name for s in original if s.kind not in "Uwv"}
     harness_calls = {s.name for s in _symbols(harness_obj) if s.kind in "Uwv"} - interface
     taken = (dynamic_imports() | ALLOCATOR | harness_calls | (cuda_runtime_imports() if cuda else frozenset())
              ) - interface
@@ -139,7 +140,7 @@ def check_object(task: Task, obj: Path, preprocessed: str, harness_obj: Path, or
     # an optimize switch of its own is refused in every task: integer outputs are often computed from floats (an
     # argmax, a histogram's bins), and `Ofast` on an argmax with an int32 output read correct (sixteenth red team)
     refusals += _relaxed_fp(preprocessed, task.source) + _fp_control(mnemonics, executable_bytes(obj), symbols)
-    refusals += _library_fallback(task, symbols, _symbols(original_obj))
+    refusals += _library_fallback(task, symbols, original)
     if {o.dtype for o in task.outputs} & {"float32", "float64"}:
         refusals += _half_precision(symbols, mnemonics)
         if cuda:
@@ -336,7 +337,9 @@ HIDDEN_FP_CONTROL_RE = re.compile(rb"\x0f\xae[\x08-\x17\x28-\x2f\x48-\x57\x68-\x
                                   rb"\xc4[\x01\x21\x41\x61\x81\xa1\xc1\xe1][\x78\xf8]\xae[\x10-\x17\x50-\x57\x90-\x97]")
 
 
-def _fp_control(mnemonics: list[tuple[str, str]], code: bytes = b"", symbols: Sequence[_Symbol] = ()) -> list[Refusal]:
+def _fp_control(mnemonics: list[tuple[str, str]], code: bytes, symbols: Sequence[_Symbol]) -> list[Refusal]:
+    """An instruction loading the FP control registers, in the disassembly or as bytes inside other instructions,
+    or an import of libm's routines that load them."""
     found = next((m for m, _ in mnemonics if m in FP_CONTROL_MNEMONICS), None)
     hidden = HIDDEN_FP_CONTROL_RE.search(code)
     if hidden and not found:
