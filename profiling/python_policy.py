@@ -229,7 +229,7 @@ def _attribute_problems(node: ast.Attribute, modules: frozenset[str]) -> list[tu
         return [(line, f"reaches the interpreter's internals through .{name}")]
     if name in STRING_EVALUATORS:
         return [(line, f"uses .{name}, which evaluates strings as code")]
-    if _private(name) and _root_name(node.value) in modules:
+    if _private(name) and root_name(node.value) in modules:
         return [(line, f"reaches .{name}, a private member of a module")]
     if name in DENIED_ATTRIBUTES:
         return [(line, f"reaches files, native code or the interpreter through .{name}")]
@@ -241,11 +241,9 @@ def _attribute_problems(node: ast.Attribute, modules: frozenset[str]) -> list[tu
     return []
 
 
-def _root_name(node: ast.expr) -> str:
+def root_name(node: ast.expr) -> str:
     """The name an attribute chain starts from (`torch` for torch.cuda.current_stream), or ""."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else ""
+    return (dotted_name(node) or "").partition(".")[0]
 
 
 def _last_name(node: ast.expr) -> str:
@@ -472,7 +470,7 @@ class _HostCode:
         functions = {node.name: node for node in self.nodes if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
         self.parameters = {arg.arg for f in functions.values() for arg in _arguments(f.args)}
         self.own_classes = {node.name for node in self.nodes if isinstance(node, ast.ClassDef)
-                            and not any(_dotted(base) in _TENSOR_CLASSES for base in node.bases)}
+                            and not any(dotted_name(base) in _TENSOR_CLASSES for base in node.bases)}
         # names the code binds itself (`math = x.view(m, n)` is no longer the module)
         self.bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
         self.bound |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
@@ -556,7 +554,7 @@ class _HostCode:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in _TENSOR_RESULTS:
                 return True
-            path = _dotted(func)
+            path = dotted_name(func)
             if path in ("torch.Tensor", *_TENSOR_DESCRIPTORS):  # torch.Tensor(x) aliases x; a descriptor holds it
                 return True
             return path is not None and path.split(".")[0] == "torch" and path in HOST_MODULE_PATHS and \
@@ -589,16 +587,16 @@ class _HostCode:
                 any(self.tensor_valued(value) for value in (node.left, *node.comparators)):
             self.problems.append((line, "compares a tensor's values in host code"))
         elif isinstance(node, ast.AugAssign) and (self.tensor_valued(node.target) or self.tensor_valued(node.value)
-                                                  or _root_name(_subscripted(node.target)) in self.parameters):
+                                                  or root_name(_subscripted(node.target)) in self.parameters):
             self.problems.append((line, "updates a tensor or a parameter in place in host code (an augmented "
                                         "assignment)"))
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(_dotted(t) in BACKEND_SWITCHES for t in targets) and not isinstance(node.value, ast.Constant):
+            if any(dotted_name(t) in BACKEND_SWITCHES for t in targets) and not isinstance(node.value, ast.Constant):
                 self.problems.append((line, "sets a torch.backends switch to something other than a constant"))
             # into a tensor, or into a parameter (`out[:] = ...`: what the harness handed in is a tensor)
             if any(isinstance(t, ast.Subscript) and (self.tensor_valued(t.value)
-                                                    or _root_name(_subscripted(t)) in self.parameters)
+                                                    or root_name(_subscripted(t)) in self.parameters)
                    for t in targets):
                 self.problems.append((line, "writes into a tensor or a parameter in host code"))
         elif isinstance(node, ast.For | ast.comprehension) and self.tensor_valued(node.iter):
@@ -614,7 +612,7 @@ class _HostCode:
         as called), or any other receiver's tensor attribute outside HOST_TENSOR_ATTRIBUTES."""
         parent = getattr(node, "parent", None)
         whole = not (isinstance(parent, ast.Attribute) and parent.value is node)  # the end of a dotted path
-        path = _dotted(node)
+        path = dotted_name(node)
         if path is not None and path.split(".")[0] in HOST_MODULES:
             if not whole:
                 return None
@@ -645,7 +643,7 @@ class _HostCode:
         if isinstance(value, ast.Attribute):
             return value.attr in _DESCRIPTIONS
         if isinstance(value, ast.Call):
-            path = _dotted(value.func)
+            path = dotted_name(value.func)
             return path is not None and path in HOST_MODULE_PATHS and not self.tensor_valued(value)
         return False
 
@@ -658,7 +656,7 @@ class _HostCode:
             parent = getattr(receiver, "parent", None)
             return isinstance(parent, ast.Attribute) and parent.attr in _DESCRIPTIONS[receiver.attr]
         if isinstance(receiver, ast.Call):
-            path = _dotted(receiver.func)
+            path = dotted_name(receiver.func)
             if path is not None and path in HOST_MODULE_PATHS and not self.tensor_valued(receiver):
                 return True
             receiver = receiver.func
@@ -691,11 +689,12 @@ def _computing_callee(func: ast.Name | ast.Attribute) -> bool:
     itertools.accumulate, math.fsum): what a candidate's own functions are not."""
     if isinstance(func, ast.Name):
         return func.id in _COMPUTING_BUILTINS
-    root = _root_name(func)
+    root = root_name(func)
     return bool(root) and root in ALLOWED_MODULES and root not in HOST_MODULES
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
+    """`torch.cuda.current_stream` for that attribute chain; None when it does not start from a name."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.insert(0, node.attr)

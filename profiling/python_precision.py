@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ast
 
+from profiling.python_policy import root_name
+
 # dtype names of 16 bits or fewer in torch, triton.language and numpy
 LOW_DTYPES = frozenset({
     "float16", "half", "bfloat16", "float8", "float8e4nv", "float8e5", "float8e4b8", "float8e5b16", "float8e4b15",
@@ -91,9 +93,10 @@ def _bindings(tree: ast.AST) -> tuple[set[str], set[str]]:
         grown = False
         for node in assignments:
             value = node.value
-            is_low = (isinstance(value, ast.Attribute) and value.attr in LOW_DTYPES and _root(value.value) in modules
+            is_low = (isinstance(value, ast.Attribute) and value.attr in LOW_DTYPES
+                      and root_name(value.value) in modules
                       or isinstance(value, ast.Name) and value.id in imported_low)
-            is_module = not is_low and isinstance(value, ast.Name | ast.Attribute) and _root(value) in modules
+            is_module = not is_low and isinstance(value, ast.Name | ast.Attribute) and root_name(value) in modules
             bound = imported_low if is_low else modules if is_module else None
             for target in node.targets if bound is not None else ():
                 if isinstance(target, ast.Name) and target.id not in bound:
@@ -109,14 +112,8 @@ def _is_type_query(node: ast.AST) -> bool:
             and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) in TYPE_QUERIES)
 
 
-def _root(node: ast.expr) -> str | None:
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
 def _low_precision(node: ast.AST, modules: set[str], imported_low: set[str]) -> str | None:
-    if isinstance(node, ast.Attribute) and node.attr in LOW_DTYPES and _root(node.value) in modules:
+    if isinstance(node, ast.Attribute) and node.attr in LOW_DTYPES and root_name(node.value) in modules:
         return ast.unparse(node)
     if isinstance(node, ast.Name) and node.id in imported_low and isinstance(node.ctx, ast.Load):
         return node.id
