@@ -135,8 +135,10 @@ def check_object(task: Task, obj: Path, preprocessed: str, harness_obj: Path, or
     harness_calls = {s.name for s in _symbols(harness_obj) if s.kind in "Uwv"} - interface
     taken = (dynamic_imports() | ALLOCATOR | harness_calls | (cuda_runtime_imports() if cuda else frozenset())
              ) - interface
+    futex_waits = not cuda and any(_unversioned(s.name) == "syscall" and s.kind in "Uwv" for s in symbols) \
+        and _syscalls_are_futex_waits(obj)
     refusals = (_definitions(symbols, taken) + (_cuda_load_time_code(obj) if cuda else _load_time_code(obj)) +
-                _imports(symbols, cuda) + _raw_syscalls(mnemonics))
+                _imports(symbols, cuda, futex_waits=futex_waits) + _raw_syscalls(mnemonics))
     # an optimize switch of its own is refused in every task: integer outputs are often computed from floats (an
     # argmax, a histogram's bins), and `Ofast` on an argmax with an int32 output read correct (sixteenth red team)
     refusals += _relaxed_fp(preprocessed, task.source) + _fp_control(mnemonics, executable_bytes(obj), symbols)
@@ -194,16 +196,73 @@ def _load_time_code(obj: Path, allowed: frozenset[str] = frozenset()) -> list[Re
 FP_ENVIRONMENT_SETTERS_RE = re.compile(r"_*fe(set|update|hold|enable|disable)\w*")
 
 
-def _imports(symbols: list[_Symbol], cuda: bool = False) -> list[Refusal]:
+def _imports(symbols: list[_Symbol], cuda: bool = False, *, futex_waits: bool = False) -> list[Refusal]:
+    """futex_waits: every call of the object's to libc's `syscall` asks for a futex (_syscalls_are_futex_waits),
+    as the C++20 waits compile, so that import is allowed."""
     math = library_exports("libm.so.6")
     allowed = CUDA_IMPORT_RE if cuda else CPU_IMPORT_RE
     families = CPU_IMPORTS + (CUDA_IMPORTS if cuda else ())
     refused = sorted({s.name for s in symbols if s.kind in "Uwv" and _unversioned(s.name) not in math
-                      and not allowed.fullmatch(_unversioned(s.name))})
+                      and not allowed.fullmatch(_unversioned(s.name))
+                      and not (futex_waits and _unversioned(s.name) == "syscall")})
     return [Refusal("imports", f"uses {name}, which a kernel may not: files, processes, signals, the environment and "
                                "dynamic loading are not available" + (
                                    ", nor CUDA IPC, host memory registration or device resets" if cuda else "") +
                     " (allowed: math, " + ", ".join(w for _, w in families) + ")") for name in refused]
+
+
+# libstdc++'s C++20 waits (std::latch, std::barrier, std::counting_semaphore, std::atomic::wait) are header code
+# that calls libc's `syscall(SYS_futex, ...)` inline in the candidate's own functions (a red team's honest latch
+# was refused for the import). Allowed when each such call's number is the futex's, loaded by the instruction
+# right before it: x86-64's `mov $0xca,%edi` (SYS_futex = 202), with nothing between that writes %rdi, calls,
+# jumps, or is a jump's target. Any other number keeps the import refused (the system-call filter holds futex
+# calls to the process's own memory anyway).
+FUTEX_NUMBER_LOAD = ("mov", "$0xca,%edi")
+OBJDUMP_LINE_RE = re.compile(r"^\s*([0-9a-f]+):\t(\S+)(?:\s+(\S+))?")
+SYSCALL_CALL_RE = re.compile(r"^\s*([0-9a-f]+): R_X86_64_PLT32\s+syscall(@\S+)?-0x4$")
+DI_REGISTER_RE = re.compile(r"%(rdi|edi|di|dil)\b")
+# the instructions between the number's load and the call that may not sit there: they move control, or repeat
+# a string instruction (objdump shows its operands, %rdi among them, after the prefix); an epilogue's `pop %rbx`
+# and `leave` before a tail jump may
+CONTROL_MNEMONIC_RE = re.compile(r"(j\w+|call\w*|ret\w*|loop\w*|rep\w*|syscall|sysenter|int\d?)$")
+FUTEX_LOOKBACK = 16  # instructions: the compiler puts the load within a handful of the call
+
+
+def _syscalls_are_futex_waits(obj: Path) -> bool:
+    """Whether every call (or tail jump) of the object to `syscall` passes the futex's number (FUTEX_NUMBER_LOAD)."""
+    text = _tool(["objdump", "-dr", "--no-show-raw-insn", str(obj)])
+    calls = 0
+    for section in re.split(r"^Disassembly of section ", text, flags=re.MULTILINE)[1:]:
+        instructions: list[tuple[int, str, str]] = []  # (address, mnemonic, operands) in order
+        targets: set[int] = set()  # direct jump and call targets within the section
+        sites: list[int] = []  # the indices of the instructions that call `syscall`
+        for line in section.splitlines():
+            if SYSCALL_CALL_RE.match(line) and instructions:  # a relocation follows the instruction it patches
+                sites.append(len(instructions) - 1)
+                continue
+            found = OBJDUMP_LINE_RE.match(line)
+            if found:
+                mnemonic, operands = found.group(2), found.group(3) or ""
+                instructions.append((int(found.group(1), 16), mnemonic, operands))
+                if re.fullmatch(r"j\w+|call\w*", mnemonic) and re.fullmatch(r"[0-9a-f]+", operands):
+                    targets.add(int(operands, 16))
+        calls += len(sites)
+        if not all(instructions[site][0] not in targets
+                   and _futex_number_before(instructions[max(0, site - FUTEX_LOOKBACK):site], targets)
+                   for site in sites):
+            return False
+    return calls > 0
+
+
+def _futex_number_before(before: list[tuple[int, str, str]], targets: set[int]) -> bool:
+    """Whether the last of `before` that matters is the futex number's load: nothing after it moves control,
+    writes %rdi or is a jump's target (entered there, %rdi could hold anything)."""
+    for address, mnemonic, operands in reversed(before):
+        if (mnemonic, operands) == FUTEX_NUMBER_LOAD:
+            return True
+        if address in targets or CONTROL_MNEMONIC_RE.fullmatch(mnemonic) or DI_REGISTER_RE.search(operands):
+            return False
+    return False
 
 
 def _library_fallback(task: Task, symbols: list[_Symbol], original: list[_Symbol]) -> list[Refusal]:

@@ -1033,3 +1033,16 @@ def test_thresholds_past_the_first_marks_are_marks(tmp_path: Path, task_name: st
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
     assert verdict.status is Status.INCORRECT, verdict.reason
     assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+
+
+def test_the_cpp20_waits_pass_and_other_raw_system_calls_stay_refused(tmp_path: Path) -> None:
+    """Seventeenth red team, second round (false rejection): std::latch, std::barrier, std::counting_semaphore and
+    std::atomic::wait compile libstdc++'s futex wait into the candidate's own functions as `syscall(SYS_futex,
+    ...)`, and the `syscall` import was refused for an honest pool meeting at a latch. `syscall` passes now when
+    each call's number is the futex's (binary_policy._syscalls_are_futex_waits); the same import with gettid's
+    number stays refused."""
+    task_dir = RARE_INPUTS / "matvec_cpp"
+    verdict = validate(load_task(task_dir), task_dir / "std_latch.cpp", tmp_path / "latch", timing=False)
+    assert verdict.correct, verdict.reason
+    verdict = validate(load_task(task_dir), task_dir / "raw_syscall_gettid.cpp", tmp_path / "gettid", timing=False)
+    assert verdict.status is Status.REJECTED and "uses syscall" in verdict.reason, verdict.reason
