@@ -385,6 +385,12 @@ class KernelProcess:
 
     def _expect(self, word: str, deadline: float, during: str) -> None:
         message = self._receive(deadline, during)
+        if message.startswith("fpcontrol ") and word == "synced":
+            before, _, after = message.removeprefix("fpcontrol ").partition(" ")
+            raise ProtocolError(f"the {self.who} returned from {during} with the floating-point control registers "
+                                f"changed (x87 control word and MXCSR {before} -> {after}: flush-to-zero, "
+                                "denormals-are-zero or rounding): a kernel keeps the task's floating-point rules",
+                                "deviation")
         if message != word:
             raise ProtocolError(f"the {self.who} answered {message[:80]!r} in {during}, not {word!r}", "deviation")
 

@@ -133,6 +133,7 @@ typedef struct {
     int channel;    /* serve: the judge's socket */
     int ready;      /* serve: the filter is installed and "ready" was said */
     unsigned char poison;  /* serve: the byte this call's outputs are poisoned with (the judge's word) */
+    unsigned fp_control;   /* serve: the FP control registers as the harness set out (pf_fp_control) */
 #ifdef __CUDACC__
     cudaEvent_t ev0, ev1;
 #endif
@@ -784,6 +785,23 @@ static int pf_install_filter(void) {
     return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fprog) == 0 ? 0 : -1;
 }
 
+/* The host's floating-point control registers as one word: x86-64's MXCSR without its sticky exception flags
+ * (bits 0-5, which arithmetic sets) in the low half, the x87 control word in the high half. A kernel that returns
+ * with them changed (flush-to-zero, denormals-are-zero, rounding) has changed the task's floating-point rules; the
+ * seventeenth red team found libm's fesetenv by hand through its own process's memory (no import, no byte of
+ * the object's code the binary policy reads) and left FTZ and DAZ set: 1.25x "improved". */
+static unsigned pf_fp_control(void) {
+#if defined(__x86_64__)
+    unsigned short x87;
+    unsigned mxcsr;
+    __asm__ volatile("fnstcw %0" : "=m"(x87));
+    __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));  /* asm, not the builtin: nvcc's front end reads this too */
+    return ((unsigned)x87 << 16) | (mxcsr & 0xFFC0u);
+#else
+    return 0;
+#endif
+}
+
 /* A lower-case hex digit's value, -1 for anything else. */
 static int pf_hex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
 
@@ -792,6 +810,7 @@ static int pf_hex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && 
 static int pf_serve_begin(pf_run *r) {
     char text[64];
     if (!r->ready) {
+        r->fp_control = pf_fp_control();
 #ifdef __CUDACC__
         for (int i = 0; i < r->nbufs; i++) pf_serve_copy(&r->bufs[i], 1);  /* fixed buffers stay up from here */
         pf_cuda_check(cudaDeviceSynchronize(), "set-up");
@@ -833,6 +852,12 @@ static int pf_serve_begin(pf_run *r) {
 }
 
 static void pf_serve_end(pf_run *r) {
+    unsigned fp_control = pf_fp_control();
+    if (fp_control != r->fp_control) {  /* said in place of "synced": the judge refuses the candidate */
+        char text[64];
+        snprintf(text, sizeof text, "fpcontrol %08x %08x", r->fp_control, fp_control);
+        pf_serve_send(r, text);
+    }
     pf_serve_send(r, "synced");  /* the body returned (CUDA: pf_end synchronised the whole device, checked the launch) */
     pf_serve_send(r, "done");
     r->iter++;

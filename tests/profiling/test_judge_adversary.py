@@ -1046,3 +1046,23 @@ def test_the_cpp20_waits_pass_and_other_raw_system_calls_stay_refused(tmp_path: 
     assert verdict.correct, verdict.reason
     verdict = validate(load_task(task_dir), task_dir / "raw_syscall_gettid.cpp", tmp_path / "gettid", timing=False)
     assert verdict.status is Status.REJECTED and "uses syscall" in verdict.reason, verdict.reason
+
+
+def test_the_floating_point_control_registers_left_changed_by_a_hand_made_lookup_are_refused(tmp_path: Path) -> None:
+    """Seventeenth red team, second round: libm's fesetenv found by hand through the process's own memory (from
+    expf's address back to libm's ELF header and its symbol table): no import and no byte of the object's code
+    the binary policy reads; FTZ and DAZ set on the first call and left set (1.25x "improved" on a sum whose tail
+    goes subnormal). The harness compares the control registers after every call with what it set out with and
+    says so in place of "synced"."""
+    verdict = validate(load_task(DECAY), RARE_INPUTS / "decay_fesetenv_by_hand.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.REJECTED and "control registers" in verdict.reason, verdict.reason
+
+
+@pytest.mark.xfail(strict=True, reason="open: control registers set and restored within a call are not sampled")
+def test_the_floating_point_control_registers_restored_before_returning_are_refused(tmp_path: Path) -> None:
+    """The same hand-made lookup, FTZ and DAZ put back before each call returns: what the harness reads after the
+    call is what it set out with. Open (docs/validation.md): it would take sampling the registers during the
+    call, or a kernel process that maps no library the candidate could search."""
+    verdict = validate(load_task(DECAY), RARE_INPUTS / "decay_fesetenv_by_hand_restored.c", tmp_path / "work",
+                       timing=False)
+    assert verdict.status is Status.REJECTED, verdict.reason
