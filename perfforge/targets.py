@@ -70,6 +70,12 @@ class TargetSpec:
     # other torch/numpy call refused (python_policy.triton_host_problems; the seventeenth red team's empty Triton
     # kernel with the row sum done by torch.addmv, var_mean, index_add_, functools.reduce(torch.add, ...): correct)
     host_allowlist: bool = False
+    # whether its kernels keep IEEE subnormals, so that outputs flushed to zero where the original's are subnormal
+    # are wrong whatever the tolerance (profiling/correctness.py FLUSH_*): gcc without fast-math never flushes, and a
+    # CPU kernel that does set FTZ/DAZ (eighteenth session: the red team's fesetenv found by hand, set and put back
+    # within each call, where no rule of the object's could see it). Not the GPU targets: Triton flushes f32
+    # subnormals by default (nvvm-reflect-ftz), and CUDA's fast intrinsics may.
+    keeps_subnormals: bool = False
 
     def __post_init__(self) -> None:
         # the records label code with a Target: a runnable target the records cannot name would be lost there
@@ -107,7 +113,7 @@ TARGETS.register("cpu", TargetSpec(
                   ("D1mw", "L1 data write misses"), ("Bcm", "mispredicted branches")),
     # any use, not only a call: `(qsort)(...)`, `&qsort` or a pointer to it does the whole job as well
     library_pattern=r"\b(cblas_\w+|LAPACKE_\w+|mkl_\w+|dgemm_|sgemm_|qsort)\b",
-    memory_limit_bytes=CPU_MEMORY_LIMIT_BYTES, served=True, binary_policy=True))
+    memory_limit_bytes=CPU_MEMORY_LIMIT_BYTES, served=True, binary_policy=True, keeps_subnormals=True))
 
 TARGETS.register("cuda", TargetSpec(
     name="cuda", languages=("cuda",), suffixes={".cu": "cuda"},

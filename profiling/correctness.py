@@ -30,6 +30,15 @@ JUDGE_THREADS = max(1, min(16, _CORES - 2 if _CORES >= 8 else _CORES))
 # accepted without the float64 pass; nearer the limit the exact pass decides.
 FAST_PATH_MAX_RATIO = 0.999
 
+# Subnormal results flushed to zero: where the original wrote at least FLUSH_MIN_SUBNORMALS nonzero subnormal values
+# in one output (the judge's edge values put subnormals into float inputs) and the candidate wrote zero at
+# FLUSH_SHARE of them or more, the candidate ran with flush-to-zero or denormals-are-zero, however it set them:
+# each flushed value is within any tolerance, so only the pattern tells. Eight: a single edge call puts dozens of
+# subnormals into a buffer, and a rounding difference that happens to reach zero is one element, not most of them.
+FLUSH_MIN_SUBNORMALS = 8
+FLUSH_SHARE = 0.9
+SMALLEST_NORMAL = {"float32": float(np.finfo(np.float32).tiny), "float64": float(np.finfo(np.float64).tiny)}
+
 NUMPY_DTYPE = {"float32": "float32", "float64": "float64", "float16": "float16", "bfloat16": "uint16",
                "int32": "int32", "int64": "int64", "uint8": "uint8"}
 
@@ -77,11 +86,12 @@ def _words(array: np.ndarray) -> np.ndarray:
     return flat.view(np.uint64) if flat.size % 8 == 0 and flat.ctypes.data % 8 == 0 else flat
 
 
-def compare_output(spec: OutputSpec, got: np.ndarray, want: np.ndarray) -> Comparison:
+def compare_output(spec: OutputSpec, got: np.ndarray, want: np.ndarray, *, subnormals: bool = False) -> Comparison:
     """One output buffer of the candidate against the oracle's. Only the elements whose bits differ are examined
     (identical elements are within any tolerance, written, and NaN where the oracle's are), chunk by chunk on the
     judge's threads: a GPU task's outputs are tens of millions of elements, and two correct kernels that round
-    differently differ in most of them."""
+    differently differ in most of them. subnormals: the target keeps IEEE subnormals (TargetSpec.keeps_subnormals),
+    so subnormal results flushed to zero are wrong (FLUSH_*)."""
     expected_dtype = np.dtype(NUMPY_DTYPE[spec.dtype])
     if got.dtype != expected_dtype:
         return Comparison(False, f"output '{spec.name}' has dtype {got.dtype}, expected {spec.dtype}")
@@ -91,9 +101,9 @@ def compare_output(spec: OutputSpec, got: np.ndarray, want: np.ndarray) -> Compa
     starts = range(0, g.size, COMPARE_CHUNK)
     if len(starts) > 1:
         parts = list(judge_pool().map(lambda at: _examine(spec, g[at:at + COMPARE_CHUNK], w[at:at + COMPARE_CHUNK],
-                                                          at), starts))
+                                                          at, subnormals), starts))
     else:
-        parts = [_examine(spec, g, w, 0)]
+        parts = [_examine(spec, g, w, 0, subnormals)]
     return _verdict_of(spec, parts, g.size)
 
 
@@ -123,10 +133,18 @@ class _Chunk:
     nan: _Found = field(default_factory=_Found)
     inf: _Found = field(default_factory=_Found)
     outside: _Found = field(default_factory=_Found)  # outside tolerance; for exact dtypes, any difference
+    subnormal: int = 0  # the oracle's nonzero subnormal values (counted only where the target keeps them)
+    flushed: _Found = field(default_factory=_Found)  # those the candidate wrote as zero
 
 
-def _examine(spec: OutputSpec, got: np.ndarray, want: np.ndarray, offset: int) -> _Chunk:
+def _examine(spec: OutputSpec, got: np.ndarray, want: np.ndarray, offset: int, subnormals: bool = False) -> _Chunk:
     chunk = _Chunk()
+    if subnormals and spec.dtype in SMALLEST_NORMAL:
+        tiny = (want != 0) & (np.abs(want) < SMALLEST_NORMAL[spec.dtype])
+        chunk.subnormal = int(np.count_nonzero(tiny))
+        if chunk.subnormal:
+            at = np.flatnonzero(tiny)
+            chunk.flushed.add(got[at] == 0, at + offset, got[at], want[at])
     if spec.dtype in ("float32", "float64"):
         # the common case in the buffer's own precision: every element finite and inside its tolerance with room to
         # spare (a NaN, the poison, an infinity or a zero limit makes the ratio non-finite and takes the full path)
@@ -191,6 +209,13 @@ def _verdict_of(spec: OutputSpec, parts: list[_Chunk], size: int) -> Comparison:
     count, f = first("inf")
     if count:
         return Comparison(False, f"output '{name}' at index {f.index}: got {f.got!r}, expected {f.want!r}")
+    subnormal = sum(p.subnormal for p in parts)
+    flushed, f = first("flushed")
+    if subnormal >= FLUSH_MIN_SUBNORMALS and flushed >= FLUSH_SHARE * subnormal:
+        return Comparison(False, f"output '{name}': {flushed} of the {subnormal} elements where the original wrote a "
+                                 f"subnormal value are zero (index {f.index}: got 0, expected {f.want:.9g}): "
+                                 "subnormal results flushed to zero (flush-to-zero or denormals-are-zero); a "
+                                 "kernel keeps the task's floating-point rules", worst_margin=worst, worst_output=name)
     count, f = first("outside")
     if count:
         return Comparison(False, f"output '{name}' at index {f.index}: got {f.got:.9g}, expected {f.want:.9g} "
@@ -257,8 +282,10 @@ def compare_inputs(got: dict[str, str], want: dict[str, str]) -> Comparison:
 
 
 def compare_run(outputs: tuple[OutputSpec, ...], got: dict[str, np.ndarray], want: dict[str, np.ndarray],
-                got_digests: dict[str, str] | None = None, want_digests: dict[str, str] | None = None) -> Comparison:
-    """Every buffer of one call: declared outputs within tolerance, every input unchanged."""
+                got_digests: dict[str, str] | None = None, want_digests: dict[str, str] | None = None, *,
+                subnormals: bool = False) -> Comparison:
+    """Every buffer of one call: declared outputs within tolerance (subnormals: compare_output's), every input
+    unchanged."""
     inputs = compare_inputs(got_digests or {}, want_digests or {})
     if not inputs.ok:
         return inputs
@@ -270,7 +297,7 @@ def compare_run(outputs: tuple[OutputSpec, ...], got: dict[str, np.ndarray], wan
     for spec in outputs:
         if spec.name not in got:
             return Comparison(False, f"output '{spec.name}' was not written by the harness")
-        result = compare_output(spec, got[spec.name], want[spec.name])
+        result = compare_output(spec, got[spec.name], want[spec.name], subnormals=subnormals)
         if not result.ok:
             return result
         if result.worst_margin >= worst.worst_margin:

@@ -444,7 +444,7 @@ def _edge_calls(plan: np.random.Generator, calls: int) -> list[int]:
 
 def _compare(task: Task, got: dict[str, np.ndarray], want: dict[str, np.ndarray], where: str,
              verdict: Verdict) -> None:
-    result = compare_run(task.outputs, got, want)
+    result = compare_run(task.outputs, got, want, subnormals=target_spec(task.target).keeps_subnormals)
     if not result.ok:
         raise Mismatch(f"{where}: {result.problem}")
     if verdict.worst_margin is None or result.worst_margin > verdict.worst_margin:
