@@ -52,6 +52,12 @@ from profiling.correctness import JUDGE_THREADS, NUMPY_DTYPE, judge_pool
 # the task's distribution (sums, norms and maxima stay typical), large enough that every block of a tiled kernel
 # meets a few (1/32 of 1,024 elements is 32).
 EDGE_SHARE = 1 / 32
+# The most of an edge call's elements the marks may take when there are more of them than EDGE_SHARE holds: a
+# small-only task whose original holds a 120-breakpoint table has 1,086 marks with their neighbours against 32
+# places in 1,024 elements, and a candidate wrong on one breakpoint read correct 6 of 6 (seventeenth red team,
+# second round); with half the elements, a mark is missed by all of 10 edge calls with probability (1 - 512 /
+# 1086)^10 = 0.2%. Edge calls only: plain calls keep the task's distribution.
+EDGE_MARKS_MOST_SHARE = 1 / 2
 # Share of a buffer's elements the task's marks (and their neighbours) take on a call that is not an edge call,
 # timed ones included: a candidate careful only where a call carries them would be careful on every call, and one
 # wrong only near a threshold is wrong on plain calls too (a red team's double-compared-in-float candidate took a
@@ -115,6 +121,9 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
         one_sided = edges and distribution is not Distribution.MIXED
         drawn = _side(rng) if one_sided else Side.BOTH
         side = side if one_sided and side is not None else drawn
+        # Side.ENDS is the integers': floats all of magnitude near the range's ends cancel in sums, and an honest
+        # reassociated matvec read incorrect at atol 1e-5 on such a call
+        side = Side.BOTH if side is Side.ENDS else side
         if distribution is Distribution.MIXED:
             values = _mixed(rng, count, lo, dtype)
         else:
@@ -129,6 +138,8 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
     drawn = _side(rng) if edges else Side.BOTH
     side = side if edges and side is not None else drawn
     values = rng.integers(*side.of_integers(low, high), size=count, dtype=np.int64)
+    if side is Side.ENDS:
+        _at_ends(values, low, high, rng)
     if edges and side is Side.BOTH:
         _integer_edges(values, low, high, rng)
     _extreme_ties(values, rng)
@@ -146,10 +157,17 @@ class Side(enum.Enum):
     BOTH = "both"
     LOWER = "lower"  # [lo, middle)
     UPPER = "upper"  # [middle, hi)
+    # integer buffers (floats draw BOTH): each element from one end of the range or the other, at random: the
+    # largest differences and mixed-sign extremes a one-sided buffer never holds (eighteenth session, the
+    # seventeenth red team's second round: the per-row sum of |a - b| of two int32 buffers accumulated in 32 bits
+    # is wrong only where a sits at one end and b at the other; the one-sided calls put every buffer on the same
+    # side, and 9 of 10 re-submissions read correct)
+    ENDS = "ends"
 
     def of(self, lo: float, hi: float) -> tuple[float, float]:
+        """A float buffer's part of [lo, hi)."""
         middle = 0.0 if lo < 0.0 < hi else lo + (hi - lo) / 2  # the sign's boundary where the range holds it
-        return {Side.BOTH: (lo, hi), Side.LOWER: (lo, middle), Side.UPPER: (middle, hi)}[self]
+        return {Side.BOTH: (lo, hi), Side.ENDS: (lo, hi), Side.LOWER: (lo, middle), Side.UPPER: (middle, hi)}[self]
 
     def of_integers(self, low: int, high: int) -> tuple[int, int]:
         """An integer buffer's one side is its range's end, [low, high) narrowed to INTEGER_END_SHARE of it: sums
@@ -157,7 +175,17 @@ class Side(enum.Enum):
         (seventeenth red team: int64 row energies of 12-bit samples summed in int32, wrong on rows near +-2048,
         read 4.37x "improved"; a uniform draw's rows never came near)."""
         width = max(1, int((high - low) * INTEGER_END_SHARE))
-        return {Side.BOTH: (low, high), Side.LOWER: (low, low + width), Side.UPPER: (high - width, high)}[self]
+        return {Side.BOTH: (low, high), Side.ENDS: (low, high), Side.LOWER: (low, low + width),
+                Side.UPPER: (high - width, high)}[self]
+
+
+def _at_ends(values: np.ndarray, low: int, high: int, rng: np.random.Generator) -> None:
+    """Side.ENDS for an integer buffer: every element moved to the end of [low, high) it is nearer, within
+    INTEGER_END_SHARE of the range (each element's end decided by its uniform draw: half and half, independent of
+    the other buffers')."""
+    width = max(1, int((high - low) * INTEGER_END_SHARE))
+    offsets = rng.integers(0, width, size=values.size, dtype=np.int64)
+    values[:] = np.where(values < low + (high - low) // 2, low + offsets, high - 1 - offsets)
 
 
 # The part of an integer buffer's range a one-sided edge call draws from, at either end
@@ -329,11 +357,13 @@ def _derived(parameters: Sequence[float]) -> set[float]:
 
 def _marks(values: np.ndarray, marks: Sequence[float], rng: np.random.Generator, share: float) -> None:
     """Each mark on its part of `share` of the elements; where there are more marks than that share holds (a small
-    buffer, a long table of constants), a subset drawn per call, so the buffer still looks like the task's
-    distribution and every mark comes over the calls."""
+    buffer, a long table of constants), an edge call gives them up to EDGE_MARKS_MOST_SHARE of the elements, and
+    past that a subset is drawn per call, so every mark comes over the calls."""
     if not marks or not values.size:
         return
     budget = max(1, int(values.size * share))
+    if share >= EDGE_SHARE and len(marks) > budget:
+        budget = max(budget, min(len(marks), int(values.size * EDGE_MARKS_MOST_SHARE)))
     chosen = np.asarray(marks, dtype=values.dtype)
     if len(chosen) > budget:
         chosen = chosen[rng.choice(len(chosen), size=budget, replace=False)]

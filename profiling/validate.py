@@ -407,8 +407,9 @@ def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None
     # counting its calls when they were every other one: 1.63x "improved"), drawn under the judge's secret key
     edge_calls = _edge_calls(pair.plan, calls)
     # and two of them one-sided, each side once (left to each draw, a verdict's 10 edge calls missed the lower side
-    # in about a quarter of verdicts: a column maximum started at FLT_MIN read correct in 5 of 12)
-    sides = dict(zip(edge_calls, (Side.LOWER, Side.UPPER), strict=False))  # fewer than two edge calls: fewer
+    # in about a quarter of verdicts: a column maximum started at FLT_MIN read correct in 5 of 12), and a third
+    # from both ends of the range at once (Side.ENDS)
+    sides = dict(zip(edge_calls, (Side.LOWER, Side.UPPER, Side.ENDS), strict=False))  # fewer edge calls: fewer
     for call in range(calls):
         # the last one draws ahead for the first timed call (edges off), unused when no timing follows
         inputs = pair.draw(edges=call in edge_calls, side=sides.get(call),

@@ -344,3 +344,19 @@ def test_an_integer_buffers_one_sided_draw_is_its_ranges_end() -> None:
     assert upper.min() >= 2048 - 256 and lower.max() < -2048 + 256
     both = inputs.draw("int32", 4096, -2048, 2048, rng, edges=False)
     assert both.min() < -1024 and both.max() > 1024
+
+
+def test_an_integer_draw_from_both_ends_puts_each_element_at_one_end_or_the_other() -> None:
+    """Side.ENDS: every element within a sixteenth of the range's ends, both ends about equally, and two buffers
+    drawn independently (one's element at the top beside the other's at the bottom: the largest difference).
+    Float buffers draw the whole range on such a call."""
+    rng = np.random.default_rng(5)
+    a = inputs.draw("int32", 4096, -2048, 2048, rng, edges=True, side=inputs.Side.ENDS).astype(np.float64)
+    b = inputs.draw("int32", 4096, -2048, 2048, rng, edges=True, side=inputs.Side.ENDS).astype(np.float64)
+    # the ties and marks every draw sprinkles aside (a few elements)
+    near_ends = (a < -2048 + 256) | (a >= 2048 - 256)
+    assert near_ends.mean() > 0.95 and a.min() >= -2048 and a.max() < 2048
+    assert 0.4 < (a[near_ends] > 0).mean() < 0.6
+    assert ((a > 0) != (b > 0)).mean() > 0.4
+    floats = inputs.draw("float32", 4096, -1.0, 1.0, rng, edges=True, side=inputs.Side.ENDS)
+    assert ((floats > -0.5) & (floats < 0.5)).mean() > 0.3

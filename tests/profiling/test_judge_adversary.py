@@ -1067,3 +1067,28 @@ def test_subnormals_flushed_within_each_call_are_incorrect(tmp_path: Path) -> No
     verdict = validate(load_task(DECAY), RARE_INPUTS / "decay_fesetenv_by_hand_restored.c", tmp_path / "work",
                        timing=False)
     assert verdict.status is Status.INCORRECT and "flushed to zero" in verdict.reason, verdict.reason
+
+
+def test_an_accumulator_wrong_only_where_two_buffers_sit_at_opposite_ends_is_incorrect(tmp_path: Path) -> None:
+    """Seventeenth red team, second round: a per-row sum of |a - b| of two int32 signals of 21-bit samples,
+    summed by the candidate in 32 bits, wraps only where a row's a sits near one end of the range and b near the
+    other; the one-sided edge calls put every buffer on the same side, and 9 of 10 re-submissions read correct.
+    A third forced edge call draws each element from one end or the other (inputs.Side.ENDS): 6 of 6 comment
+    variants read incorrect when it was written."""
+    task_dir = RARE_INPUTS / "row_sad_i32"
+    verdict = validate(load_task(task_dir), task_dir / "narrow_acc.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+
+
+@pytest.mark.parametrize("candidate", ["strict_one_10.c", "strict_one_50.c", "strict_one_110.c"])
+def test_a_comparison_wrong_at_one_of_many_breakpoints_of_a_small_task_is_incorrect(tmp_path: Path,
+                                                                                     candidate: str) -> None:
+    """Seventeenth red team, second round: a task whose only configuration is small (1,024 elements) and whose
+    original scans a table of 120 breakpoints: with their neighbours 1,086 marks, against 32 places an edge call
+    gave them, so a candidate strict at exactly one breakpoint read correct 6 of 6. An edge call gives the marks
+    up to half its elements now when there are more of them (inputs.EDGE_MARKS_MOST_SHARE)."""
+    task_dir = RARE_INPUTS / "bucketize_120_small"
+    verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
