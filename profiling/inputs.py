@@ -307,8 +307,10 @@ def object_constants(obj: Path) -> tuple[float, ...]:
     of a compiled original: the thresholds the source wrote as expressions, hex floats, named constants or table
     entries, folded by the compiler (seventeenth red team: `x >= 1.0f / 3.0f`, 0x1.555556p-2f, sqrtf(0.125f), a
     static const THIRD and a table of 24 breakpoints gave no mark of the threshold, and `>` for `>=` read 4-6x
-    "improved"). Strings are skipped; anything that is not a plain number within _CONSTANT_MAGNITUDE is too."""
-    pools: set[float] = set()
+    "improved"). Strings are skipped; anything that is not a plain number within _CONSTANT_MAGNITUDE is too. A
+    CUDA original's device code holds its constants as immediates: they are read from the PTX nvcc --keep left
+    beside the object (ptx_constants), with the constant pools."""
+    pools: set[float] = ptx_constants(obj)
     tables: dict[type, set[float]] = {np.float32: set(), np.float64: set()}
     for section in elf.sections(obj):
         if section.executable or not _DATA_SECTION.fullmatch(section.name) or section.name.startswith(".rodata.str"):
@@ -326,6 +328,25 @@ def object_constants(obj: Path) -> tuple[float, ...]:
     for part in (tables[np.float32], tables[np.float64]):
         chosen += sorted(part - set(chosen), key=abs)
     return tuple(chosen[:MAX_OBJECT_MARKS])
+
+
+# PTX's floating-point immediates: 0f and eight hex digits (float32 bits), 0d and sixteen (float64)
+_PTX_FLOAT = re.compile(r"\b0([fd])([0-9A-Fa-f]{16}|[0-9A-Fa-f]{8})\b")
+
+
+def ptx_constants(obj: Path) -> set[float]:
+    """The floating-point immediates of the device code compiled with `obj` (its `<stem>*.ptx`, which nvcc --keep
+    writes beside it; none for a host-only object): a CUDA kernel's thresholds (`x >= 1.0f / 3.0f` folded by the
+    compiler) never reach the host object's data (seventeenth red team: CUDA device constants were not marks)."""
+    found: set[float] = set()
+    for ptx in sorted(obj.parent.glob(f"{obj.stem}*.ptx")):
+        for kind, digits in _PTX_FLOAT.findall(ptx.read_text(errors="replace")):
+            if (kind == "f") != (len(digits) == 8):
+                continue
+            value = float(np.frombuffer(bytes.fromhex(digits)[::-1], dtype="<f4" if kind == "f" else "<f8")[0])
+            if math.isfinite(value) and _CONSTANT_MAGNITUDE[0] <= abs(value) <= _CONSTANT_MAGNITUDE[1]:
+                found.add(value)
+    return found
 
 
 # configuration parameters combined in pairs at most: a handful of parameters gives a few dozen values

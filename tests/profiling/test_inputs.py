@@ -4,6 +4,7 @@ verdict spends its judge-side time on, made cheap without changing what is check
 from __future__ import annotations
 
 import mmap
+import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -360,3 +361,26 @@ def test_an_integer_draw_from_both_ends_puts_each_element_at_one_end_or_the_othe
     assert ((a > 0) != (b > 0)).mean() > 0.4
     floats = inputs.draw("float32", 4096, -1.0, 1.0, rng, edges=True, side=inputs.Side.ENDS)
     assert ((floats > -0.5) & (floats < 0.5)).mean() > 0.3
+
+
+def test_a_cuda_originals_device_constants_are_read_from_its_ptx(tmp_path: Path) -> None:
+    """A CUDA kernel's thresholds are immediates of its device code, never in the host object's data (seventeenth
+    red team: CUDA device constants were not marks). nvcc --keep leaves the PTX beside the object; its float
+    immediates (0f: float32 bits, 0d: float64) are object constants."""
+    (tmp_path / "kernel.o").write_bytes(b"")
+    (tmp_path / "kernel.ptx").write_text(
+        "\tsetp.ge.f32 \t%p2, %f1, 0f3EA00000;\n\tsetp.lt.f32 \t%p3, %f1, 0f3EAAAAAB;\n"
+        "\tmul.f64 \t%fd2, %fd1, 0d3FB999999999999A;\n\tmov.u32 \t%r1, 0f7F800000;\n")
+    found = inputs.ptx_constants(tmp_path / "kernel.o")
+    assert found == {0.3125, float(np.float32(1 / 3)), 0.1}  # infinity is no threshold
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (no GPU)")
+def test_nvccs_kept_ptx_gives_the_device_thresholds(tmp_path: Path) -> None:
+    (tmp_path / "kernel.cu").write_text(
+        "__global__ void k(const float *x, int *o, int n) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) o[i] = x[i] >= 1.0f / 3.0f ? 1 : 0;\n}\n")
+    subprocess.run(["nvcc", "-c", "kernel.cu", "-o", "kernel.o", "--keep"], cwd=tmp_path, check=True,
+                   capture_output=True, timeout=300)
+    assert float(np.float32(1 / 3)) in inputs.object_constants(tmp_path / "kernel.o")
