@@ -166,6 +166,11 @@ def _symbols(obj: Path) -> list[_Symbol]:
     return found
 
 
+def imported_names(obj: Path) -> list[str]:
+    """The unversioned names an object imports."""
+    return [_unversioned(s.name) for s in _symbols(obj) if s.kind in "Uwv"]
+
+
 def _definitions(symbols: list[_Symbol], taken: frozenset[str] | set[str]) -> list[Refusal]:
     refusals = []
     for symbol in symbols:

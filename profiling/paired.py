@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -23,6 +25,7 @@ import numpy as np
 
 from perfforge.targets import target_spec
 from perfforge.task import Task, TaskConfig
+from profiling import binary_policy, pc_samples
 from profiling.build import Build
 from profiling.correctness import (
     JUDGE_POISON_BYTES,
@@ -136,6 +139,11 @@ class Pair:
     # the byte the judge poisons outputs with for this call (both sides), drawn per call from JUDGE_POISON_BYTES
     # (plan), checked and timed calls alike (correctness.JUDGE_POISON_BYTES says why)
     poison_byte: int = POISON_BYTE
+    # compiled CPU pairs: the library routines the candidate may not run (pc_samples.Watch), and what its
+    # processes' program-counter samples found in them so far (each process's taken before it is closed)
+    watch: pc_samples.Watch | None = None
+    routines: Counter[str] = field(default_factory=Counter)
+    sampled: int = 0  # the candidate's samples read so far
 
     @classmethod
     def start(cls, task: Task, config: TaskConfig, original: Build, candidate: Build, work_dir: Path) -> Pair:
@@ -153,7 +161,8 @@ class Pair:
             scratch = work_dir / f"serve-{who}-{config.name}"
             scratch.mkdir(parents=True, exist_ok=True)
             sides.append(KernelProcess(built, config, scratch, who=who, interpreted=task.language == "python",
-                                       memory_bytes=target_spec(task.target).memory_limit_bytes))
+                                       memory_bytes=target_spec(task.target).memory_limit_bytes,
+                                       sample_pcs=_samples_pcs(task)))
         # keyed by the sources, not the binaries: a build's path (in its debug information) must not change the draw
         sources = [(built.directory / task.source).read_bytes() for built in (original, candidate)]
         rng = verdict_generator(task.name.encode(), config.name.encode(), *sources)
@@ -161,7 +170,8 @@ class Pair:
         # the original's, never the candidate's: its source's numbers and its object's folded constants
         constants = object_constants(original.directory / original.object_name) if original.object_name else ()
         marks = task_marks(config.params, sources[0].decode(errors="replace"), constants)
-        pair = cls(task, config, *sides, rng=rng, plan=plan, marks=marks)
+        pair = cls(task, config, *sides, rng=rng, plan=plan, marks=marks,
+                   watch=_watch(task, original) if _samples_pcs(task) else None)
         try:
             if task.language == "python" and target_spec(task.target).gpu and Path(NVIDIA_CONTROL).exists():
                 pair.flusher = DeviceFlusher().start()  # its context starts beside the kernel processes'
@@ -200,8 +210,11 @@ class Pair:
         for side in ("original", "candidate"):
             old: KernelProcess = getattr(self, side)
             old.close()
+            if side == "candidate":
+                self._take_samples()
             setattr(self, side, KernelProcess(old.built, old.config, old.scratch, who=old.who,
-                                              memory_bytes=old.limits.memory_bytes, interpreted=old.interpreted))
+                                              memory_bytes=old.limits.memory_bytes, interpreted=old.interpreted,
+                                              sample_pcs=old.sample_pcs))
         for process in (self.candidate, self.original) if swap else (self.original, self.candidate):
             process.spawn()
         self.ready(swap=swap)
@@ -214,8 +227,25 @@ class Pair:
         if self._drawer is not None:
             self._drawer.shutdown(wait=True, cancel_futures=True)
             self._drawer, self._ahead = None, None
+        self._take_samples()
         self.original.close()
         self.candidate.close()
+
+    def hand_found_routines(self) -> Counter[str]:
+        """The watched library routines the candidate's processes ran so far, with their samples (empty where
+        nothing was sampled: see `sampled`)."""
+        self._take_samples()
+        return self.routines
+
+    def _take_samples(self) -> None:
+        process = self.candidate
+        if self.watch is not None and process.sampler is not None:
+            ips = process.sampler.drain()
+            self.sampled += len(ips)
+            if ips:
+                self.routines += self.watch.routines(ips, process.mappings)
+        if self.original.sampler is not None:  # sampled only so both sides bear the same interrupts
+            self.original.sampler.drain()
 
     def __enter__(self) -> Pair:
         return self
@@ -312,6 +342,8 @@ class Pair:
                 self.host_flusher.flush(cpu, tuple(per_call))
         with _failures_of(side), _judge_thread(cpu, on=False):
             timed = process.call(timeout_s, poison_byte=self.poison_byte)
+        if side == "candidate":
+            self._take_samples()  # between calls, the process stopped: its ring buffer never fills
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)
 
     def _run_interpreted(self, side: str, process: KernelProcess, inputs: Inputs, *, timeout_s: float,
@@ -391,3 +423,20 @@ class Pair:
             if buffer.role is Role.FIXED and not same_bytes(data, self.fixed[buffer.name]):
                 return f"fixed buffer '{buffer.name}' was modified by call {call}"
         return ""
+
+
+def _samples_pcs(task: Task) -> bool:
+    """Compiled CPU kernels: their processes' program counters are sampled (pc_samples.py). Not GPU ones (the
+    driver's own threads), nor interpreters (the interpreter runs every library routine)."""
+    spec = target_spec(task.target)
+    return spec.binary_policy and not spec.gpu
+
+
+def _watch(task: Task, original: Build) -> pc_samples.Watch:
+    """The target's library routines (and glibc's qsort_r beside qsort), libm's floating-point environment
+    setters; what the original imports itself is exempt (binary_policy._library_fallback's rule at run time)."""
+    setters = binary_policy.FP_ENVIRONMENT_SETTERS_RE.pattern
+    pattern = f"(?:{target_spec(task.target).library_pattern})|qsort_r|{setters}"
+    obj = original.directory / original.object_name
+    exempt = frozenset(binary_policy.imported_names(obj)) if original.object_name and obj.is_file() else frozenset()
+    return pc_samples.Watch(re.compile(pattern), exempt)

@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from perfforge.task import TaskConfig
-from profiling import sandbox
+from profiling import pc_samples, sandbox
 from profiling.build import Build
 from profiling.correctness import NUMPY_DTYPE, POISON_BYTE
 
@@ -173,13 +173,17 @@ class KernelProcess:
     """One built version serving calls at one input configuration, in the sandbox."""
 
     def __init__(self, built: Build, config: TaskConfig, scratch: Path, *, who: str,
-                 memory_bytes: int | None, interpreted: bool = False) -> None:
+                 memory_bytes: int | None, interpreted: bool = False, sample_pcs: bool = False) -> None:
         """memory_bytes: the address-space limit (the target's; None for GPU targets, whose drivers map more).
         interpreted: a Python harness (the task's language, never the process's word), whose interpreter the
         candidate's code can change: its "start" and "synced" are not evidence, it copies its buffers back within
-        every call (no "fetch"), and it must be alone in its process group once ready."""
+        every call (no "fetch"), and it must be alone in its process group once ready. sample_pcs: its program
+        counter is sampled from the moment it is ready (profiling/pc_samples.py; where perf events allow)."""
         self.built, self.config, self.scratch, self.who = built, config, scratch, who
         self.interpreted = interpreted
+        self.sample_pcs = sample_pcs
+        self.sampler: pc_samples.Sampler | None = None
+        self.mappings: list[pc_samples.Mapping] = []  # its executable mappings once ready
         self._fetched = -1  # the call count at the last fetch: one fetch per call
         # no wall-clock limit of its own: the judge times every call out; CPU time for the whole verdict
         self.limits = sandbox.Limits(timeout_s=LIFETIME_S, memory_bytes=memory_bytes)
@@ -229,6 +233,9 @@ class KernelProcess:
                 raise ProtocolError(f"the {self.who} sent {message[:80]!r} while declaring its buffers", "deviation")
             self._declare(message)
         self._stop()
+        if self.sample_pcs:  # before its first call: every thread it starts from now on is sampled too
+            self.sampler = pc_samples.Sampler.attach(self._process.pid)
+            self.mappings = pc_samples.executable_mappings(self._process.pid) if self.sampler else []
         # its word is not evidence: the filter is read from /proc, and a machine with seccomp gets no process without
         self.filtered = self._process.filtered()
         if not self.filtered and sandbox.seccomp_available():
@@ -241,6 +248,8 @@ class KernelProcess:
             self._process.close()
         if self._channel is not None:
             self._channel.close()
+        if self.sampler is not None:
+            self.sampler.close()
         for buffer in self.buffers:
             with contextlib.suppress(BufferError):  # a view still held elsewhere: freed with it
                 buffer.memory.close()

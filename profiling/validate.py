@@ -134,6 +134,9 @@ class _Session:
     on_device: bool = False  # served: whether the candidate's process ran its kernels on a GPU
     coverage: Coverage | None = None  # kernel_coverage targets: what the profiled call showed
     coverage_failure: str = ""  # why the call could not be profiled
+    # compiled CPU targets: the candidate's program counters sampled over the verdict (pc_samples.py); None where
+    # perf events were unavailable or the target is not sampled
+    pcs_sampled: int | None = None
 
     def candidate_timeout_s(self) -> float:
         if self.oracle_duration_s is None:
@@ -192,7 +195,8 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
         verdict.status, verdict.reason = Status.REJECTED, f"rejected: {tampered}"
     verdict.rules = rule_table(task, verdict, timing, served=served, filtered=session.filtered if session else None,
                                coverage=session.coverage if session else None,
-                               coverage_failure=session.coverage_failure if session else "")
+                               coverage_failure=session.coverage_failure if session else "",
+                               pcs_sampled=session.pcs_sampled if session else None)
     verdict.duration_s = round(time.monotonic() - started, 3)
     return verdict
 
@@ -346,6 +350,26 @@ def _served(session: _Session, verdict: Verdict, timing: bool, phase: _Phases) -
                 if timing and config.name == default.name:
                     with phase("timing"):
                         _served_timing(session, pair, verdict)
+                _hand_found_routines(session, pair)
+
+
+# samples in one watched routine that refuse a candidate: one could be a misattributed helper beside it
+HAND_FOUND_MIN_SAMPLES = 2
+
+
+def _hand_found_routines(session: _Session, pair: Pair) -> None:
+    """Rule 22 at run time (compiled CPU targets): no sample of the candidate's program counter may land in a
+    library routine its object cannot import (pc_samples.py: the seventeenth red team found libc's qsort and libm's
+    fesetenv through its process's memory)."""
+    if pair.watch is None or pair.candidate.sampler is None:
+        return
+    routines = pair.hand_found_routines()
+    session.pcs_sampled = (session.pcs_sampled or 0) + pair.sampled
+    found = [(name, count) for name, count in routines.most_common() if count >= HAND_FOUND_MIN_SAMPLES]
+    if found:
+        named = ", ".join(f"{name} ({count} of {pair.sampled} samples)" for name, count in found[:3])
+        raise _Stop(Status.REJECTED, f"rejected after it ran: its calls ran {named}, which its object does not "
+                                     "import: a library routine found by hand (write the algorithm itself)")
 
 
 def _kernel_coverage(session: _Session, verdict: Verdict) -> None:
@@ -735,11 +759,12 @@ def _score(session: _Session, verdict: Verdict, estimate: SpeedupEstimate, confi
 
 def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
                filtered: bool | None = None, coverage: Coverage | None = None,
-               coverage_failure: str = "") -> list[RuleCheck]:
+               coverage_failure: str = "", pcs_sampled: int | None = None) -> list[RuleCheck]:
     """How each rule of VALIDATION.md was applied to this verdict. served: judged through kernel processes;
     filtered: whether the candidate's ran under the system-call filter (None when it never started); coverage:
     what the profiled call showed of the answer's own kernels (kernel_coverage targets), or coverage_failure why
-    it could not be profiled."""
+    it could not be profiled; pcs_sampled: how many of the candidate's program counters were sampled (None: not
+    sampled)."""
     E, P, N, NA = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED, RuleStatus.NOT_APPLICABLE
     gpu = target_spec(task.target).gpu
     n_configs = len(task.configs)
@@ -812,7 +837,7 @@ def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
             rules[7] = RuleCheck(8, "precision downgrades flagged, output dtype matches", P,
                                  "static check of the source + dtype of every output (no object to read)")
         return rules + _adversary_rules(filtered, ipc, fenced, target_spec(task.target).binary_policy, gpu,
-                                        interpreted=interpreted)
+                                        interpreted=interpreted, pcs_sampled=pcs_sampled)
     return rules + [RuleCheck(n, title, N, f"not yet for {task.target}: the harness draws, times and checks inside "
                               "the candidate's process (docs/validation.md)") for n, title in ADVERSARY_RULES]
 
@@ -852,7 +877,8 @@ ADVERSARY_RULES = ((20, "the judge outside the candidate's process"), (21, "fres
 
 
 def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: bool,
-                     gpu: bool = False, *, interpreted: bool = False) -> list[RuleCheck]:
+                     gpu: bool = False, *, interpreted: bool = False,
+                     pcs_sampled: int | None = None) -> list[RuleCheck]:
     E, P, N = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED
     fence = E if filtered and ipc and fenced else P
     if interpreted:
@@ -871,7 +897,10 @@ def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: boo
                   ", no syscall instruction in the disassembly (a first filter: bytes hidden in other instructions "
                   "meet the system-call filter), no half or bfloat16 precision" + (
                       " (host code, and the device's SASS: half, bfloat16, TF32 and fp8 instructions)" if gpu
-                      else "") + ", no optimize switch" if policy else
+                      else "") + ", no optimize switch" + (
+                      "" if gpu else f"; at run time {pcs_sampled} program-counter samples read for library "
+                      "routines it cannot import" if pcs_sampled is not None else
+                      "; library routines run without an import NOT sampled (no perf events)") if policy else
                   "not for this target yet: source checks only; at run time the filter refuses new threads and "
                   "executable mappings"),
         RuleCheck(23, ADVERSARY_RULES[3][1], fence, ", ".join([

@@ -212,12 +212,12 @@ def test_same_bytes_of_a_buffer_of_many_chunks_sees_one_flipped_byte_in_its_last
 
 
 def _pair_of(staged: bool) -> Pair:
-    """A Pair whose processes are stand-ins holding only what draw() reads: the declared buffers and whether the
-    process is staged (a CUDA one). Real processes need a GPU for the staged case."""
+    """A Pair whose processes are stand-ins holding only what draw() reads: the declared buffers, whether the
+    process is staged (a CUDA one) and its sampler (none). Real processes need a GPU for the staged case."""
     buffers = [SharedBuffer("x", "float32", Role.INPUT, 3 * PARALLEL_DRAW_MIN, -1.0, 1.0, mmap.mmap(-1, 1)),
                SharedBuffer("n", "int32", Role.INOUT, 1000, 0, 50, mmap.mmap(-1, 1)),
                SharedBuffer("y", "float32", Role.OUTPUT, 10, 0.0, 1.0, mmap.mmap(-1, 1))]
-    process = SimpleNamespace(buffers=buffers, staged=staged, close=lambda: None)
+    process = SimpleNamespace(buffers=buffers, staged=staged, sampler=None, close=lambda: None)
     task = SimpleNamespace(validate=SimpleNamespace(distribution=Distribution.UNIFORM))
     return Pair(task=task, config=None, original=process, candidate=process,  # type: ignore[arg-type]
                 rng=np.random.default_rng(7), plan=np.random.default_rng(8))

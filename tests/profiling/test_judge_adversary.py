@@ -18,6 +18,7 @@ from perfforge.verdict import Status, Verdict
 from profiling import sandbox
 from profiling.validate import validate
 from tests.profiling.conftest import FAST_C, TASK_TOML, rows_harness, write_task
+from tests.profiling.test_pc_samples import perf_events_available
 
 # The fences these tests lean on are the kernel's (Landlock, seccomp): where a machine has neither, the verdicts say
 # so (rules 17 and 23) and the attacks that only they stop are not tested.
@@ -1091,4 +1092,16 @@ def test_a_comparison_wrong_at_one_of_many_breakpoints_of_a_small_task_is_incorr
     task_dir = RARE_INPUTS / "bucketize_120_small"
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
     assert verdict.status is Status.INCORRECT, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+
+
+@pytest.mark.skipif(not perf_events_available(), reason="perf events unavailable (perf_event_paranoid)")
+def test_a_library_sort_found_by_hand_is_refused(tmp_path: Path) -> None:
+    """Seventeenth red team, second round: libc's qsort found by hand, walking from malloc's address back to
+    libc's ELF header and through its dynamic symbol table: no import, no word the source check reads (4.8-7.1x
+    "improved"). The judge samples the candidate's program counter (pc_samples.py): samples in qsort_r, which its
+    object does not import, refuse it. The honest reference passes."""
+    task_dir = RARE_INPUTS / "sort_copy"
+    verdict = validate(load_task(task_dir), task_dir / "qsort_found_by_hand.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.REJECTED and "qsort_r" in verdict.reason, verdict.reason
     assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
