@@ -225,6 +225,7 @@ def _imports(symbols: list[_Symbol], cuda: bool = False, *, futex_waits: bool = 
 FUTEX_NUMBER_LOAD = ("mov", "$0xca,%edi")
 OBJDUMP_LINE_RE = re.compile(r"^\s*([0-9a-f]+):\t(\S+)(?:\s+(\S+))?")
 SYSCALL_CALL_RE = re.compile(r"^\s*([0-9a-f]+): R_X86_64_PLT32\s+syscall(@\S+)?-0x4$")
+
 DI_REGISTER_RE = re.compile(r"%(rdi|edi|di|dil)\b")
 # the instructions between the number's load and the call that may not sit there: they move control, or repeat
 # a string instruction (objdump shows its operands, %rdi among them, after the prefix); an epilogue's `pop %rbx`
@@ -234,7 +235,13 @@ FUTEX_LOOKBACK = 16  # instructions: the compiler puts the load within a handful
 
 
 def _syscalls_are_futex_waits(obj: Path) -> bool:
-    """Whether every call (or tail jump) of the object to `syscall` passes the futex's number (FUTEX_NUMBER_LOAD)."""
+    """Whether every call (or tail jump) of the object to `syscall` passes the futex's number (FUTEX_NUMBER_LOAD),
+    and nothing else takes its address: any other relocation naming it (in code or data) makes a pointer to call
+    later with any number (eighteenth red team: `long (*volatile raw)(long, ...) = syscall;` beside one honest
+    futex call read gettid through)."""
+    if any(kind not in CALL_RELOCATIONS and target.split("@")[0].split()[0] == "syscall"
+           for entries in _relocations(obj).values() for _, kind, target in entries):
+        return False
     text = _tool(["objdump", "-dr", "--no-show-raw-insn", str(obj)])
     calls = 0
     for section in re.split(r"^Disassembly of section ", text, flags=re.MULTILINE)[1:]:
@@ -433,17 +440,30 @@ def _half_precision(symbols: list[_Symbol], mnemonics: list[tuple[str, str]]) ->
 # optimize attribute: the intrinsics headers push and pop targets, libstdc++'s experimental simd optimizes itself.
 HEADER_OPTIMIZE_PRAGMA_RE = re.compile(r"#\s*pragma\s+(GCC\s+optimize|clang\s+fp|float_control|STDC\s+FP_CONTRACT)\b",
                                        re.IGNORECASE)
+# And the optimize attribute on any line, past the one system header that holds one (libstdc++ 12's experimental
+# simd, this exact text): eighteenth red team, `#undef __BEGIN_DECLS` redefined as a whole kernel carrying
+# `__attribute__((optimize("Ofast")))`, then <alloca.h>, put the function on alloca.h's lines (5.1-6.2x on a row
+# sum). None in the preprocessed gcc 12 / glibc / libstdc++ / OpenMP / intrinsics headers besides.
+HEADER_OPTIMIZE_ATTRIBUTE_RE = re.compile(r"\b(__)?optimize(__)?\s*\(|\bgnu::(__)?optimize(__)?\b")
+SYSTEM_OPTIMIZE_ATTRIBUTES = ('[[__gnu__::__optimize__("finite-math-only,no-signed-zeros")]]',)
 
 
 def _relaxed_fp(preprocessed: str, source_name: str) -> list[Refusal]:
     """Per-function optimisation switches in the candidate's own lines of the preprocessed source (headers' lines
     are skipped by their line markers; macros and _Pragma are expanded there), and optimize pragmas on any line."""
     own = [text for text in _own_lines(preprocessed, source_name) if OPTIMIZE_SWITCH_RE.search(text)]
-    anywhere = [text for text in preprocessed.splitlines() if HEADER_OPTIMIZE_PRAGMA_RE.search(text)]
+    anywhere = [text for text in preprocessed.splitlines() if HEADER_OPTIMIZE_PRAGMA_RE.search(text)
+                or HEADER_OPTIMIZE_ATTRIBUTE_RE.search(_without(text, SYSTEM_OPTIMIZE_ATTRIBUTES))]
     return [Refusal("precision", f"relaxes floating point or may: {text.strip()[:120]} (an optimize switch of its "
                                  "own; the task's build decides how a kernel is optimised and its floating-point "
                                  "rules)")
             for text in dict.fromkeys(own + anywhere)]
+
+
+def _without(text: str, parts: Sequence[str]) -> str:
+    for part in parts:
+        text = text.replace(part, "")
+    return text
 
 
 def _own_lines(preprocessed: str, source_name: str) -> list[str]:

@@ -425,6 +425,10 @@ class Pair:
         return ""
 
 
+# libc's search structures, each of which does a sort's or a lookup's whole job (search.h)
+LIBC_SEARCH_ROUTINES = r"t(search|find|delete|walk|walk_r|destroy)|l(search|find)|h(search|create|destroy)(_r)?"
+
+
 def _samples_pcs(task: Task) -> bool:
     """Compiled CPU kernels: their processes' program counters are sampled (pc_samples.py). Not GPU ones (the
     driver's own threads), nor interpreters (the interpreter runs every library routine)."""
@@ -433,10 +437,14 @@ def _samples_pcs(task: Task) -> bool:
 
 
 def _watch(task: Task, original: Build) -> pc_samples.Watch:
-    """The target's library routines (and glibc's qsort_r beside qsort), libm's floating-point environment
-    setters; what the original imports itself is exempt (binary_policy._library_fallback's rule at run time)."""
+    """The target's library routines (and glibc's qsort_r beside qsort), libc's search trees and tables (the
+    eighteenth red team sorted through tsearch/twalk found by hand: 2.2-2.6x), libm's floating-point environment
+    setters and libc's context switches (setcontext loads MXCSR: its FTZ/DAZ route); what the original imports
+    itself is exempt (binary_policy._library_fallback's rule at run time). A routine as short as setcontext is
+    sampled only now and then: the fpcontrol check and the flushed-subnormals note are the others."""
     setters = binary_policy.FP_ENVIRONMENT_SETTERS_RE.pattern
-    pattern = f"(?:{target_spec(task.target).library_pattern})|qsort_r|{setters}"
+    pattern = (f"(?:{target_spec(task.target).library_pattern})|qsort_r|{setters}|setcontext|swapcontext|"
+               f"{LIBC_SEARCH_ROUTINES}")
     obj = original.directory / original.object_name
     exempt = frozenset(binary_policy.imported_names(obj)) if original.object_name and obj.is_file() else frozenset()
     return pc_samples.Watch(re.compile(pattern), exempt)

@@ -207,11 +207,13 @@ def _watched_ranges(path: str, pattern: str) -> list[tuple[int, int, str]]:
             functions.append((int(parts[0], 16), int(parts[1], 16), parts[3].split("@")[0]))
     functions.sort()
     watched = re.compile(pattern)
-    ranges, previous_end = [], 0
-    for start, size, name in functions:
+    ranges, before, ends = [], 0, 0  # the end of the functions that start before this one (aliases share a start)
+    for index, (start, size, name) in enumerate(functions):
+        if index and start != functions[index - 1][0]:
+            before = ends
         if watched.fullmatch(name):
-            ranges.append((max(previous_end, start - HELPER_GAP_BYTES), start + size, name))
-        previous_end = max(previous_end, start + size)
+            ranges.append((max(before, start - HELPER_GAP_BYTES), start + size, name))
+        ends = max(ends, start + size)
     return ranges
 
 

@@ -420,6 +420,9 @@ HOST_TENSOR_ATTRIBUTES = frozenset({
     "new_zeros", "new_full", "new_ones", "zero_", "fill_", "values", *_VIEWS,
 })
 # calls on a tensor (or with a tensor) whose result is a tensor: what the operator check follows
+# builtins that hand back what a container holds (or the container again): a tensor in, a tensor out
+_UNWRAPPING = frozenset({"iter", "next", "list", "tuple", "reversed", "sorted", "dict", "zip", "enumerate", "map",
+                         "filter"})
 _TENSOR_RESULTS = frozenset({"view", "view_as", "reshape", "contiguous", "new_empty", "new_zeros", "new_full",
                              "new_ones", "zero_", "fill_", *_VIEWS})
 # what a tensor's device and dtype answer (`x.device.type`, `x.device.index`, `x.dtype.is_floating_point`): fields
@@ -467,6 +470,7 @@ class _HostCode:
         self.library = _library_attribute_names()
         self.problems: list[tuple[int, str]] = []
         self.tensors: set[str] = set()
+        self.containers: set[str] = set()  # names bound to a dict, list, tuple or set display holding a tensor
         functions = {node.name: node for node in self.nodes if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
         self.parameters = {arg.arg for f in functions.values() for arg in _arguments(f.args)}
         self.own_classes = {node.name for node in self.nodes if isinstance(node, ast.ClassDef)
@@ -527,6 +531,8 @@ class _HostCode:
         for node in self.nodes:
             if isinstance(node, ast.Assign) and self.tensor_valued(node.value):
                 self.tensors.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                if _container(node.value):
+                    self.containers.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
             elif isinstance(node, ast.AnnAssign | ast.AugAssign) and node.value is not None and \
                     self.tensor_valued(node.value) and isinstance(node.target, ast.Name):
                 self.tensors.add(node.target.id)
@@ -544,6 +550,12 @@ class _HostCode:
 
     def tensor_valued(self, node: ast.AST | None) -> bool:
         """Whether the expression is (or holds) a tensor as far as the syntax shows."""
+        if isinstance(node, ast.Call) and (
+                isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in self.containers  # box.get("c"), box.values(), box.pop(...)
+                or isinstance(node.func, ast.Name) and node.func.id in _UNWRAPPING
+                and any(self.tensor_valued(arg) for arg in node.args)):  # next(iter(...)), list(...)
+            return True
         if isinstance(node, ast.Name):
             return node.id in self.tensors
         if isinstance(node, ast.Subscript | ast.Starred):
@@ -562,6 +574,14 @@ class _HostCode:
                                        "full_like", "ones", "ones_like", "arange")
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             return any(self.tensor_valued(element) for element in node.elts)
+        # a dict holding a tensor, and what comes out of a container that holds one (eighteenth red team: `box =
+        # {"c": x.view(m, n).T}; sum(box["c"])` summed rows on the host, read correct; box.get("c"), box.values()
+        # and next(iter(...)) take it out as well)
+        if isinstance(node, ast.Dict):
+            return any(self.tensor_valued(value) for value in node.values)
+        if isinstance(node, ast.DictComp):
+            return self.tensor_valued(node.value) or any(self.tensor_valued(g.iter) for g in node.generators)
+
         if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
             return self.tensor_valued(node.elt) or any(self.tensor_valued(g.iter) for g in node.generators)
         if isinstance(node, ast.IfExp):
@@ -725,3 +745,8 @@ def _host_nodes(tree: ast.AST) -> list[ast.AST]:
             child.parent = node  # type: ignore[attr-defined]
             pending.append(child)
     return nodes
+
+
+def _container(node: ast.AST) -> bool:
+    """A dict, list, tuple or set display, or a comprehension making one."""
+    return isinstance(node, ast.Dict | ast.DictComp | ast.List | ast.ListComp | ast.Tuple | ast.Set | ast.SetComp)

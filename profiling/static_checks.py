@@ -309,7 +309,9 @@ def _line_directive(code: str, task: Task) -> list[tuple[int, str]]:
     # the sixteenth red team's `#line 1 "/usr/include/..."` before `#pragma GCC optimize("Ofast")` put the pragma
     # in a header's lines, where the binary policy does not look, and it took effect; the seventeenth's spelled the
     # `#` as the digraph `%:` or split the directive with a backslash-newline: read as the preprocessor reads
-    return _matches(directive_text(code), r"^[ \t]*#[ \t]*(line\b|\d)[^\n]*", "renames its lines' file: {}")
+    # (eighteenth: a vertical tab or form feed is whitespace in a directive as well, `#\vline`, `\f#line`)
+    return _matches(directive_text(code), r"^[ \t\v\f\r]*#[ \t\v\f\r]*(line\b|\d)[^\n]*",
+                    "renames its lines' file: {}")
 
 
 # What the C preprocessor reads a directive's `#` from: trigraph `??=` (with -std=c*, -trigraphs), the digraph
@@ -322,7 +324,7 @@ def directive_text(code: str) -> str:
     line's newline put back at the end of the logical line, so line numbers hold), and `%:` read as `#`."""
     code = re.sub(r"\?\?([=/()'<>!-])", lambda m: _TRIGRAPHS[m.group(1)], code)
     out, joined = [], 0
-    for piece in re.split(r"(\\[ \t]*\n|\n)", code):  # gcc joins a backslash followed by blanks too
+    for piece in re.split(r"(\\[ \t\v\f\r]*\n|\n)", code):  # gcc joins a backslash followed by blanks too
         if piece.startswith("\\"):
             joined += 1
         elif piece == "\n":

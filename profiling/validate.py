@@ -472,6 +472,8 @@ def _compare(task: Task, got: dict[str, np.ndarray], want: dict[str, np.ndarray]
     result = compare_run(task.outputs, got, want, subnormals=target_spec(task.target).keeps_subnormals)
     if not result.ok:
         raise Mismatch(f"{where}: {result.problem}")
+    if result.flushed and not any("subnormal value are zero" in note for note in verdict.review):
+        verdict.review.append(f"{where}: {result.flushed}")  # once: a faster verdict is held for review (_score)
     if verdict.worst_margin is None or result.worst_margin > verdict.worst_margin:
         verdict.worst_margin, verdict.worst_output = result.worst_margin, result.worst_output
 
@@ -740,9 +742,10 @@ def _score(session: _Session, verdict: Verdict, estimate: SpeedupEstimate, confi
     verdict.tools = describe_tools(task.build.compiler, context)
     flops, bytes_moved = task.work.evaluate(config.params)
     peaks = gpu_peaks(context.get("device", ""))
+    # with what the checks noted (subnormals written as zero: _compare)
     verdict.review = plausibility_problems(estimate, flops=flops, bytes_moved=bytes_moved,
                                            peak_gflop_per_s=peaks.fp32_gflop_per_s if peaks else None,
-                                           peak_gbyte_per_s=peaks.dram_gbyte_per_s if peaks else None)
+                                           peak_gbyte_per_s=peaks.dram_gbyte_per_s if peaks else None) + verdict.review
     spread = (f"baseline {estimate.baseline.median_ms:.4g} ms [p10 {estimate.baseline.p10_ms:.4g}, p90 "
               f"{estimate.baseline.p90_ms:.4g}], candidate {estimate.candidate.median_ms:.4g} ms [p10 "
               f"{estimate.candidate.p10_ms:.4g}, p90 {estimate.candidate.p90_ms:.4g}], speedup {estimate.speedup:.3f}x "

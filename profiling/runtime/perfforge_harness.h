@@ -732,7 +732,13 @@ static int pf_install_filter(void) {
         PF_ALLOW(__NR_clock_gettime), PF_ALLOW(__NR_clock_getres), PF_ALLOW(__NR_gettimeofday),
         PF_ALLOW(__NR_nanosleep), PF_ALLOW(__NR_clock_nanosleep), PF_ALLOW(__NR_getrusage), PF_ALLOW(__NR_times),
         PF_ALLOW(__NR_sysinfo), PF_ALLOW(__NR_uname), PF_ALLOW(__NR_getrandom), PF_ALLOW(__NR_getcpu),
-        PF_ALLOW(__NR_rt_sigprocmask), PF_ALLOW(__NR_rt_sigreturn),
+        PF_ALLOW(__NR_rt_sigprocmask),
+#ifdef __CUDACC__
+        PF_ALLOW(__NR_rt_sigreturn),
+#endif
+        /* not rt_sigreturn on the CPU: no handler can be installed once serving (rt_sigaction reads only) nor is
+         * one before, so only a forged frame would return through it, loading any register state (eighteenth red
+         * team: a hand-built frame set MXCSR's FTZ/DAZ, no MXCSR instruction nor library routine, 1.2x) */
         PF_ALLOW(__NR_sigaltstack), PF_ALLOW(__NR_exit), PF_ALLOW(__NR_exit_group),
         /* a call interrupted by the judge's SIGSTOP resumes through restart_syscall (the CUDA driver's waits did) */
         PF_ALLOW(__NR_restart_syscall),

@@ -1,4 +1,4 @@
-"""The subnormal-flush rule of the output comparison (correctness.FLUSH_*): pure numpy, no building or running."""
+"""The subnormal-flush note of the output comparison (correctness.FLUSH_*): pure numpy, no building or running."""
 
 from __future__ import annotations
 
@@ -22,12 +22,13 @@ def outputs(dtype: str, subnormals: int, flushed: int) -> tuple[np.ndarray, np.n
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_every_subnormal_written_as_zero_is_a_flush(dtype: str) -> None:
+def test_every_subnormal_written_as_zero_is_noted(dtype: str) -> None:
+    """Within tolerance, so correct; noted for review (FTZ/DAZ, or a rewrite that underflows: a naive hypot and a
+    clamped fast exp are honest ones)."""
     got, want = outputs(dtype, subnormals=12, flushed=12)
     result = compare_output(OutputSpec("out", dtype, 1e-5, 1e-6), got, want, subnormals=True)
-    assert not result.ok and "flushed to zero" in result.problem and "12 of the 12" in result.problem
-    # the same zeros are within the tolerance: without the rule they pass
-    assert compare_output(OutputSpec("out", dtype, 1e-5, 1e-6), got, want).ok
+    assert result.ok and "12 of the 12" in result.flushed and "flush-to-zero" in result.flushed
+    assert not compare_output(OutputSpec("out", dtype, 1e-5, 1e-6), got, want).flushed  # a target that flushes
 
 
 def test_a_few_subnormals_or_a_few_zeros_are_rounding_not_a_flush() -> None:
@@ -35,11 +36,11 @@ def test_a_few_subnormals_or_a_few_zeros_are_rounding_not_a_flush() -> None:
     computation happened to round to zero."""
     spec = OutputSpec("out", "float32", 1e-5, 1e-6)
     got, want = outputs("float32", subnormals=FLUSH_MIN_SUBNORMALS - 1, flushed=FLUSH_MIN_SUBNORMALS - 1)
-    assert compare_output(spec, got, want, subnormals=True).ok
+    assert not compare_output(spec, got, want, subnormals=True).flushed
     got, want = outputs("float32", subnormals=20, flushed=2)
-    assert compare_output(spec, got, want, subnormals=True).ok
+    assert not compare_output(spec, got, want, subnormals=True).flushed
 
 
 def test_a_subnormal_the_candidate_also_wrote_is_kept() -> None:
     got, want = outputs("float32", subnormals=40, flushed=0)
-    assert compare_output(OutputSpec("out", "float32", 1e-5, 1e-6), got, want, subnormals=True).ok
+    assert not compare_output(OutputSpec("out", "float32", 1e-5, 1e-6), got, want, subnormals=True).flushed

@@ -1059,15 +1059,18 @@ def test_the_floating_point_control_registers_left_changed_by_a_hand_made_lookup
     assert verdict.status is Status.REJECTED and "control registers" in verdict.reason, verdict.reason
 
 
-def test_subnormals_flushed_within_each_call_are_incorrect(tmp_path: Path) -> None:
+def test_subnormals_flushed_within_each_call_are_noted_for_review(tmp_path: Path) -> None:
     """The same hand-made lookup, FTZ and DAZ put back before each call returns: what the harness reads after the
     call is what it set out with (on the red team's subnormal-tailed sum, the same candidate read "improved").
     The outputs show it: where the original wrote subnormal values (the judge's edge values put subnormals into
-    float inputs), the candidate wrote zeros, all of them (correctness.FLUSH_*; CPU targets keep IEEE
-    subnormals, TargetSpec.keeps_subnormals)."""
+    float inputs), the candidate wrote zeros, all of them (correctness.FLUSH_*; CPU targets keep IEEE subnormals,
+    TargetSpec.keeps_subnormals). Within tolerance, and an honest rewrite that underflows reads the same (a naive
+    hypot, a clamped fast exp: the eighteenth red team), so it is a note that holds a faster verdict for review.
+    Open: a candidate that computes the elements it expects to be subnormal after putting the registers back (the
+    eighteenth red team, docs/validation.md)."""
     verdict = validate(load_task(DECAY), RARE_INPUTS / "decay_fesetenv_by_hand_restored.c", tmp_path / "work",
                        timing=False)
-    assert verdict.status is Status.INCORRECT and "flushed to zero" in verdict.reason, verdict.reason
+    assert verdict.correct and any("subnormal value are zero" in note for note in verdict.review), verdict.review
 
 
 def test_an_accumulator_wrong_only_where_two_buffers_sit_at_opposite_ends_is_incorrect(tmp_path: Path) -> None:
@@ -1105,3 +1108,45 @@ def test_a_library_sort_found_by_hand_is_refused(tmp_path: Path) -> None:
     verdict = validate(load_task(task_dir), task_dir / "qsort_found_by_hand.c", tmp_path / "work", timing=False)
     assert verdict.status is Status.REJECTED and "qsort_r" in verdict.reason, verdict.reason
     assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+
+
+def test_ftz_loaded_by_a_forged_signal_frame_is_refused(tmp_path: Path) -> None:
+    """Eighteenth red team: FTZ and DAZ loaded into MXCSR by rt_sigreturn from a frame the candidate built on its
+    stack (no MXCSR instruction in its object, no library routine but syscall(), here found by hand), put back
+    before each call returns, the elements whose sum could be subnormal summed after the put-back (1.21-1.26x
+    "improved" with syscall imported). A CPU kernel process can install no signal handler, so its filter refuses
+    rt_sigreturn: the forged return fails and the candidate does not read correct."""
+    task_dir = RARE_INPUTS / "geosum_subnormal_tail"
+    verdict = validate(load_task(task_dir), task_dir / "srop_ftz_spare_tiny.c", tmp_path / "work", timing=False)
+    assert not verdict.correct, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+
+
+@pytest.mark.parametrize("candidate", ["decay_attribute_in_header_macro.c", "decay_line_vertical_tab.c"])
+def test_an_optimize_attribute_hidden_in_a_headers_lines_is_refused(tmp_path: Path, candidate: str) -> None:
+    """Eighteenth red team: the kernel with an optimize("Ofast") attribute put on alloca.h's line by redefining
+    its __BEGIN_DECLS (the header scan looked for pragmas only), or after a #line spelled with a vertical tab or
+    form feed (the line check read spaces and tabs only): 3.7-6.2x "improved" on a row sum. The optimize attribute
+    is looked for on every preprocessed line now (bar libstdc++'s one), and a directive's whitespace is any."""
+    verdict = validate(load_task(DECAY), RARE_INPUTS / candidate, tmp_path / "work", timing=False)
+    assert verdict.status is Status.REJECTED, verdict.reason
+
+
+def test_syscall_through_a_pointer_beside_a_futex_wait_is_refused(tmp_path: Path) -> None:
+    """Eighteenth red team: one honest-looking futex call let the `syscall` import pass, and a pointer to syscall
+    (a data relocation, not the PLT call the check counted) then called it with gettid's number, or rt_sigreturn's.
+    Any relocation naming syscall other than a call with the futex's number refuses the import now."""
+    task_dir = RARE_INPUTS / "matvec_cpp"
+    verdict = validate(load_task(task_dir), task_dir / "syscall_through_a_pointer.cpp", tmp_path / "work",
+                       timing=False)
+    assert verdict.status is Status.REJECTED and "uses syscall" in verdict.reason, verdict.reason
+
+
+@pytest.mark.skipif(not perf_events_available(), reason="perf events unavailable (perf_event_paranoid)")
+def test_a_sort_through_libcs_search_tree_found_by_hand_is_refused(tmp_path: Path) -> None:
+    """Eighteenth red team: libc's tsearch/twalk found by hand (the sampler watched qsort only) sorted the copy:
+    2.2-2.6x "improved". libc's search structures (search.h) are watched routines now."""
+    task_dir = RARE_INPUTS / "sort_copy"
+    verdict = validate(load_task(task_dir), task_dir / "tsearch_found_by_hand.c", tmp_path / "work", timing=True)
+    assert verdict.status is Status.REJECTED and "tsearch" in verdict.reason or "twalk" in verdict.reason, \
+        verdict.reason

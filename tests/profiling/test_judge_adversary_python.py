@@ -472,10 +472,26 @@ HONEST_HOST = {
            "def f(a, b, c):\n    a_desc = TensorDescriptor(a, a.shape, a.stride(), [64, 64])\n"
            "    b_desc = TensorDescriptor.from_tensor(b, [64, 64])\n"
            "    stream = torch.cuda.current_stream()\n    k[(1,)](a_desc, b_desc, c)\n",
+    "containers": "def f(x, out, m):\n    meta = {'BLOCK': 64, 'num_warps': 4}\n    args = (x, out)\n"
+                  "    grid = (triton.cdiv(m, meta['BLOCK']),)\n    for t in args:\n        assert t.is_contiguous()\n"
+                  "    k[grid](*args, m, **meta)\n",
     "switches": "torch.backends.cuda.matmul.allow_tf32 = False\ntorch.backends.cudnn.allow_tf32 = False\n"
                 "torch.backends.cudnn.benchmark = True\ntorch.backends.cudnn.deterministic = True\n"
                 "def f(x, out):\n    if torch.backends.cudnn.benchmark:\n        k[(1,)](x, out)\n",
 }
+
+
+@pytest.mark.parametrize("taken_out", ['box["c"]', 'box.get("c")', 'next(iter(box.values()))', 'list(box.values())[0]'])
+def test_a_tensor_hidden_in_a_dict_is_still_a_tensor(taken_out: str) -> None:
+    """Eighteenth red team: `box = {"c": x.view(m, n).T}; sums = sum(box["c"])` summed the rows on the host (the
+    kernel only copied) and read correct under the interpreter: the host-code reading followed lists and tuples,
+    not dicts. A dict holding a tensor holds one now, and what comes out of it (a subscript, get, values, next/iter,
+    list) is one too."""
+    source = ("import torch\nimport triton\nimport triton.language as tl\n"
+              f"def f(x, out, m, n):\n    box = {{'c': x.view(m, n).T}}\n    sums = sum({taken_out})\n"
+              "    k[(1,)](sums, out)\n")
+    problems = python_policy.triton_host_problems(source)
+    assert any("sum" in message for _, message in problems), problems
 
 
 @pytest.mark.parametrize("name", sorted(HONEST_HOST))
@@ -483,7 +499,8 @@ def test_honest_triton_host_idioms_pass(name: str) -> None:
     """Innocent twins (red team 17b, f1): zero-copy views (t, T, permute, transpose, flatten, unsqueeze, squeeze,
     expand, view_as, as_strided), `x.device.type` / `.index` (a device's fields, not the tensor methods .type and
     .index), the tutorials' get_active_torch_device / get_current_target, triton.set_allocator with TensorDescriptor
-    for Hopper's TMA, torch.cuda.current_stream, and the documented backend switches set to constants. Casts
+    for Hopper's TMA, torch.cuda.current_stream, the documented backend switches set to constants, and a launch's
+    meta-parameters and arguments kept in a dict and a tuple. Casts
     (x.to(dtype), x.float()) stay refused: no example or synth Triton pattern casts on the host."""
     source = "import torch\nimport triton\nimport triton.language as tl\n" + HONEST_HOST[name]
     assert python_policy.triton_host_problems(source) == []
