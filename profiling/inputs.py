@@ -186,6 +186,8 @@ def _at_ends(values: np.ndarray, low: int, high: int, rng: np.random.Generator) 
     width = max(1, int((high - low) * INTEGER_END_SHARE))
     offsets = rng.integers(0, width, size=values.size, dtype=np.int64)
     values[:] = np.where(values < low + (high - low) // 2, low + offsets, high - 1 - offsets)
+    values[_positions(rng, values.size)] = low  # the ends themselves too
+    values[_positions(rng, values.size)] = high - 1
 
 
 # The part of an integer buffer's range a one-sided edge call draws from, at either end
@@ -368,6 +370,10 @@ def _derived(parameters: Sequence[float]) -> set[float]:
                     found.add(float(1 / x))
                 if x > 0:
                     found.add(float(np.sqrt(x)))
+                    found.add(float(np.log(x)))
+                # and its exponentials (eighteenth red team: a threshold expf(-t) read correct 4 of 4 when strict)
+                if abs(x) < 80:
+                    found.update((float(np.exp(x)), float(np.exp(-x))))
             for b in chosen[i + 1:]:
                 for x, y in ((a, b), (np.float32(a), np.float32(b))):
                     found.update(float(v) for v in (x + y, x - y, y - x, x * y))
@@ -465,6 +471,8 @@ def _float_edges(values: np.ndarray, lo: float, hi: float, rng: np.random.Genera
 
 def _integer_edges(values: np.ndarray, low: int, high: int, rng: np.random.Generator) -> None:
     values[_positions(rng, values.size)] = low
+    # and the top (eighteenth red team: `(x + 1) >> 1` in 32 bits, wrong only at INT_MAX, read correct 5 of 5)
+    values[_positions(rng, values.size)] = high - 1
     if low <= 0 < high:
         values[_positions(rng, values.size)] = 0
     _ties(values, rng)

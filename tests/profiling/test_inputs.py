@@ -76,14 +76,16 @@ def test_the_tasks_numbers_are_found_in_its_parameters_and_its_float_literals() 
     marks = inputs.task_marks({"n": 1000, "threshold": 0.25, "flag": True}, source)
     f32 = float(np.float32(0.15))  # 0.15000000596: 1.5e-1 compared in float
     # each with its negative and its float32 rounding; the compared integer 16 is one, the index 0 and v1.5 are not;
-    # the parameters combined in pairs (a kernel's `threshold * n`, `n - threshold`) too, each squared, inverted
-    # and its square root
+    # the parameters combined in pairs (a kernel's `threshold * n`, `n - threshold`) too, each squared, inverted,
+    # its square root, its logarithm and its exponentials (below 80: float32's exp overflows past 88)
     assert {-1000.0, -16.0, -2.0, -0.25, -f32, -0.15, 0.15, f32, 0.25, 2.0, 16.0, 1000.0} <= set(marks)
     assert {250.0, 999.75, 1000.25, 4000.0, 0.00025} <= set(marks)
     assert not {1.5, 0.0} & set(marks)
     assert set(inputs.task_marks({"n": 1000, "threshold": 0.25}, "")) == {
         x for v in (1000.0, 0.25, 250.0, 999.75, 1000.25, 4000.0, 0.00025, -999.75, 1e6, 0.0625, 0.001, 4.0,
-                    0.5, float(np.sqrt(1000.0)), float(np.sqrt(np.float32(1000.0))))
+                    0.5, float(np.sqrt(1000.0)), float(np.sqrt(np.float32(1000.0))),
+                    *(float(f(x)) for x in (1000.0, np.float32(1000.0)) for f in (np.log,)),
+                    *(float(f(x)) for x in (0.25, np.float32(0.25)) for f in (np.log, np.exp, lambda y: np.exp(-y))))
         for x in (v, -v, float(np.float32(v)), -float(np.float32(v)))}
     many = " ".join(f"{k}.5" for k in range(40))  # k.5 is exact in float32
     assert len(inputs.task_marks({}, many)) == 2 * inputs.MAX_SOURCE_MARKS

@@ -1150,3 +1150,17 @@ def test_a_sort_through_libcs_search_tree_found_by_hand_is_refused(tmp_path: Pat
     verdict = validate(load_task(task_dir), task_dir / "tsearch_found_by_hand.c", tmp_path / "work", timing=True)
     assert verdict.status is Status.REJECTED and "tsearch" in verdict.reason or "twalk" in verdict.reason, \
         verdict.reason
+
+
+@pytest.mark.parametrize(("task_name", "candidate"), [("int_top_of_range", "cand_wraps_at_max.c"),
+                                                      ("threshold_expf_param", "cand_strict.c")])
+def test_the_top_of_an_integer_range_and_an_exponential_threshold_are_drawn(tmp_path: Path, task_name: str,
+                                                                            candidate: str) -> None:
+    """Eighteenth red team, narrow: `(x + 1) >> 1` in 32 bits is wrong only at INT_MAX, the top of the declared
+    range, which no draw placed (correct 5 of 5); a compaction strict at a threshold expf(-t) of a parameter was
+    wrong only there, and exp(-t) was no mark (correct 4 of 4). Integer edge calls place the range's top as they
+    place its bottom, and the parameters' exponentials and logarithms are marks."""
+    task_dir = RARE_INPUTS / task_name
+    verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
