@@ -26,6 +26,11 @@
 #               polled with `poll eval`
 #     poll      poll synth|measure|train|eval: wait up to WAIT_S for it, print its log's tail; the eval packed into
 #               $OUT/eval.tgz without build products, the synth's stats into $OUT
+#
+# A gap of more than 30 s between calls loses the machine and /tmp with it (session 18 lost 600 s so: a poll waited
+# on a fresh machine for a process that was gone). Each `poll eval` returns $OUT/eval.tgz: untar its tasks/ into
+# /tmp/eval on a fresh machine and the originals' profiles are not measured again. Run from a `git archive` of a
+# commit, untarred in /tmp, so that every call reads the same code whatever the working tree holds.
 set -euo pipefail
 stage=$1
 root=$(pwd)
