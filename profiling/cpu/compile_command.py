@@ -4,8 +4,11 @@ compile command application mode asks gcc's vectoriser report of (task mode know
 gcc writes its code-generation switches into each compile unit's DW_AT_producer (-grecord-gcc-switches, on by
 default since gcc 4.8): `GNU C++17 12.2.0 -march=x86-64-v3 -g -O3 -std=c++17`. It leaves out include paths (-I),
 macros (-D, -U) and file names, so the compile unit is compiled again with the switches it records, its own and
-its compile directory as include paths, and no macros: a file that needs a -D to compile alone gets no vectoriser
-report (VectorizeError, as in task mode), the rest of the static facts stand. clang records no switches unless
+its compile directory as include paths, then the project's directories the binary's line tables name (every
+compile unit's directory table, less system directories under /usr: a CMake target's include directories hold
+headers some unit read code from, such as a main's own header), and no macros: a file that needs a -D, or a
+header no line table names, to compile alone gets no vectoriser report (VectorizeError, as in task mode), the
+rest of the static facts stand. clang records no switches unless
 built with -grecord-command-line; vectorize.py reads only gcc's report, so a clang unit gets none either way.
 
 When no compile unit of the binary is one of the function's source files (the binary has no DWARF for it: split
@@ -32,6 +35,8 @@ C_SUFFIXES = (".c",)
 CPP_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C")
 CPP_HEADER_SUFFIXES = (".hpp", ".hh", ".hxx", ".h++")
 
+_DIRECTORY_ENTRY_RE = re.compile(r"^\s*\d+\s+(?:\([^)]*\):\s*)?(\S.*?)\s*$")
+SYSTEM_PREFIXES = ("/usr/", "/lib/", "/lib64/", "/opt/rh/")
 _ATTRIBUTE_RE = re.compile(r"^\s*<[0-9a-f]+>\s+DW_AT_(producer|name|comp_dir)\s*:\s*(?:\([^)]*\):\s*)?(.*?)\s*$")
 _UNIT_START = "(DW_TAG_compile_unit)"
 # "GNU C17 12.2.0 -mtune=generic -O2": language and its standard, the compiler's version, its switches
@@ -92,6 +97,46 @@ def _parse_units(text: str) -> list[CompileUnit]:
                         producer=u.get("producer", "")) for u in units if "name" in u]
 
 
+def line_table_directories(binary: Path) -> list[Path]:
+    """The absolute directories in the directory tables of binary's line programs (readelf --debug-dump=line), in
+    order of first appearance, less system directories and directories that no longer exist; [] without readelf."""
+    readelf = shutil.which("readelf")
+    if readelf is None or not binary.is_file():
+        return []
+    try:
+        proc = sandbox.run_trusted([readelf, "--debug-dump=line", str(binary)],
+                                   timeout_s=READELF_TIMEOUT_S, text=True, errors="replace")
+    except subprocess.TimeoutExpired:
+        return []
+    return _parse_directories(proc.stdout) if proc.returncode == 0 else []
+
+
+def _parse_directories(text: str) -> list[Path]:
+    """A relative entry (a build run with relative paths) is taken from the table's first absolute one (DWARF 5's
+    entry 0, the compile directory)."""
+    found: dict[str, None] = {}
+    in_table, base = False, None
+    for line in text.splitlines():
+        if "The Directory Table" in line:
+            in_table, base = True, None
+            continue
+        if in_table and ("The File Name Table" in line or not line.strip()):
+            in_table = False
+            continue
+        match = _DIRECTORY_ENTRY_RE.match(line) if in_table else None
+        if match is None or match.group(1) == "Name":
+            continue
+        name = match.group(1)
+        if not name.startswith("/"):
+            if base is None:
+                continue
+            name = str(Path(base, name))
+        base = base or name
+        if not name.startswith(SYSTEM_PREFIXES):
+            found.setdefault(name)
+    return [Path(d) for d in found if Path(d).is_dir()]
+
+
 def producer_command(producer: str) -> tuple[str, tuple[str, ...]] | None:
     """(compiler, flags) from a gcc DW_AT_producer string; None for another producer (clang, LTO's GNU GIMPLE).
     Debug switches are dropped; the language standard is made explicit (gcc names it in the producer even when
@@ -121,7 +166,8 @@ def compile_command(binary: Path, files: Sequence[str]) -> CompileCommand | None
         if command is None:
             return None  # not gcc: vectorize.py has no report to ask for
         compiler, flags = command
-        includes = tuple(dict.fromkeys(f"-I{d}" for d in (unit.source.parent, unit.comp_dir)))
+        directories = (unit.source.parent, unit.comp_dir, *line_table_directories(binary))
+        includes = tuple(dict.fromkeys(f"-I{d}" for d in directories))
         return CompileCommand(compiler, flags + includes, unit.source, recorded=True)
     for name in files:
         path = Path(name)
