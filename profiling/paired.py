@@ -144,6 +144,7 @@ class Pair:
     watch: pc_samples.Watch | None = None
     routines: Counter[str] = field(default_factory=Counter)
     sampled: int = 0  # the candidate's samples read so far
+    was_sampled: bool = False  # whether any of the candidate's processes had a sampler (perf events available)
 
     @classmethod
     def start(cls, task: Task, config: TaskConfig, original: Build, candidate: Build, work_dir: Path) -> Pair:
@@ -201,7 +202,7 @@ class Pair:
             self.close()
             raise
 
-    def renew(self, *, swap: bool = False) -> None:
+    def renew(self, *, swap: bool = False, sample_pcs: bool | None = None) -> None:
         """Both processes replaced by fresh ones of the same builds, ready (`swap`: the candidate's spawned and
         declared first): new shared memory, new pages. A process's pages stay where they were placed for its life,
         and their placement in the caches favours one side by a few percent for a whole verdict (identical CPU code
@@ -214,7 +215,7 @@ class Pair:
                 self._take_samples()
             setattr(self, side, KernelProcess(old.built, old.config, old.scratch, who=old.who,
                                               memory_bytes=old.limits.memory_bytes, interpreted=old.interpreted,
-                                              sample_pcs=old.sample_pcs))
+                                              sample_pcs=old.sample_pcs if sample_pcs is None else sample_pcs))
         for process in (self.candidate, self.original) if swap else (self.original, self.candidate):
             process.spawn()
         self.ready(swap=swap)
@@ -240,6 +241,7 @@ class Pair:
     def _take_samples(self) -> None:
         process = self.candidate
         if self.watch is not None and process.sampler is not None:
+            self.was_sampled = True
             ips = process.sampler.drain()
             self.sampled += len(ips)
             if ips:

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # One sample per 100 us of a thread's CPU time: the red team's hand-found qsort gave 9 of 21 samples of its
-# correctness calls at 200 us; the interrupt (a microsecond or two) costs both sides about 1-2% alike.
+# correctness calls at 200 us. Not free: the interrupts and the events' switching cost each call a few
+# microseconds, more of a faster side's call, so the judge samples its correctness calls and one extra timing round
+# whose times it does not use (profiling/validate.py _served_timing; bench/bench_pc_sampling.py).
 SAMPLE_PERIOD_NS = 100_000
 # The ring buffer of each CPU's event: 32 pages of 24-byte samples hold 5,400 of them (0.5 s of one thread's CPU
 # time) between drains; the judge drains after every call (a longer call loses its later samples, counted by the
