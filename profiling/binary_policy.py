@@ -135,8 +135,7 @@ def check_object(task: Task, obj: Path, preprocessed: str, harness_obj: Path, or
     harness_calls = {s.name for s in _symbols(harness_obj) if s.kind in "Uwv"} - interface
     taken = (dynamic_imports() | ALLOCATOR | harness_calls | (cuda_runtime_imports() if cuda else frozenset())
              ) - interface
-    futex_waits = not cuda and any(_unversioned(s.name) == "syscall" and s.kind in "Uwv" for s in symbols) \
-        and _syscalls_are_futex_waits(obj)
+    futex_waits = not cuda and "syscall" in _imported(symbols) and _syscalls_are_futex_waits(obj)
     refusals = (_definitions(symbols, taken) + (_cuda_load_time_code(obj) if cuda else _load_time_code(obj)) +
                 _imports(symbols, cuda, futex_waits=futex_waits) + _raw_syscalls(mnemonics))
     # an optimize switch of its own is refused in every task: integer outputs are often computed from floats (an
@@ -166,9 +165,13 @@ def _symbols(obj: Path) -> list[_Symbol]:
     return found
 
 
-def imported_names(obj: Path) -> list[str]:
+def imported_names(obj: Path) -> set[str]:
     """The unversioned names an object imports."""
-    return [_unversioned(s.name) for s in _symbols(obj) if s.kind in "Uwv"]
+    return _imported(_symbols(obj))
+
+
+def _imported(symbols: Sequence[_Symbol]) -> set[str]:
+    return {_unversioned(s.name) for s in symbols if s.kind in "Uwv"}
 
 
 def _definitions(symbols: list[_Symbol], taken: frozenset[str] | set[str]) -> list[Refusal]:
@@ -283,9 +286,7 @@ def _library_fallback(task: Task, symbols: list[_Symbol], original: list[_Symbol
     together where the source check reads words: 6.69x "improved" on a sort). What the original imports itself is
     the task's own business."""
     pattern = re.compile(target_spec(task.target).library_pattern)
-    own = {_unversioned(s.name) for s in original if s.kind in "Uwv"}
-    found = sorted({name for name in (_unversioned(s.name) for s in symbols if s.kind in "Uwv")
-                    if name not in own and pattern.fullmatch(name)})
+    found = sorted(name for name in _imported(symbols) - _imported(original) if pattern.fullmatch(name))
     return [Refusal("library_fallback", f"calls {name}, a library routine that would do the kernel's whole job: "
                                         "write the algorithm itself") for name in found]
 

@@ -38,6 +38,7 @@ FAST_PATH_MAX_RATIO = 0.999
 # faster verdict for review, never a failure. Eight: a single edge call puts dozens of subnormals into a buffer,
 # and a rounding difference that happens to reach zero is one element, not most of them.
 FLUSH_MIN_SUBNORMALS = 8
+FLUSHED_NOTE = "where the original wrote a subnormal value are zero"  # the note's words (one per verdict)
 FLUSH_SHARE = 0.9
 SMALLEST_NORMAL = {"float32": float(np.finfo(np.float32).tiny), "float64": float(np.finfo(np.float64).tiny)}
 
@@ -214,9 +215,9 @@ def _verdict_of(spec: OutputSpec, parts: list[_Chunk], size: int) -> Comparison:
         return Comparison(False, f"output '{name}' at index {f.index}: got {f.got!r}, expected {f.want!r}")
     subnormal = sum(p.subnormal for p in parts)
     flushed, f = first("flushed")
-    note = (f"output '{name}': {flushed} of the {subnormal} elements where the original wrote a subnormal value "
-            f"are zero (index {f.index}: expected {f.want:.9g}): flush-to-zero or denormals-are-zero, or a rewrite "
-            "that underflows where the original does not"
+    note = (f"output '{name}': {flushed} of the {subnormal} elements {FLUSHED_NOTE} (index {f.index}: expected "
+            f"{f.want:.9g}): flush-to-zero or denormals-are-zero, or a rewrite that underflows where the original "
+            "does not"
             if subnormal >= FLUSH_MIN_SUBNORMALS and flushed >= FLUSH_SHARE * subnormal else "")
     count, f = first("outside")
     if count:

@@ -210,9 +210,9 @@ class Pair:
         spread into the noise floor and average it."""
         for side in ("original", "candidate"):
             old: KernelProcess = getattr(self, side)
-            old.close()
             if side == "candidate":
-                self._take_samples()
+                self._take_samples()  # before close() ends its sampler
+            old.close()
             setattr(self, side, KernelProcess(old.built, old.config, old.scratch, who=old.who,
                                               memory_bytes=old.limits.memory_bytes, interpreted=old.interpreted,
                                               sample_pcs=old.sample_pcs if sample_pcs is None else sample_pcs))

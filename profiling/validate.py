@@ -37,7 +37,7 @@ from perfforge.verdict import RuleCheck, RuleStatus, Status, Verdict
 from profiling import sandbox
 from profiling.binary_policy import BinaryPolicyError, check_object
 from profiling.build import Build, build, harness_object_name, preprocessed_name
-from profiling.correctness import compare_run, degenerate_reason
+from profiling.correctness import FLUSHED_NOTE, compare_run, degenerate_reason
 from profiling.cuda.ncu import NcuError
 from profiling.cuda.raw_csv import NcuCsvError
 from profiling.device_turns import GPU_TURNS
@@ -474,7 +474,7 @@ def _compare(task: Task, got: dict[str, np.ndarray], want: dict[str, np.ndarray]
     result = compare_run(task.outputs, got, want, subnormals=target_spec(task.target).keeps_subnormals)
     if not result.ok:
         raise Mismatch(f"{where}: {result.problem}")
-    if result.flushed and not any("subnormal value are zero" in note for note in verdict.review):
+    if result.flushed and not any(FLUSHED_NOTE in note for note in verdict.review):
         verdict.review.append(f"{where}: {result.flushed}")  # once: a faster verdict is held for review (_score)
     if verdict.worst_margin is None or result.worst_margin > verdict.worst_margin:
         verdict.worst_margin, verdict.worst_output = result.worst_margin, result.worst_output
