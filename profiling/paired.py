@@ -25,7 +25,7 @@ import numpy as np
 
 from perfforge.targets import target_spec
 from perfforge.task import Task, TaskConfig
-from profiling import binary_policy, pc_samples
+from profiling import binary_policy, fp_probe, pc_samples
 from profiling.build import Build
 from profiling.correctness import (
     JUDGE_POISON_BYTES,
@@ -36,6 +36,7 @@ from profiling.correctness import (
     same_bytes,
 )
 from profiling.device_flush import DeviceFlusher
+from profiling.fp_probe import FpMode
 from profiling.host_flush import HostFlusher
 from profiling.inputs import Side, draw, object_constants, task_marks, verdict_generator
 from profiling.served import GUARD, GUARD_BYTES, CallTime, KernelProcess, ProtocolError, Role
@@ -145,6 +146,10 @@ class Pair:
     routines: Counter[str] = field(default_factory=Counter)
     sampled: int = 0  # the candidate's samples read so far
     was_sampled: bool = False  # whether any of the candidate's processes had a sampler (perf events available)
+    # the floating-point modes each side's threads were found in mid-call (fp_probe.py), and the probes per side
+    fp_modes: dict[str, Counter[FpMode]] = field(
+        default_factory=lambda: {"original": Counter(), "candidate": Counter()})
+    fp_probes: Counter[str] = field(default_factory=Counter)
 
     @classmethod
     def start(cls, task: Task, config: TaskConfig, original: Build, candidate: Build, work_dir: Path) -> Pair:
@@ -208,10 +213,9 @@ class Pair:
         and their placement in the caches favours one side by a few percent for a whole verdict (identical CPU code
         read 0.95x-1.09x with 95% intervals clear of 1 on the 2-core VM): timing rounds on fresh pairs put that
         spread into the noise floor and average it."""
+        self._take_samples()  # before close() ends the candidate's sampler
         for side in ("original", "candidate"):
             old: KernelProcess = getattr(self, side)
-            if side == "candidate":
-                self._take_samples()  # before close() ends its sampler
             old.close()
             setattr(self, side, KernelProcess(old.built, old.config, old.scratch, who=old.who,
                                               memory_bytes=old.limits.memory_bytes, interpreted=old.interpreted,
@@ -238,7 +242,19 @@ class Pair:
         self._take_samples()
         return self.routines
 
+    def foreign_fp_modes(self) -> Counter[FpMode]:
+        """The floating-point modes the candidate's threads were found in mid-call that are neither the default
+        nor one the original's were found in (the task's own), with how many thread readings found each."""
+        self._take_samples()
+        allowed = {fp_probe.DEFAULT, *self.fp_modes["original"]}
+        return Counter({mode: n for mode, n in self.fp_modes["candidate"].items() if mode not in allowed})
+
     def _take_samples(self) -> None:
+        for side in ("original", "candidate"):  # the modes probed so far, moved here once
+            probed: KernelProcess = getattr(self, side)
+            self.fp_modes[side] += probed.fp_modes
+            self.fp_probes[side] += probed.fp_probes
+            probed.fp_modes, probed.fp_probes = Counter(), 0
         process = self.candidate
         if self.watch is not None and process.sampler is not None:
             self.was_sampled = True

@@ -263,6 +263,12 @@ class Spawned:
     def poll(self) -> int | None:
         return self.proc.poll()
 
+    def reaped(self, status: int) -> None:
+        """Its wait status, reaped by someone else (a ptrace probe's waitpid, profiling/fp_probe.py): Popen keeps it
+        as its exit status (it would read 0 from the missing child)."""
+        if self.proc.returncode is None:
+            self.proc.returncode = os.waitstatus_to_exitcode(status)
+
     def wait(self, timeout_s: float) -> int | None:
         """Its exit status once it has ended (None if it is still running after timeout_s)."""
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -36,12 +36,14 @@ import contextlib
 import fcntl
 import mmap
 import os
+import random
 import select
 import signal
 import socket
 import statistics
 import struct
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -50,9 +52,13 @@ from pathlib import Path
 import numpy as np
 
 from perfforge.task import TaskConfig
-from profiling import pc_samples, sandbox
+from profiling import fp_probe, pc_samples, sandbox
 from profiling.build import Build
 from profiling.correctness import NUMPY_DTYPE, POISON_BYTE
+
+# A probe of the floating-point modes lands at most this far into a call's body: a longer body's probe waits no
+# longer (the mode a candidate's body runs in holds for most of it, or buys little).
+PROBE_WITHIN_MS = 50.0
 
 # The harness's pf_dtype and pf_role, in their C order (perfforge_harness.h).
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8")
@@ -178,12 +184,21 @@ class KernelProcess:
         interpreted: a Python harness (the task's language, never the process's word), whose interpreter the
         candidate's code can change: its "start" and "synced" are not evidence, it copies its buffers back within
         every call (no "fetch"), and it must be alone in its process group once ready. sample_pcs: its program
-        counter is sampled from the moment it is ready (profiling/pc_samples.py; where perf events allow)."""
+        counter is sampled from the moment it is ready (profiling/pc_samples.py; where perf events allow), and
+        its threads' floating-point modes are read once during each call's body (profiling/fp_probe.py; where
+        ptrace allows)."""
         self.built, self.config, self.scratch, self.who = built, config, scratch, who
         self.interpreted = interpreted
         self.sample_pcs = sample_pcs
         self.sampler: pc_samples.Sampler | None = None
         self.mappings: list[pc_samples.Mapping] = []  # its executable mappings once ready
+        # the modes its threads were found in, mid-call, and how many probes read them (sample_pcs processes)
+        self.fp_modes: Counter[fp_probe.FpMode] = Counter()
+        self.fp_probes = 0
+        self._probing = sample_pcs and fp_probe.available()
+        self._probe_at = random.Random(os.urandom(16))  # where in the body each probe lands: nothing it can predict
+        self._body_ms = 0.0  # the last call's body, which the next probe's place is drawn within
+        self._own_code: list[tuple[int, int]] | None = None  # its executable's code ranges, read at the first probe
         self._fetched = -1  # the call count at the last fetch: one fetch per call
         # no wall-clock limit of its own: the judge times every call out; CPU time for the whole verdict
         self.limits = sandbox.Limits(timeout_s=LIFETIME_S, memory_bytes=memory_bytes)
@@ -280,7 +295,8 @@ class KernelProcess:
         the device (the judge poisons everyone else's in its own memory)."""
         fetch = fetch and self.staged
         timed = self._round_trip(_poisoning(b"call", poison_byte), timeout_s, f"call {self.calls}", fetch=fetch,
-                                 settle=settle)
+                                 settle=settle, probe=self._probing)
+        self._body_ms = timed.duration_ms
         self.calls += 1
         if fetch:
             self._fetched = self.calls
@@ -314,7 +330,7 @@ class KernelProcess:
         return elapsed_ms
 
     def _round_trip(self, word: bytes, timeout_s: float, during: str, *, fetch: bool = False,
-                    settle: Callable[[], float] | None = None) -> CallTime:
+                    settle: Callable[[], float] | None = None, probe: bool = False) -> CallTime:
         assert self._process is not None and self._channel is not None
         self._refuse_pending()
         self._channel.send(word)
@@ -333,6 +349,9 @@ class KernelProcess:
         if self.windowed:
             self._expect("start", deadline, during)
             started = self._stamp_ns
+        if probe:  # before the judge waits for "done": nothing of its protocol signals the process meanwhile
+            self._probe_fp(started)
+        if self.windowed:
             self._expect("synced", deadline, during)
             finished = self._stamp_ns
         self._expect("done", deadline, during)
@@ -364,6 +383,28 @@ class KernelProcess:
             finished = done
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
                         settle_ms=settle_ms, after_done_ms=after_done_ms)
+
+    def _probe_fp(self, started_ns: int) -> None:
+        """Read every thread's floating-point modes at a random point of this call's body (the last call's length
+        from its start; the first call's at its start), while it runs. A process found gone is left to the
+        protocol's next read, with its exit status where the probe reaped it."""
+        assert self._process is not None
+        at_ns = started_ns + int(self._probe_at.random() * min(self._body_ms, PROBE_WITHIN_MS) * 1e6)
+        while _realtime_ns() < at_ns:
+            time.sleep(max(0.0, (at_ns - _realtime_ns()) / 1e9 - 50e-6))  # then yield the last 50 us away
+            os.sched_yield()
+        if self._own_code is None:
+            self._own_code = fp_probe.own_code(self._process.pid)
+        try:
+            readings = fp_probe.probe(self._process.pid)
+        except fp_probe.ProcessGone as gone:
+            self._process.reaped(gone.status)
+            return
+        if readings is None:  # tracing refused here: no probe from now on
+            self._probing = False
+            return
+        self.fp_probes += 1
+        self.fp_modes.update(r.mode if fp_probe.counts(r, self._own_code) else fp_probe.DEFAULT for r in readings)
 
     def _settle_main(self, woke_ns: int) -> None:
         """Wait (yielding the judge's core) until the harness's main thread is off a CPU, at most MAIN_SETTLE_NS

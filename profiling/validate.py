@@ -137,6 +137,9 @@ class _Session:
     # compiled CPU targets: the candidate's program counters sampled over the verdict (pc_samples.py); None where
     # perf events were unavailable or the target is not sampled
     pcs_sampled: int | None = None
+    # the same targets: how many times the candidate's threads' floating-point modes were read mid-call
+    # (fp_probe.py); None where ptrace was refused or the target is not probed
+    fp_probes: int | None = None
 
     def candidate_timeout_s(self) -> float:
         if self.oracle_duration_s is None:
@@ -196,7 +199,8 @@ def validate(task: Task, candidate: Path, work_dir: Path, *, timing: bool = True
     verdict.rules = rule_table(task, verdict, timing, served=served, filtered=session.filtered if session else None,
                                coverage=session.coverage if session else None,
                                coverage_failure=session.coverage_failure if session else "",
-                               pcs_sampled=session.pcs_sampled if session else None)
+                               pcs_sampled=session.pcs_sampled if session else None,
+                               fp_probes=session.fp_probes if session else None)
     verdict.duration_s = round(time.monotonic() - started, 3)
     return verdict
 
@@ -351,6 +355,7 @@ def _served(session: _Session, verdict: Verdict, timing: bool, phase: _Phases) -
                     with phase("timing"):
                         _served_timing(session, pair, verdict)
                 _hand_found_routines(session, pair)
+                _foreign_fp_modes(session, pair)
 
 
 # samples in one watched routine that refuse a candidate: one could be a misattributed helper beside it
@@ -372,6 +377,21 @@ def _hand_found_routines(session: _Session, pair: Pair) -> None:
         named = ", ".join(f"{name} ({count} of {pair.sampled} samples)" for name, count in found[:3])
         raise _Stop(Status.REJECTED, f"rejected after it ran: its calls ran {named}, which its object does not "
                                      "import: a library routine found by hand (write the algorithm itself)")
+
+
+def _foreign_fp_modes(session: _Session, pair: Pair) -> None:
+    """Rules 22 and 25 at run time (the processes pc_samples.py samples): no thread of the candidate's may run its
+    calls in a floating-point mode the original's do not (flush-to-zero, denormals-are-zero, another rounding or
+    precision) though it puts the registers back before it returns (fp_probe.py: the eighteenth red team's
+    setcontext found by hand)."""
+    foreign = pair.foreign_fp_modes()
+    if pair.fp_probes["candidate"]:
+        session.fp_probes = (session.fp_probes or 0) + pair.fp_probes["candidate"]
+    if foreign:
+        named = "; ".join(f"{mode.describe()} ({n} of the threads read)" for mode, n in foreign.most_common(2))
+        raise _Stop(Status.REJECTED, f"rejected after it ran: its threads were found mid-call in {named}, which the "
+                                     "original's never were: a kernel keeps the task's floating-point rules "
+                                     "through the whole call, not only at its end")
 
 
 def _kernel_coverage(session: _Session, verdict: Verdict) -> None:
@@ -774,7 +794,8 @@ def _score(session: _Session, verdict: Verdict, estimate: SpeedupEstimate, confi
 
 def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
                filtered: bool | None = None, coverage: Coverage | None = None,
-               coverage_failure: str = "", pcs_sampled: int | None = None) -> list[RuleCheck]:
+               coverage_failure: str = "", pcs_sampled: int | None = None,
+               fp_probes: int | None = None) -> list[RuleCheck]:
     """How each rule of VALIDATION.md was applied to this verdict. served: judged through kernel processes;
     filtered: whether the candidate's ran under the system-call filter (None when it never started); coverage:
     what the profiled call showed of the answer's own kernels (kernel_coverage targets), or coverage_failure why
@@ -852,7 +873,7 @@ def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
             rules[7] = RuleCheck(8, "precision downgrades flagged, output dtype matches", P,
                                  "static check of the source + dtype of every output (no object to read)")
         return rules + _adversary_rules(filtered, ipc, fenced, target_spec(task.target).binary_policy, gpu,
-                                        interpreted=interpreted, pcs_sampled=pcs_sampled)
+                                        interpreted=interpreted, pcs_sampled=pcs_sampled, fp_probes=fp_probes)
     return rules + [RuleCheck(n, title, N, f"not yet for {task.target}: the harness draws, times and checks inside "
                               "the candidate's process (docs/validation.md)") for n, title in ADVERSARY_RULES]
 
@@ -893,7 +914,7 @@ ADVERSARY_RULES = ((20, "the judge outside the candidate's process"), (21, "fres
 
 def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: bool,
                      gpu: bool = False, *, interpreted: bool = False,
-                     pcs_sampled: int | None = None) -> list[RuleCheck]:
+                     pcs_sampled: int | None = None, fp_probes: int | None = None) -> list[RuleCheck]:
     E, P, N = RuleStatus.ENFORCED, RuleStatus.PARTLY, RuleStatus.NOT_ENFORCED
     fence = E if filtered and ipc and fenced else P
     if interpreted:
@@ -915,7 +936,10 @@ def _adversary_rules(filtered: bool | None, ipc: bool, fenced: bool, policy: boo
                       else "") + ", no optimize switch" + (
                       "" if gpu else f"; at run time {pcs_sampled} program-counter samples read for library "
                       "routines it cannot import" if pcs_sampled is not None else
-                      "; library routines run without an import NOT sampled (no perf events)") if policy else
+                      "; library routines run without an import NOT sampled (no perf events)") + (
+                      "" if gpu else f"; its threads' floating-point modes read mid-call {fp_probes} times"
+                      if fp_probes is not None else "; floating-point modes mid-call NOT read (no ptrace)")
+                  if policy else
                   "not for this target yet: source checks only; at run time the filter refuses new threads and "
                   "executable mappings"),
         RuleCheck(23, ADVERSARY_RULES[3][1], fence, ", ".join([

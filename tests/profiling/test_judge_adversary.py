@@ -15,7 +15,7 @@ import pytest
 
 from perfforge.task import load_task
 from perfforge.verdict import Status, Verdict
-from profiling import sandbox
+from profiling import fp_probe, sandbox
 from profiling.validate import validate
 from tests.profiling.conftest import FAST_C, TASK_TOML, rows_harness, write_task
 from tests.profiling.test_pc_samples import perf_events_available
@@ -1059,18 +1059,31 @@ def test_the_floating_point_control_registers_left_changed_by_a_hand_made_lookup
     assert verdict.status is Status.REJECTED and "control registers" in verdict.reason, verdict.reason
 
 
-def test_subnormals_flushed_within_each_call_are_noted_for_review(tmp_path: Path) -> None:
+@pytest.mark.skipif(not fp_probe.available(), reason="ptrace refused here (Yama scope)")
+def test_subnormals_flushed_within_each_call_are_refused(tmp_path: Path) -> None:
     """The same hand-made lookup, FTZ and DAZ put back before each call returns: what the harness reads after the
     call is what it set out with (on the red team's subnormal-tailed sum, the same candidate read "improved").
-    The outputs show it: where the original wrote subnormal values (the judge's edge values put subnormals into
-    float inputs), the candidate wrote zeros, all of them (correctness.FLUSH_*; CPU targets keep IEEE subnormals,
-    TargetSpec.keeps_subnormals). Within tolerance, and an honest rewrite that underflows reads the same (a naive
-    hypot, a clamped fast exp: the eighteenth red team), so it is a note that holds a faster verdict for review.
-    Open: a candidate that computes the elements it expects to be subnormal after putting the registers back (the
-    eighteenth red team, docs/validation.md)."""
+    The judge reads each thread's MXCSR at a random point of the sampled calls' bodies (fp_probe.py) and finds
+    flush-to-zero there. (Where the outputs show it, zeros where the original wrote subnormal values, that is a
+    review note besides, correctness.FLUSH_*: an honest rewrite that underflows reads the same.)"""
     verdict = validate(load_task(DECAY), RARE_INPUTS / "decay_fesetenv_by_hand_restored.c", tmp_path / "work",
                        timing=False)
-    assert verdict.correct and any("subnormal value are zero" in note for note in verdict.review), verdict.review
+    assert verdict.status is Status.REJECTED and "flush-to-zero" in verdict.reason, verdict.reason
+
+
+@pytest.mark.skipif(not fp_probe.available(), reason="ptrace refused here (Yama scope)")
+def test_ftz_set_and_put_back_within_each_call_through_setcontext_is_refused(tmp_path: Path) -> None:
+    """Eighteenth red team, left open then: FTZ and DAZ set and put back within each call through libc's
+    getcontext/setcontext found by hand (no import; setcontext too brief for two program-counter samples; the
+    registers as found when the call returns, so the harness's check passes), the elements whose sum could be
+    subnormal computed after the put-back, so no subnormal output is zero: 1.17-1.26x "improved" against
+    1.00-1.03x for the same code in the task's own mode (an honest early exit read 0.87x, an explicit flush of
+    the terms 0.47x). The judge stops each thread once at a random point of every sampled call's body and reads
+    its FP registers (fp_probe.py): flush-to-zero, in a mode the original's threads never ran in."""
+    task_dir = RARE_INPUTS / "geosum_subnormal_tail"
+    verdict = validate(load_task(task_dir), task_dir / "context_ftz_spare_tiny.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.REJECTED and "flush-to-zero" in verdict.reason, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
 
 
 def test_an_accumulator_wrong_only_where_two_buffers_sit_at_opposite_ends_is_incorrect(tmp_path: Path) -> None:

@@ -1,0 +1,186 @@
+"""The floating-point control registers of a running kernel process's threads, read from outside it mid-call.
+
+The harness compares the x87 control word and MXCSR before and after every served call ("fpcontrol"), but a
+candidate can set flush-to-zero or denormals-are-zero for the body of each call and put the registers back before
+it returns: the eighteenth red team did it through libc's getcontext/setcontext found by hand (no import, too brief
+for two program-counter samples, nothing in the outputs), 1.17-1.26x "improved" against 1.00-1.03x for the same code
+in the task's own mode; libm alone holds fifteen `ldmxcsr` instructions a hand-made jump can end on. Whatever the
+route, the mode is in the thread's registers while the body runs. So during the calls the judge samples (its
+correctness calls and the extra sampled timing round: profiling/validate.py), it stops each thread of the process
+once at a random point of the body, reads its FP registers and lets it go on:
+
+    PTRACE_SEIZE (no stop, no signal)  ->  PTRACE_INTERRUPT  ->  waitpid(__WALL)  ->  PTRACE_GETFPREGS
+    ->  PTRACE_DETACH (the thread runs on)
+
+A thread is stopped for tens of microseconds, by the kernel, between two of its instructions; the process cannot
+refuse it or see it coming (its filter is in, it never traces itself). The judge's own protocol never signals a
+process while a probe holds it (the probe runs on the thread that drives the call, before it waits for "done").
+A mode the original also runs in is the task's own; any other that a candidate thread was found in is a
+deviation (served.ProtocolError). Where ptrace is not permitted (a Yama scope of 2 or more, a container without
+it), `probe` returns None and nothing is read; the verdict's rule-22 line says so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+_PTRACE_GETREGS, _PTRACE_GETFPREGS, _PTRACE_DETACH = 12, 14, 17
+_PTRACE_SEIZE, _PTRACE_INTERRUPT = 0x4206, 0x4207
+_WALL = 0x40000000
+_EVENT_STOP = 128  # PTRACE_EVENT_STOP: a seized thread's stop by PTRACE_INTERRUPT, in the status's high bits
+# struct user_fpregs_struct (x86-64, the FXSAVE layout): cwd at 0, mxcsr at 24; 512 bytes in all
+_FPREGS_BYTES = 512
+_CWD, _MXCSR = struct.Struct("<H"), struct.Struct("<I")
+# struct user_regs_struct (x86-64): 27 eight-byte registers, rip the 17th
+_REGS_BYTES, _RIP = 27 * 8, struct.Struct("<Q")
+_RIP_OFFSET = 16 * 8
+# The control bits a kernel could gain speed or change results by: MXCSR's flush-to-zero (15), rounding (13-14)
+# and denormals-are-zero (6); the x87 word's rounding (10-11) and precision (8-9). Exception masks and sticky flags
+# are left out: unmasking traps only crashes, and flags are set by ordinary arithmetic.
+MXCSR_MODE_BITS = 0x8000 | 0x6000 | 0x0040
+X87_MODE_BITS = 0x0C00 | 0x0300
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+_libc.ptrace.restype = ctypes.c_long
+
+
+@dataclass(frozen=True)
+class FpMode:
+    """One thread's floating-point modes: the mode bits of MXCSR and of the x87 control word."""
+
+    mxcsr: int
+    x87: int
+
+    @property
+    def flushes(self) -> bool:
+        """Flush-to-zero or denormals-are-zero: no library routine sets either of its own accord."""
+        return bool(self.mxcsr & 0x8040)
+
+    def describe(self) -> str:
+        parts = []
+        if self.mxcsr & 0x8000:
+            parts.append("flush-to-zero")
+        if self.mxcsr & 0x0040:
+            parts.append("denormals-are-zero")
+        if self.mxcsr & 0x6000:
+            parts.append(f"SSE rounding {('nearest', 'down', 'up', 'toward zero')[(self.mxcsr >> 13) & 3]}")
+        if self.x87 & 0x0C00:
+            parts.append(f"x87 rounding {('nearest', 'down', 'up', 'toward zero')[(self.x87 >> 10) & 3]}")
+        if (self.x87 & 0x0300) != 0x0300:
+            parts.append(f"x87 precision {('single', 'reserved', 'double', 'extended')[(self.x87 >> 8) & 3]}")
+        return ", ".join(parts) or "the default modes"
+
+
+# What every thread starts in after exec: MXCSR 0x1f80 (round to nearest, no FTZ/DAZ), x87 0x037f (extended
+# precision, round to nearest).
+DEFAULT = FpMode(0x1F80 & MXCSR_MODE_BITS, 0x037F & X87_MODE_BITS)
+
+
+def own_code(pid: int) -> list[tuple[int, int]]:
+    """The address ranges of the process's own executable's code (its harness and kernel), from /proc/PID/maps;
+    empty when it is gone."""
+    try:
+        executable = os.readlink(f"/proc/{pid}/exe")
+        maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    except OSError:
+        return []
+    ranges = []
+    for line in maps:
+        parts = line.split(None, 5)
+        if len(parts) == 6 and "x" in parts[1] and parts[5].strip() == executable:
+            start, end = (int(v, 16) for v in parts[0].split("-"))
+            ranges.append((start, end))
+    return ranges
+
+
+def available() -> bool:
+    """Whether this machine lets a process trace its children (x86-64 only: the register layout)."""
+    if platform.machine() != "x86_64":
+        return False
+    try:
+        return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text()) < 2
+    except (OSError, ValueError):
+        return True  # no Yama: same-user tracing is the kernel's default
+
+
+class ProcessGone(Exception):
+    """The probed process ended while a thread of it was held; status: its wait status (already reaped)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"wait status {status}")
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One thread's modes and where it was stopped (its instruction pointer)."""
+
+    mode: FpMode
+    ip: int
+
+
+def counts(reading: Reading, own_code: list[tuple[int, int]]) -> bool:
+    """Whether a reading says something about the kernel's code: flush-to-zero or denormals-are-zero wherever it
+    was stopped; another rounding or precision only inside the process's own executable (`own_code`: its address
+    ranges), since libm's routines set and restore rounding within themselves (glibc's fma without FMA hardware
+    rounds toward zero, sin's slow path sets the x87 precision) for an original and a candidate alike."""
+    return reading.mode.flushes or any(start <= reading.ip < end for start, end in own_code)
+
+
+def probe(pid: int) -> list[Reading] | None:
+    """Each live thread's modes, read by stopping it briefly (none of them is left stopped). None when tracing is
+    refused (the machine's policy), [] when no thread could be read. Raises ProcessGone when the process ended
+    during the probe and its status was reaped here (the caller's record of its exit must take it)."""
+    try:
+        threads = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+    readings = []
+    for tid in threads:
+        reading = _probe_thread(tid)
+        if reading is None:
+            return None
+        if reading is not _GONE:
+            readings.append(reading)
+    return readings
+
+
+_GONE = Reading(FpMode(-1, -1), 0)  # a thread that ended before it could be read
+
+
+def _probe_thread(tid: int) -> Reading | None:
+    if _libc.ptrace(_PTRACE_SEIZE, tid, None, None) != 0:
+        code = ctypes.get_errno()
+        return _GONE if code == errno.ESRCH else None
+    resend = 0
+    try:
+        if _libc.ptrace(_PTRACE_INTERRUPT, tid, None, None) != 0:
+            return _GONE
+        while True:
+            try:
+                _, status = os.waitpid(tid, _WALL)
+            except ChildProcessError:
+                return _GONE
+            if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+                raise ProcessGone(status)
+            if os.WIFSTOPPED(status):
+                # the interrupt's own stop, or a signal arriving first: that signal is handed back on detach
+                if status >> 16 != _EVENT_STOP:
+                    resend = os.WSTOPSIG(status)
+                break
+        fpregs, regs = ctypes.create_string_buffer(_FPREGS_BYTES), ctypes.create_string_buffer(_REGS_BYTES)
+        if (_libc.ptrace(_PTRACE_GETFPREGS, tid, None, fpregs) != 0
+                or _libc.ptrace(_PTRACE_GETREGS, tid, None, regs) != 0):
+            return _GONE
+        fp = fpregs.raw
+        mode = FpMode(_MXCSR.unpack_from(fp, 24)[0] & MXCSR_MODE_BITS, _CWD.unpack_from(fp, 0)[0] & X87_MODE_BITS)
+        return Reading(mode, _RIP.unpack_from(regs.raw, _RIP_OFFSET)[0])
+    finally:
+        _libc.ptrace(_PTRACE_DETACH, tid, None, ctypes.c_void_p(resend or None))
