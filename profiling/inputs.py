@@ -45,7 +45,7 @@ import numpy as np
 from perfforge.io import temporary_name
 from perfforge.models import cache_dir
 from perfforge.task import Distribution
-from profiling import elf
+from profiling import elf, sandbox
 from profiling.correctness import JUDGE_THREADS, NUMPY_DTYPE, judge_pool
 
 # Share of a buffer's elements each edge class takes on an edge call: small enough that the draw still looks like
@@ -291,45 +291,109 @@ def task_marks(params: Mapping[str, object], source: str, constants: Sequence[fl
     return tuple(sorted(x for x in numbers if math.isfinite(x)))
 
 
-# The floating-point constants an original's object may hold: the compiler's constant pools (.rodata.cst4/8/16/32:
-# what a comparison loads), then its tables (.rodata, .data) read as float32, then as float64; up to this many, in
-# that order, each part by magnitude. A table's float32 pairs read as float64 make small numbers that took the
-# first places when all were ordered by magnitude alone (second red team round: 104 of a 240-breakpoint table's
-# values left out at 256, a strict rewrite on them 1.4-1.9x "improved").
+# The constants an original's object may hold: the compiler's constant pools (.rodata.cst4/8/16/32: what a
+# comparison loads), then its tables (.rodata, .data), up to this many. A table is read as float32, as float64 and
+# as int32, and each reading that is not its section's own makes junk: a float32 table's pairs read as float64 make
+# small numbers (second red team round: 104 of a 240-breakpoint table's values left out at 256, a strict rewrite
+# on them 1.4-1.9x "improved"), a float64 table's halves read as float32 about 1.8 numbers an entry (eighteenth
+# round: a 600-breakpoint float64 table gave none of its own among the first 1,024), an int32 table read as float
+# subnormals. So each section's readings are ranked by how many of their words are plain numbers (a short decimal,
+# as people write thresholds, _plain): the plain words of each section's plainest reading first, then that
+# reading's others, then the other readings'; each part by magnitude.
 MAX_OBJECT_MARKS = 1024
 _CONSTANT_POOL = re.compile(r"\.rodata\.cst\d+")
 _DATA_SECTION = re.compile(r"\.(rodata|data|data\.rel\.ro)(\..*)?")
 # A word read as a float is a constant only between these magnitudes: small integers stored beside the floats read
 # as subnormals, pointers and addresses as huge or NaN
 _CONSTANT_MAGNITUDE = (1e-30, 1e30)
+# Significant digits of a plain number's shortest decimal form, per reading: thresholds are written with a few
+# (0.25f, 0.001178); a random float32 word's shortest form takes 7 to 9, a random float64's 15 to 17. An int32 word
+# is plain when it is not a float's bit pattern: under 2^23 in magnitude (a float32 word that small is subnormal),
+# or a multiple of 2^16 (3 << 21 and the like).
+_PLAIN_DIGITS = {np.float32: 6, np.float64: 12}
+_READINGS = (np.float32, np.float64, np.int32)
+
+
+def _plain(value: float, dtype: type) -> bool:
+    if dtype is np.int32:
+        return abs(value) < 1 << 23 or value % (1 << 16) == 0
+    digits = np.format_float_scientific(dtype(value), unique=True, trim="-").split("e")[0]
+    return len(digits.replace("-", "").replace(".", "").lstrip("0")) <= _PLAIN_DIGITS[dtype]
+
+
+def _reading(data: bytes, dtype: type) -> np.ndarray:
+    """The words of `data` as `dtype` (little-endian) that could be constants, as float64."""
+    size = np.dtype(dtype).itemsize
+    with np.errstate(invalid="ignore", over="ignore"):
+        words = np.frombuffer(data[:len(data) // size * size], dtype=np.dtype(dtype).newbyteorder("<"))
+        words = words.astype(np.float64)
+        if dtype is np.int32:
+            return words[words != 0]
+        magnitude = np.abs(words)
+        return words[np.isfinite(words) & (magnitude >= _CONSTANT_MAGNITUDE[0]) & (magnitude <= _CONSTANT_MAGNITUDE[1])]
 
 
 def object_constants(obj: Path) -> tuple[float, ...]:
-    """Every float32 (at each 4-byte offset) and float64 (each 8-byte offset) of the read-only and initialised data
-    of a compiled original: the thresholds the source wrote as expressions, hex floats, named constants or table
-    entries, folded by the compiler (seventeenth red team: `x >= 1.0f / 3.0f`, 0x1.555556p-2f, sqrtf(0.125f), a
-    static const THIRD and a table of 24 breakpoints gave no mark of the threshold, and `>` for `>=` read 4-6x
-    "improved"). Strings are skipped; anything that is not a plain number within _CONSTANT_MAGNITUDE is too. A
-    CUDA original's device code holds its constants as immediates: they are read from the PTX nvcc --keep left
-    beside the object (ptx_constants), with the constant pools."""
+    """The constants of the read-only and initialised data of a compiled original, read as float32 (at each 4-byte
+    offset), float64 (each 8-byte offset) and int32: the thresholds the source wrote as expressions, hex floats,
+    named constants or table entries, folded by the compiler (seventeenth red team: `x >= 1.0f / 3.0f`,
+    0x1.555556p-2f, sqrtf(0.125f), a static const THIRD and a table of 24 breakpoints gave no mark of the
+    threshold, and `>` for `>=` read 4-6x "improved"; eighteenth: an int32 table of size-class bounds `3 << 21`...,
+    a float64 table of 600 breakpoints). Strings are skipped; a float reading that is not a plain number within
+    _CONSTANT_MAGNITUDE is too. Ranked as MAX_OBJECT_MARKS says. A CUDA original's device code holds its constants
+    as immediates: they are read from the PTX nvcc --keep left beside the object (ptx_constants), with the constant
+    pools."""
     pools: set[float] = ptx_constants(obj)
-    tables: dict[type, set[float]] = {np.float32: set(), np.float64: set()}
+    plainest: set[float] = set()  # the plain words of each section's plainest reading
+    others: set[float] = set()  # the rest of that reading
+    rest: set[float] = set()  # the other readings
     for section in elf.sections(obj):
         if section.executable or not _DATA_SECTION.fullmatch(section.name) or section.name.startswith(".rodata.str"):
             continue
-        for dtype in (np.float32, np.float64):
-            found = pools if _CONSTANT_POOL.fullmatch(section.name) else tables[dtype]
-            usable = len(section.data) // np.dtype(dtype).itemsize * np.dtype(dtype).itemsize
-            with np.errstate(invalid="ignore", over="ignore"):
-                words = np.frombuffer(section.data[:usable], dtype="<" + np.dtype(dtype).str[1:]).astype(np.float64)
-                magnitude = np.abs(words)
-                smallest, largest = _CONSTANT_MAGNITUDE
-                keep = np.isfinite(words) & (magnitude >= smallest) & (magnitude <= largest)
-            found.update(float(v) for v in words[keep])
+        if _CONSTANT_POOL.fullmatch(section.name):
+            for dtype in (np.float32, np.float64):
+                pools.update(_reading(section.data, dtype).tolist())
+            continue
+        readings = {dtype: _reading(section.data, dtype).tolist() for dtype in _READINGS}
+        plain = {dtype: [v for v in values if _plain(v, dtype)] for dtype, values in readings.items()}
+        # the reading whose words are most often plain (float32 first on a tie: the common case)
+        best = max(_READINGS, key=lambda d: (len(plain[d]) / max(len(readings[d]), 1), -_READINGS.index(d)))
+        plainest.update(plain[best])
+        others.update(readings[best])
+        for dtype in _READINGS:
+            if dtype is not best:
+                rest.update(readings[dtype])
+    pools.update(compared_immediates(obj))
     chosen = sorted(pools, key=abs)
-    for part in (tables[np.float32], tables[np.float64]):
+    for part in (plainest, others, rest):
         chosen += sorted(part - set(chosen), key=abs)
     return tuple(chosen[:MAX_OBJECT_MARKS])
+
+
+# An x86 comparison with an immediate (AT&T: `cmp $0x5fffff,%edx`), its width from the register or the suffix
+_COMPARE_IMMEDIATE = re.compile(r"\bcmp([bwlq]?)\s+\$(0x[0-9a-f]+),\s*[^%]*%(\w+)")
+_SUFFIX_BITS = {"b": 8, "w": 16, "l": 32, "q": 64}
+
+
+def compared_immediates(obj: Path) -> set[float]:
+    """The integers a compiled original compares with (x86-64 `cmp $imm`), each with its neighbours: the compiler
+    folds an integer threshold written as an expression or a small table (`(3 << 21) * 2`, a loop over a static
+    const int bounds[7]) into immediates, and tests `x >= b` as `x > b - 1` (eighteenth red team: size-class bounds
+    compared strictly read correct 6 of 6). Empty when objdump cannot read the object."""
+    result = sandbox.run_trusted(["objdump", "-d", "--no-show-raw-insn", str(obj)], timeout_s=120, text=True,
+                                 errors="replace")
+    if result.returncode != 0:
+        return set()
+    found: set[float] = set()
+    for suffix, digits, register in _COMPARE_IMMEDIATE.findall(result.stdout):
+        value = int(digits, 16)
+        # the operand's width: the suffix, else the register's (rax and r8 are 64 bits, r8d and eax 32, al 8)
+        bits = _SUFFIX_BITS.get(suffix) or (64 if register[0] == "r" and register[-1] not in "dwb" else
+                                           8 if register[-1] in "lh" and len(register) == 2 else
+                                           16 if len(register) == 2 else 32)
+        value = value - (1 << bits) if value >= 1 << (bits - 1) else value
+        found.update(float(v) for v in (value - 1, value, value + 1) if v)
+    return found
 
 
 # PTX's floating-point immediates: 0f and eight hex digits (float32 bits), 0d and sixteen (float64)

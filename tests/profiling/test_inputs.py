@@ -6,6 +6,7 @@ from __future__ import annotations
 import mmap
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -219,7 +220,8 @@ def _pair_of(staged: bool) -> Pair:
     buffers = [SharedBuffer("x", "float32", Role.INPUT, 3 * PARALLEL_DRAW_MIN, -1.0, 1.0, mmap.mmap(-1, 1)),
                SharedBuffer("n", "int32", Role.INOUT, 1000, 0, 50, mmap.mmap(-1, 1)),
                SharedBuffer("y", "float32", Role.OUTPUT, 10, 0.0, 1.0, mmap.mmap(-1, 1))]
-    process = SimpleNamespace(buffers=buffers, staged=staged, sampler=None, close=lambda: None)
+    process = SimpleNamespace(buffers=buffers, staged=staged, sampler=None, close=lambda: None,
+                              fp_modes=Counter(), fp_probes=0)
     task = SimpleNamespace(validate=SimpleNamespace(distribution=Distribution.UNIFORM))
     return Pair(task=task, config=None, original=process, candidate=process,  # type: ignore[arg-type]
                 rng=np.random.default_rng(7), plan=np.random.default_rng(8))
@@ -336,6 +338,42 @@ def test_the_constants_the_compiler_folds_are_read_from_the_object(tmp_path: Pat
     assert {0.5 * k + 0.25 for k in range(24)} <= constants
     assert third in inputs.task_marks({}, source.read_text(), tuple(constants))
     assert inputs.object_constants(source) == ()  # not an object: nothing
+
+
+def test_a_long_float64_table_and_int32_bounds_are_read_as_what_they_are(tmp_path: Path) -> None:
+    """Eighteenth red team: a 600-breakpoint float64 table read as float32 first gave 1,024 junk numbers (its
+    halves) and none of its own; an int32 table of bounds read as floats is subnormals. Each section's plainest
+    reading comes first, and the integers the code compares with (`cmp $imm`, the compiler's folded bounds) are
+    constants with their neighbours."""
+    breaks = [round(0.0011 + 0.0016 * k, 6) for k in range(600)]
+    source = tmp_path / "k.c"
+    source.write_text("static const double BREAKS[600] = {" + ", ".join(map(str, breaks)) + "};\n"
+                      "static const int BOUNDS[3] = {3 << 21, 3 << 22, 3 << 23};\n"
+                      "int f(const double *x, const int *k, int n, int *y) {\n"
+                      "  int c = 0;\n"
+                      "  for (int i = 0; i < n; i++) {\n"
+                      "    int b = 0; while (b < 600 && x[i] >= BREAKS[b]) b++; y[i] = b;\n"
+                      "    for (int j = 0; j < 3; j++) c += k[i] >= BOUNDS[j];\n"
+                      "  }\n"
+                      "  return c;\n"
+                      "}\n")
+    obj = tmp_path / "k.o"
+    subprocess.run(["gcc", "-O2", "-c", str(source), "-o", str(obj)], check=True)
+    constants = set(inputs.object_constants(obj))
+    assert set(breaks) <= constants
+    assert {float(3 << 21), float(3 << 22), float(3 << 23)} <= constants
+
+
+def test_compared_immediates_are_signed_by_the_operands_width(tmp_path: Path) -> None:
+    """objdump prints a negative 32-bit operand as 0xffffff9d, a 64-bit one as 0xffffffffffff3cb1."""
+    source = tmp_path / "k.c"
+    source.write_text("int f(const int *x, const long *y, int n) {\n  int c = 0;\n"
+                      "  for (int i = 0; i < n; i++) c += (x[i] > -100) + (y[i] >= -50000L);\n  return c;\n}\n")
+    obj = tmp_path / "k.o"
+    subprocess.run(["gcc", "-O1", "-c", str(source), "-o", str(obj)], check=True)
+    found = inputs.compared_immediates(obj)
+    assert {-100.0, -99.0} <= found and -50000.0 in found
+    assert all(abs(v) < 2**40 for v in found)
 
 
 def test_an_integer_buffers_one_sided_draw_is_its_ranges_end() -> None:

@@ -1177,3 +1177,19 @@ def test_the_top_of_an_integer_range_and_an_exponential_threshold_are_drawn(tmp_
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
     assert verdict.status is Status.INCORRECT, verdict.reason
     assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+
+
+@pytest.mark.parametrize(("task_name", "candidate"), [("size_classes_i32", "cand_strict.c"),
+                                                      ("bucketize_f64_600", "cand_strict.c")])
+def test_integer_bounds_folded_into_comparisons_and_a_long_float64_table_are_drawn(tmp_path: Path, task_name: str,
+                                                                                  candidate: str) -> None:
+    """Eighteenth red team, narrow (left open then): size classes of 30-bit keys with bounds `3 << 21` ... `3 <<
+    27` in a static const int table, which gcc folds into `cmp $imm` (no float word, no compared literal: the
+    bounds compared strictly read correct 6 of 6); and a 600-breakpoint float64 table, whose halves read as float32
+    first filled the 1,024 object marks with junk (strict at every breakpoint: correct 4 of 4). The original's
+    compared immediates are marks with their neighbours now (inputs.compared_immediates), and each data section's
+    plainest reading (float32, float64 or int32: short decimals) comes first (inputs.object_constants)."""
+    task_dir = RARE_INPUTS / task_name
+    verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
+    assert verdict.status is Status.INCORRECT, verdict.reason
+    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
