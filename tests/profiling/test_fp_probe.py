@@ -13,8 +13,8 @@ import pytest
 from profiling import fp_probe
 from profiling.fp_probe import DEFAULT, FpMode
 
-pytestmark = pytest.mark.skipif(not fp_probe.available() or shutil.which("gcc") is None,
-                                reason="needs ptrace (Yama scope below 2) on x86-64 and gcc")
+needs_ptrace = pytest.mark.skipif(not fp_probe.available() or shutil.which("gcc") is None,
+                                  reason="needs ptrace (Yama scope below 2) on x86-64 and gcc")
 
 # A main thread spinning in the mode argv[1] asks for (hex MXCSR bits ORed in), and a second thread in another
 # (argv[2]): a probe must read each thread's own registers.
@@ -50,6 +50,7 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15)
 
 
+@needs_ptrace
 def test_each_thread_is_read_in_its_own_mode_and_runs_on(spinner: Path) -> None:
     process = subprocess.Popen([str(spinner), "8040", "0"])  # main: FTZ|DAZ; the worker: the default
     try:
@@ -88,7 +89,26 @@ def test_a_rounding_mode_is_named() -> None:
     assert DEFAULT.describe() == "the default modes"
 
 
+@needs_ptrace
 def test_a_process_gone_reads_nothing() -> None:
     process = subprocess.Popen(["true"])
     process.wait()
     assert fp_probe.probe(process.pid) == []
+
+
+def test_a_mode_the_original_runs_in_is_the_tasks_own() -> None:
+    """A candidate is refused for the modes its threads were found in that neither the default nor the original's
+    threads show: a task whose original rounds toward zero lets its candidate do so too, never flush to zero."""
+    from types import SimpleNamespace
+
+    from profiling.paired import Pair
+
+    toward_zero, ftz = FpMode(0x6000, DEFAULT.x87), FpMode(0x8040, DEFAULT.x87)
+    original = SimpleNamespace(fp_modes=Counter({toward_zero: 3, DEFAULT: 1}), fp_probes=4, sampler=None)
+    candidate = SimpleNamespace(fp_modes=Counter({toward_zero: 2, ftz: 1, DEFAULT: 1}), fp_probes=4, sampler=None)
+    pair = Pair(task=None, config=None, original=original, candidate=candidate,  # type: ignore[arg-type]
+                rng=None, plan=None)  # type: ignore[arg-type]
+    assert pair.foreign_fp_modes() == Counter({ftz: 1})
+    assert pair.fp_probes == Counter({"original": 4, "candidate": 4})
+    assert not original.fp_modes and not candidate.fp_modes  # moved into the pair once
+    assert pair.foreign_fp_modes() == Counter({ftz: 1})
