@@ -6,17 +6,19 @@ it returns: the eighteenth red team did it through libc's getcontext/setcontext 
 for two program-counter samples, nothing in the outputs), 1.17-1.26x "improved" against 1.00-1.03x for the same code
 in the task's own mode; libm alone holds fifteen `ldmxcsr` instructions a hand-made jump can end on. Whatever the
 route, the mode is in the thread's registers while the body runs. So during the calls the judge samples (its
-correctness calls and the extra sampled timing round: profiling/validate.py), it stops each thread of the process
-once at a random point of the body, reads its FP registers and lets it go on:
+correctness calls, the extra sampled timing round, and a share of every round's timed calls whose times it drops:
+profiling/validate.py), it holds every thread of the process at once at a random point of the body, reads each
+one's FP registers and instruction pointer, and lets them go on:
 
-    PTRACE_SEIZE (no stop, no signal)  ->  PTRACE_INTERRUPT  ->  waitpid(__WALL)  ->  PTRACE_GETFPREGS
-    ->  PTRACE_DETACH (the thread runs on)
+    per thread: PTRACE_SEIZE (no stop, no signal)  ->  PTRACE_INTERRUPT  ->  waitpid(__WALL)
+    (listed again until no new thread appears)  ->  PTRACE_GETFPREGS, PTRACE_GETREGS  ->  PTRACE_DETACH
 
-A thread is stopped for tens of microseconds, by the kernel, between two of its instructions; the process cannot
-refuse it or see it coming (its filter is in, it never traces itself). The judge's own protocol never signals a
-process while a probe holds it (the probe runs on the thread that drives the call, before it waits for "done").
-A mode the original also runs in is the task's own; any other that a candidate thread was found in is a
-deviation (served.ProtocolError). Where ptrace is not permitted (a Yama scope of 2 or more, a container without
+The threads are held for tens to hundreds of microseconds, by the kernel, between two instructions; the process
+cannot refuse it or see it coming (its filter is in, it never traces itself), and a probed call is not told from
+another before it is read. The judge's own protocol never signals a process while a probe holds it (the probe runs
+on the thread that drives the call, before it waits for "done"). A mode the original also runs in is the task's
+own; any other that a candidate thread was found in refuses it (profiling/validate.py), and the instruction
+pointers are program-counter samples for the library-routine watch (pc_samples.Watch). Where ptrace is not permitted (a Yama scope of 2 or more, a container without
 it), `probe` returns None and nothing is read; the verdict's rule-22 line says so.
 """
 
@@ -135,52 +137,67 @@ def counts(reading: Reading, own_code: list[tuple[int, int]]) -> bool:
 
 
 def probe(pid: int) -> list[Reading] | None:
-    """Each live thread's modes, read by stopping it briefly (none of them is left stopped). None when tracing is
-    refused (the machine's policy), [] when no thread could be read. Raises ProcessGone when the process ended
-    during the probe and its status was reaped here (the caller's record of its exit must take it)."""
+    """Each live thread's modes and instruction pointer, read with every thread held at once (none is left
+    stopped). Threads are listed and held until a listing finds none new (a thread not yet held can start
+    another; a held one cannot), so a chain of short-lived threads cannot end one and start the next between the
+    listing and the read (nineteenth red team: 1.11-1.14x). None when tracing is refused (the machine's policy),
+    [] when no thread could be read. Raises ProcessGone when the process's leader ended during the probe and its
+    status was reaped here (the caller's record of its exit must take it)."""
+    held: dict[int, int] = {}  # each held thread, with the signal to hand back on its detach
     try:
-        threads = [int(name) for name in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return []
-    readings = []
-    for tid in threads:
-        reading = _probe_thread(tid)
-        if reading is None:
-            return None
-        if reading is not _GONE:
-            readings.append(reading)
-    return readings
-
-
-_GONE = Reading(FpMode(-1, -1), 0)  # a thread that ended before it could be read
-
-
-def _probe_thread(tid: int) -> Reading | None:
-    if _libc.ptrace(_PTRACE_SEIZE, tid, None, None) != 0:
-        code = ctypes.get_errno()
-        return _GONE if code == errno.ESRCH else None
-    resend = 0
-    try:
-        if _libc.ptrace(_PTRACE_INTERRUPT, tid, None, None) != 0:
-            return _GONE
-        while True:
+        for _ in range(MAX_LISTINGS):
             try:
-                _, status = os.waitpid(tid, _WALL)
-            except ChildProcessError:
-                return _GONE
-            if os.WIFEXITED(status) or os.WIFSIGNALED(status):
-                raise ProcessGone(status)
-            if os.WIFSTOPPED(status):
-                # the interrupt's own stop, or a signal arriving first: that signal is handed back on detach
-                if status >> 16 != _EVENT_STOP:
-                    resend = os.WSTOPSIG(status)
+                listed = {int(name) for name in os.listdir(f"/proc/{pid}/task")}
+            except OSError:
+                return []
+            new = listed - held.keys()
+            if not new:
                 break
-        fpregs, regs = ctypes.create_string_buffer(_FPREGS_BYTES), ctypes.create_string_buffer(_REGS_BYTES)
-        if (_libc.ptrace(_PTRACE_GETFPREGS, tid, None, fpregs) != 0
-                or _libc.ptrace(_PTRACE_GETREGS, tid, None, regs) != 0):
-            return _GONE
-        fp = fpregs.raw
-        mode = FpMode(_MXCSR.unpack_from(fp, 24)[0] & MXCSR_MODE_BITS, _CWD.unpack_from(fp, 0)[0] & X87_MODE_BITS)
-        return Reading(mode, _RIP.unpack_from(regs.raw, _RIP_OFFSET)[0])
+            for tid in sorted(new):
+                signal_back = _hold(tid, leader=pid)
+                if signal_back is None:
+                    return None
+                if signal_back >= 0:
+                    held[tid] = signal_back
+        return [reading for tid in held if (reading := _read(tid)) is not None]
     finally:
-        _libc.ptrace(_PTRACE_DETACH, tid, None, ctypes.c_void_p(resend or None))
+        for tid, signal_back in held.items():
+            _libc.ptrace(_PTRACE_DETACH, tid, None, ctypes.c_void_p(signal_back or None))
+
+
+# Listings of a process's threads one probe makes at most: a process that starts threads faster than the probe
+# holds them is read as far as it got.
+MAX_LISTINGS = 64
+_GONE = -1  # _hold: the thread ended before it was held
+
+
+def _hold(tid: int, *, leader: int) -> int | None:
+    """Seize and stop one thread: the signal to hand back when it is let go (0: none), _GONE when it ended first,
+    None when tracing is refused."""
+    if _libc.ptrace(_PTRACE_SEIZE, tid, None, None) != 0:
+        return _GONE if ctypes.get_errno() == errno.ESRCH else None
+    if _libc.ptrace(_PTRACE_INTERRUPT, tid, None, None) != 0:
+        _libc.ptrace(_PTRACE_DETACH, tid, None, None)
+        return _GONE
+    while True:
+        try:
+            _, status = os.waitpid(tid, _WALL)
+        except ChildProcessError:
+            return _GONE
+        if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+            if tid == leader:  # the whole process, reaped here
+                raise ProcessGone(status)
+            return _GONE  # one thread of it ended (its status is not the process's)
+        if os.WIFSTOPPED(status):
+            # the interrupt's own stop, or a signal arriving first: that signal is handed back on detach
+            return os.WSTOPSIG(status) if status >> 16 != _EVENT_STOP else 0
+
+
+def _read(tid: int) -> Reading | None:
+    fpregs, regs = ctypes.create_string_buffer(_FPREGS_BYTES), ctypes.create_string_buffer(_REGS_BYTES)
+    if (_libc.ptrace(_PTRACE_GETFPREGS, tid, None, fpregs) != 0
+            or _libc.ptrace(_PTRACE_GETREGS, tid, None, regs) != 0):
+        return None
+    fp = fpregs.raw
+    mode = FpMode(_MXCSR.unpack_from(fp, 24)[0] & MXCSR_MODE_BITS, _CWD.unpack_from(fp, 0)[0] & X87_MODE_BITS)
+    return Reading(mode, _RIP.unpack_from(regs.raw, _RIP_OFFSET)[0])

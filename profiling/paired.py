@@ -168,7 +168,7 @@ class Pair:
             scratch.mkdir(parents=True, exist_ok=True)
             sides.append(KernelProcess(built, config, scratch, who=who, interpreted=task.language == "python",
                                        memory_bytes=target_spec(task.target).memory_limit_bytes,
-                                       sample_pcs=_samples_pcs(task)))
+                                       sample_pcs=_samples_pcs(task), probe_fp=_samples_pcs(task)))
         # keyed by the sources, not the binaries: a build's path (in its debug information) must not change the draw
         sources = [(built.directory / task.source).read_bytes() for built in (original, candidate)]
         rng = verdict_generator(task.name.encode(), config.name.encode(), *sources)
@@ -219,7 +219,8 @@ class Pair:
             old.close()
             setattr(self, side, KernelProcess(old.built, old.config, old.scratch, who=old.who,
                                               memory_bytes=old.limits.memory_bytes, interpreted=old.interpreted,
-                                              sample_pcs=old.sample_pcs if sample_pcs is None else sample_pcs))
+                                              sample_pcs=old.sample_pcs if sample_pcs is None else sample_pcs,
+                                              probe_fp=old.probe_fp))
         for process in (self.candidate, self.original) if swap else (self.original, self.candidate):
             process.spawn()
         self.ready(swap=swap)
@@ -256,6 +257,11 @@ class Pair:
             self.fp_probes[side] += probed.fp_probes
             probed.fp_modes, probed.fp_probes = Counter(), 0
         process = self.candidate
+        if self.watch is not None and process.probe_ips:  # a probe's stop is a sample nothing can see coming
+            self.was_sampled = True
+            self.sampled += len(process.probe_ips)
+            self.routines += self.watch.routines(process.probe_ips, process.mappings)
+        process.probe_ips = []
         if self.watch is not None and process.sampler is not None:
             self.was_sampled = True
             ips = process.sampler.drain()
@@ -327,7 +333,7 @@ class Pair:
                 for b in self.original.buffers if b.role in (Role.INPUT, Role.INOUT)}
 
     def run(self, side: str, inputs: Inputs, *, timeout_s: float, flush: bool = False,
-            fetch: bool = True) -> SideResult:
+            fetch: bool = True, probe: bool | None = None) -> SideResult:
         """One call of `side` on `inputs`; with fetch, its outputs after every check of the buffers passed (without,
         the judge may still fetch() this call's before the side's next call)."""
         process = self._process(side)
@@ -359,7 +365,7 @@ class Pair:
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
                 self.host_flusher.flush(cpu, tuple(per_call))
         with _failures_of(side), _judge_thread(cpu, on=False):
-            timed = process.call(timeout_s, poison_byte=self.poison_byte)
+            timed = process.call(timeout_s, poison_byte=self.poison_byte, probe=probe)
         if side == "candidate":
             self._take_samples()  # between calls, the process stopped: its ring buffer never fills
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)
@@ -455,14 +461,13 @@ def _samples_pcs(task: Task) -> bool:
 
 
 def _watch(task: Task, original: Build) -> pc_samples.Watch:
-    """The target's library routines (and glibc's qsort_r beside qsort), libc's search trees and tables (the
-    eighteenth red team sorted through tsearch/twalk found by hand: 2.2-2.6x), libm's floating-point environment
-    setters and libc's context switches (setcontext loads MXCSR: its FTZ/DAZ route); what the original imports
-    itself is exempt (binary_policy._library_fallback's rule at run time). A routine as short as setcontext is
-    sampled only now and then: the fpcontrol check and the flushed-subnormals note are the others."""
-    setters = binary_policy.FP_ENVIRONMENT_SETTERS_RE.pattern
-    pattern = (f"(?:{target_spec(task.target).library_pattern})|qsort_r|{setters}|setcontext|swapcontext|"
-               f"{LIBC_SEARCH_ROUTINES}")
+    """The target's library routines (and glibc's qsort_r beside qsort) and libc's search trees and tables (the
+    eighteenth red team sorted through tsearch/twalk found by hand: 2.2-2.6x); what the original imports itself is
+    exempt (binary_policy._library_fallback's rule at run time). libm's floating-point environment setters and
+    libc's context switches were watched too until the mid-call probe of the modes themselves (fp_probe.py) made
+    them needless: glibc's fmal calls fesetround inside itself, and honest code calling fmal read "a library routine
+    found by hand" (nineteenth red team)."""
+    pattern = f"(?:{target_spec(task.target).library_pattern})|qsort_r|{LIBC_SEARCH_ROUTINES}"
     obj = original.directory / original.object_name
     exempt = frozenset(binary_policy.imported_names(obj)) if original.object_name and obj.is_file() else frozenset()
     return pc_samples.Watch(re.compile(pattern), exempt)

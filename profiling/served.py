@@ -56,10 +56,6 @@ from profiling import fp_probe, pc_samples, sandbox
 from profiling.build import Build
 from profiling.correctness import NUMPY_DTYPE, POISON_BYTE
 
-# A probe of the floating-point modes lands at most this far into a call's body: a longer body's probe waits no
-# longer (the mode a candidate's body runs in holds for most of it, or buys little).
-PROBE_WITHIN_MS = 50.0
-
 # The harness's pf_dtype and pf_role, in their C order (perfforge_harness.h).
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8")
 
@@ -179,23 +175,27 @@ class KernelProcess:
     """One built version serving calls at one input configuration, in the sandbox."""
 
     def __init__(self, built: Build, config: TaskConfig, scratch: Path, *, who: str,
-                 memory_bytes: int | None, interpreted: bool = False, sample_pcs: bool = False) -> None:
+                 memory_bytes: int | None, interpreted: bool = False, sample_pcs: bool = False,
+                 probe_fp: bool = False) -> None:
         """memory_bytes: the address-space limit (the target's; None for GPU targets, whose drivers map more).
         interpreted: a Python harness (the task's language, never the process's word), whose interpreter the
         candidate's code can change: its "start" and "synced" are not evidence, it copies its buffers back within
         every call (no "fetch"), and it must be alone in its process group once ready. sample_pcs: its program
         counter is sampled from the moment it is ready (profiling/pc_samples.py; where perf events allow), and
-        its threads' floating-point modes are read once during each call's body (profiling/fp_probe.py; where
-        ptrace allows)."""
+        its threads' floating-point modes and instruction pointers are read once during each call's body
+        (profiling/fp_probe.py; where ptrace allows). probe_fp: its calls may be probed so (a compiled CPU
+        kernel's), each call the judge asks for, and every call of a sample_pcs process."""
         self.built, self.config, self.scratch, self.who = built, config, scratch, who
         self.interpreted = interpreted
         self.sample_pcs = sample_pcs
         self.sampler: pc_samples.Sampler | None = None
         self.mappings: list[pc_samples.Mapping] = []  # its executable mappings once ready
-        # the modes its threads were found in, mid-call, and how many probes read them (sample_pcs processes)
+        # the modes its threads were found in mid-call, where they were (instruction pointers), how many probes
         self.fp_modes: Counter[fp_probe.FpMode] = Counter()
+        self.probe_ips: list[int] = []
         self.fp_probes = 0
-        self._probing = sample_pcs and fp_probe.available()
+        self.probe_fp = probe_fp
+        self._probing = probe_fp and fp_probe.available()
         self._probe_at = random.Random(os.urandom(16))  # where in the body each probe lands: nothing it can predict
         self._body_ms = 0.0  # the last call's body, which the next probe's place is drawn within
         self._own_code: list[tuple[int, int]] | None = None  # its executable's code ranges, read at the first probe
@@ -251,6 +251,8 @@ class KernelProcess:
         if self.sample_pcs:  # before its first call: every thread it starts from now on is sampled too
             self.sampler = pc_samples.Sampler.attach(self._process.pid)
             self.mappings = pc_samples.executable_mappings(self._process.pid) if self.sampler else []
+        if self._probing and not self.mappings:  # what a probe's instruction pointers are read against
+            self.mappings = pc_samples.executable_mappings(self._process.pid)
         # its word is not evidence: the filter is read from /proc, and a machine with seccomp gets no process without
         self.filtered = self._process.filtered()
         if not self.filtered and sandbox.seccomp_available():
@@ -283,7 +285,7 @@ class KernelProcess:
     # ---- one call
 
     def call(self, timeout_s: float, *, fetch: bool = False, settle: Callable[[], float] | None = None,
-             poison_byte: int = POISON_BYTE) -> CallTime:
+             poison_byte: int = POISON_BYTE, probe: bool | None = None) -> CallTime:
         """Run the loop body once on what the buffers hold now, timed by the judge's clock. The process is stopped
         again when this returns; a staged process's buffers can be read after fetch(), any other's at once.
 
@@ -292,10 +294,13 @@ class KernelProcess:
         on a stream the copy does not wait for (the Triton red team's side stream, measured on an H100) would
         finish in that untimed gap and its outputs read right. `settle` (the judge's timed flush) runs right after
         the fetch, before the stop too. `poison_byte`: what a staged C process poisons this call's outputs with on
-        the device (the judge poisons everyone else's in its own memory)."""
+        the device (the judge poisons everyone else's in its own memory). `probe`: read its threads' modes and
+        instruction pointers mid-call (where it may be probed; None: if it is a sampled process), which stops
+        them briefly: such a call's time is not one to use."""
         fetch = fetch and self.staged
+        probe = self._probing and (self.sample_pcs if probe is None else probe)
         timed = self._round_trip(_poisoning(b"call", poison_byte), timeout_s, f"call {self.calls}", fetch=fetch,
-                                 settle=settle, probe=self._probing)
+                                 settle=settle, probe=probe)
         self._body_ms = timed.duration_ms
         self.calls += 1
         if fetch:
@@ -389,7 +394,8 @@ class KernelProcess:
         from its start; the first call's at its start), while it runs. A process found gone is left to the
         protocol's next read, with its exit status where the probe reaped it."""
         assert self._process is not None
-        at_ns = started_ns + int(self._probe_at.random() * min(self._body_ms, PROBE_WITHIN_MS) * 1e6)
+        # over the whole body (nineteenth red team: a cap at 50 ms let FTZ from 65 ms into 180 ms calls go unseen)
+        at_ns = started_ns + int(self._probe_at.random() * self._body_ms * 1e6)
         while _realtime_ns() < at_ns:
             time.sleep(max(0.0, (at_ns - _realtime_ns()) / 1e9 - 50e-6))  # then yield the last 50 us away
             os.sched_yield()
@@ -405,6 +411,7 @@ class KernelProcess:
             return
         self.fp_probes += 1
         self.fp_modes.update(r.mode if fp_probe.counts(r, self._own_code) else fp_probe.DEFAULT for r in readings)
+        self.probe_ips.extend(r.ip for r in readings)
 
     def _settle_main(self, woke_ns: int) -> None:
         """Wait (yielding the judge's core) until the harness's main thread is off a CPU, at most MAIN_SETTLE_NS

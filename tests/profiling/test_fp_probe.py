@@ -104,8 +104,10 @@ def test_a_mode_the_original_runs_in_is_the_tasks_own() -> None:
     from profiling.paired import Pair
 
     toward_zero, ftz = FpMode(0x6000, DEFAULT.x87), FpMode(0x8040, DEFAULT.x87)
-    original = SimpleNamespace(fp_modes=Counter({toward_zero: 3, DEFAULT: 1}), fp_probes=4, sampler=None)
-    candidate = SimpleNamespace(fp_modes=Counter({toward_zero: 2, ftz: 1, DEFAULT: 1}), fp_probes=4, sampler=None)
+    original = SimpleNamespace(fp_modes=Counter({toward_zero: 3, DEFAULT: 1}), fp_probes=4, sampler=None,
+                               probe_ips=[])
+    candidate = SimpleNamespace(fp_modes=Counter({toward_zero: 2, ftz: 1, DEFAULT: 1}), fp_probes=4, sampler=None,
+                                probe_ips=[])
     pair = Pair(task=None, config=None, original=original, candidate=candidate,  # type: ignore[arg-type]
                 rng=None, plan=None)  # type: ignore[arg-type]
     assert pair.foreign_fp_modes() == Counter({ftz: 1})

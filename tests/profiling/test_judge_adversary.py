@@ -1193,3 +1193,60 @@ def test_integer_bounds_folded_into_comparisons_and_a_long_float64_table_are_dra
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
     assert verdict.status is Status.INCORRECT, verdict.reason
     assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+
+
+@pytest.mark.skipif(not fp_probe.available(), reason="ptrace refused here (Yama scope)")
+@pytest.mark.parametrize(("task_name", "candidate", "said"), [
+    ("geosum_subnormal_tail", "ftz_where_no_sampling_is_seen.c", "flush-to-zero"),
+    ("sort_copy", "qsort_where_no_sampling_is_seen.c", "qsort_r"),
+])
+def test_tricks_kept_to_the_processes_it_thinks_unwatched_are_caught(tmp_path: Path, task_name: str,
+                                                                    candidate: str, said: str) -> None:
+    """Nineteenth red team: perf's samples cost a sampled process a 10-15 us gap every 100 us of its CPU time, so
+    a 2 ms spin on rdtsc (no import) in its first call tells the correctness processes and the extra sampled
+    round (about 20 gaps) from the timed rounds (0-3), and the candidate did its trick only in the latter: FTZ
+    through setcontext found by hand 1.19-1.25x, libc's qsort found by hand 7.25-7.42x "improved". A share of
+    every round's timed calls is now probed mid-call (validate.PROBED_TRIAL_SHARE: both sides' threads stopped
+    once and read, modes and instruction pointers, those calls' times dropped); nothing warns a process of it."""
+    task_dir = RARE_INPUTS / task_name
+    verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=True)
+    assert verdict.status is Status.REJECTED and said in verdict.reason, verdict.reason
+
+
+@pytest.mark.skipif(not perf_events_available(), reason="perf events unavailable (perf_event_paranoid)")
+@pytest.mark.parametrize(("candidate", "said"), [("quicksort_helper_called_by_hand.c", "qsort_r"),
+                                                 ("qsort_from_a_moved_copy_of_libc.c", "outside every mapping")])
+def test_a_library_sort_run_where_no_routine_is_named_is_caught(tmp_path: Path, candidate: str, said: str) -> None:
+    """Nineteenth red team: glibc's static _quicksort, which qsort_r calls and which sits after putenv (not in the
+    gap before any watched routine), called by hand from qsort_r's call instruction: 6.37-6.43x "improved"; and
+    libc's text moved by mremap(MREMAP_DONTUNMAP) with its data copied beside it, qsort run from the copy, which no
+    mapping read at "ready" names: 7.33-7.37x. The sampler follows a watched routine's direct calls into the
+    library's unexported functions (pc_samples._called_helpers) and counts samples outside every mapping the
+    process had when ready."""
+    task_dir = RARE_INPUTS / "sort_copy"
+    verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
+    assert verdict.status is Status.REJECTED and said in verdict.reason, verdict.reason
+
+
+@pytest.mark.skipif(not fp_probe.available(), reason="ptrace refused here (Yama scope)")
+def test_ftz_in_a_chain_of_short_lived_workers_is_caught(tmp_path: Path) -> None:
+    """Nineteenth red team: 16 sleeping threads listed first, the body on a chain of short-lived FTZ workers;
+    the probe stopped threads one by one (about 75 us each), so the listed worker had ended when it got there and
+    its successor was never listed (1.11-1.14x, caught now and then). Every thread is held before any is read now,
+    and the threads are listed again until no new one appears."""
+    task_dir = RARE_INPUTS / "geosum_subnormal_tail"
+    verdict = validate(load_task(task_dir), task_dir / "ftz_in_short_lived_workers.c", tmp_path / "work",
+                       timing=False)
+    assert verdict.status is Status.REJECTED and "flush-to-zero" in verdict.reason, verdict.reason
+
+
+def test_honest_threads_through_libm_routines_that_set_rounding_inside_pass(tmp_path: Path) -> None:
+    """Nineteenth red team (false rejection): glibc's fmal calls feholdexcept/fesetround/fesetenv inside itself
+    (round toward zero, then back), and those were watched routines, so honest code calling fmal in its loop read
+    "a library routine found by hand" (943-1006 samples in fesetround), even when the original itself used fmal.
+    The environment setters are not watched now (the mid-call probe reads the modes themselves), and a rounding
+    mode a thread is found in inside a library routine is that routine's own (fp_probe.counts)."""
+    task_dir = RARE_INPUTS / "geosum_libm"
+    verdict = validate(load_task(task_dir), task_dir / "threads_through_libm_rounding.c", tmp_path / "work",
+                       timing=False)
+    assert verdict.correct, verdict.reason
