@@ -18,8 +18,9 @@ cannot refuse it or see it coming (its filter is in, it never traces itself), an
 another before it is read. The judge's own protocol never signals a process while a probe holds it (the probe runs
 on the thread that drives the call, before it waits for "done"). A mode the original also runs in is the task's
 own; any other that a candidate thread was found in refuses it (profiling/validate.py), and the instruction
-pointers are program-counter samples for the library-routine watch (pc_samples.Watch). Where ptrace is not permitted (a Yama scope of 2 or more, a container without
-it), `probe` returns None and nothing is read; the verdict's rule-22 line says so.
+pointers are program-counter samples for the library-routine watch (pc_samples.Watch). Where ptrace is not
+permitted (a Yama scope of 2 or more, a container without it), `probe` returns None and nothing is read; the
+verdict's rule-22 line says so.
 """
 
 from __future__ import annotations
@@ -43,10 +44,12 @@ _CWD, _MXCSR = struct.Struct("<H"), struct.Struct("<I")
 _REGS_BYTES, _RIP = 27 * 8, struct.Struct("<Q")
 _RIP_OFFSET = 16 * 8
 # The control bits a kernel could gain speed or change results by: MXCSR's flush-to-zero (15), rounding (13-14)
-# and denormals-are-zero (6); the x87 word's rounding (10-11) and precision (8-9). Exception masks and sticky flags
-# are left out: unmasking traps only crashes, and flags are set by ordinary arithmetic.
+# and denormals-are-zero (6); the x87 word's precision (8-9: a shorter x87 division or square root is faster).
+# Exception masks and sticky flags are left out: unmasking traps only crashes, and flags are set by ordinary
+# arithmetic. So is the x87 rounding (10-11): gcc's own floorl and long double casts set it for one instruction in
+# the kernel's code (binary_policy._x87_rounding_idiom), and it buys no speed.
 MXCSR_MODE_BITS = 0x8000 | 0x6000 | 0x0040
-X87_MODE_BITS = 0x0C00 | 0x0300
+X87_MODE_BITS = 0x0300
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)

@@ -1250,3 +1250,24 @@ def test_honest_threads_through_libm_routines_that_set_rounding_inside_pass(tmp_
     verdict = validate(load_task(task_dir), task_dir / "threads_through_libm_rounding.c", tmp_path / "work",
                        timing=False)
     assert verdict.correct, verdict.reason
+
+
+def test_long_double_floorl_inlined_by_gcc_passes(tmp_path: Path) -> None:
+    """Nineteenth red team (false rejection): gcc 12 at -O3 -march=native inlines floorl on a long double as
+    `fnstcw; fldcw; frndint; fldcw`, and any fldcw refused the object. An fldcw beside frndint or an x87 integer
+    store is the compiler's own rounding idiom now (binary_policy._x87_rounding_idiom); the x87 precision a thread
+    runs its own code in is still read mid-call, and a control word left changed still fails the harness's
+    check."""
+    task_dir = RARE_INPUTS / "geosum_subnormal_tail"
+    verdict = validate(load_task(task_dir), task_dir / "long_double_floorl.c", tmp_path / "work", timing=False)
+    assert verdict.correct, verdict.reason
+
+
+def test_an_fldcw_outside_the_rounding_idiom_is_refused() -> None:
+    from profiling.binary_policy import _fp_control
+
+    idiom = [("fnstcw", "0xe(%rsp)"), ("fldcw", "0xc(%rsp)"), ("frndint", ""), ("fldcw", "0xe(%rsp)")]
+    assert _fp_control(idiom, b"", []) == []
+    alone = [("fnstcw", "0xe(%rsp)"), ("fldcw", "0xc(%rsp)"), ("fmul", "%st(1),%st")]
+    assert _fp_control(alone, b"", [])
+    assert _fp_control([("ldmxcsr", "(%rdi)"), ("frndint", "")], b"", [])
