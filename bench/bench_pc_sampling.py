@@ -1,4 +1,6 @@
-"""What sampling the kernel processes' program counters (profiling/pc_samples.py) costs a verdict, side by side.
+"""What watching the kernel processes costs a verdict, side by side: their program counters sampled
+(profiling/pc_samples.py) and their threads probed mid-call (profiling/fp_probe.py: every call of the sampled
+processes and validate.PROBED_TRIAL_SHARE of the timed ones, whose times are dropped).
 
 For every task given (default: every CPU example task), the task's own fast version is judged with timing, with
 sampling and without, interleaved (off, on, on, off, ...), builds cached beforehand. Printed per task: each
