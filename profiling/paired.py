@@ -144,6 +144,9 @@ class Pair:
     # processes' program-counter samples found in them so far (each process's taken before it is closed)
     watch: pc_samples.Watch | None = None
     routines: Counter[str] = field(default_factory=Counter)
+    # what the mid-call probes found in them (fp_probe.py): an instruction pointer read with the thread held, no
+    # sampling skid, of a process that could not see the probe coming
+    probed_routines: Counter[str] = field(default_factory=Counter)
     sampled: int = 0  # the candidate's samples read so far
     was_sampled: bool = False  # whether any of the candidate's processes had a sampler (perf events available)
     # the floating-point modes each side's threads were found in mid-call (fp_probe.py), and the probes per side
@@ -168,7 +171,8 @@ class Pair:
             scratch.mkdir(parents=True, exist_ok=True)
             sides.append(KernelProcess(built, config, scratch, who=who, interpreted=task.language == "python",
                                        memory_bytes=target_spec(task.target).memory_limit_bytes,
-                                       sample_pcs=_samples_pcs(task), probe_fp=_samples_pcs(task)))
+                                       sample_pcs=_samples_pcs(task), probe_fp=_samples_pcs(task),
+                                       probe_calls=_samples_pcs(task)))
         # keyed by the sources, not the binaries: a build's path (in its debug information) must not change the draw
         sources = [(built.directory / task.source).read_bytes() for built in (original, candidate)]
         rng = verdict_generator(task.name.encode(), config.name.encode(), *sources)
@@ -207,7 +211,7 @@ class Pair:
             self.close()
             raise
 
-    def renew(self, *, swap: bool = False, sample_pcs: bool | None = None) -> None:
+    def renew(self, *, swap: bool = False, sample_pcs: bool | None = None, probe_calls: bool | None = None) -> None:
         """Both processes replaced by fresh ones of the same builds, ready (`swap`: the candidate's spawned and
         declared first): new shared memory, new pages. A process's pages stay where they were placed for its life,
         and their placement in the caches favours one side by a few percent for a whole verdict (identical CPU code
@@ -220,7 +224,8 @@ class Pair:
             setattr(self, side, KernelProcess(old.built, old.config, old.scratch, who=old.who,
                                               memory_bytes=old.limits.memory_bytes, interpreted=old.interpreted,
                                               sample_pcs=old.sample_pcs if sample_pcs is None else sample_pcs,
-                                              probe_fp=old.probe_fp))
+                                              probe_fp=old.probe_fp, body_ms=old.body_ms,
+                                              probe_calls=old.probe_calls if probe_calls is None else probe_calls))
         for process in (self.candidate, self.original) if swap else (self.original, self.candidate):
             process.spawn()
         self.ready(swap=swap)
@@ -260,7 +265,7 @@ class Pair:
         if self.watch is not None and process.probe_ips:  # a probe's stop is a sample nothing can see coming
             self.was_sampled = True
             self.sampled += len(process.probe_ips)
-            self.routines += self.watch.routines(process.probe_ips, process.mappings)
+            self.probed_routines += self.watch.routines(process.probe_ips, process.mappings)
         process.probe_ips = []
         if self.watch is not None and process.sampler is not None:
             self.was_sampled = True
@@ -333,7 +338,7 @@ class Pair:
                 for b in self.original.buffers if b.role in (Role.INPUT, Role.INOUT)}
 
     def run(self, side: str, inputs: Inputs, *, timeout_s: float, flush: bool = False,
-            fetch: bool = True, probe: bool | None = None) -> SideResult:
+            fetch: bool = True) -> SideResult:
         """One call of `side` on `inputs`; with fetch, its outputs after every check of the buffers passed (without,
         the judge may still fetch() this call's before the side's next call)."""
         process = self._process(side)
@@ -365,7 +370,7 @@ class Pair:
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
                 self.host_flusher.flush(cpu, tuple(per_call))
         with _failures_of(side), _judge_thread(cpu, on=False):
-            timed = process.call(timeout_s, poison_byte=self.poison_byte, probe=probe)
+            timed = process.call(timeout_s, poison_byte=self.poison_byte)
         if side == "candidate":
             self._take_samples()  # between calls, the process stopped: its ring buffer never fills
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)

@@ -176,7 +176,7 @@ class KernelProcess:
 
     def __init__(self, built: Build, config: TaskConfig, scratch: Path, *, who: str,
                  memory_bytes: int | None, interpreted: bool = False, sample_pcs: bool = False,
-                 probe_fp: bool = False) -> None:
+                 probe_fp: bool = False, probe_calls: bool = False, body_ms: float = 0.0) -> None:
         """memory_bytes: the address-space limit (the target's; None for GPU targets, whose drivers map more).
         interpreted: a Python harness (the task's language, never the process's word), whose interpreter the
         candidate's code can change: its "start" and "synced" are not evidence, it copies its buffers back within
@@ -184,7 +184,8 @@ class KernelProcess:
         counter is sampled from the moment it is ready (profiling/pc_samples.py; where perf events allow), and
         its threads' floating-point modes and instruction pointers are read once during each call's body
         (profiling/fp_probe.py; where ptrace allows). probe_fp: its calls may be probed so (a compiled CPU
-        kernel's), each call the judge asks for, and every call of a sample_pcs process."""
+        kernel's); probe_calls: every call is, unless the judge says otherwise. body_ms: how long a call's body is
+        expected to take (a process it replaces measured it), where the first probe's place is drawn."""
         self.built, self.config, self.scratch, self.who = built, config, scratch, who
         self.interpreted = interpreted
         self.sample_pcs = sample_pcs
@@ -197,7 +198,8 @@ class KernelProcess:
         self.probe_fp = probe_fp
         self._probing = probe_fp and fp_probe.available()
         self._probe_at = random.Random(os.urandom(16))  # where in the body each probe lands: nothing it can predict
-        self._body_ms = 0.0  # the last call's body, which the next probe's place is drawn within
+        self.probe_calls = probe_calls
+        self.body_ms = body_ms  # the last call's body, which the next probe's place is drawn within
         self._own_code: list[tuple[int, int]] | None = None  # its executable's code ranges, read at the first probe
         self._fetched = -1  # the call count at the last fetch: one fetch per call
         # no wall-clock limit of its own: the judge times every call out; CPU time for the whole verdict
@@ -285,7 +287,7 @@ class KernelProcess:
     # ---- one call
 
     def call(self, timeout_s: float, *, fetch: bool = False, settle: Callable[[], float] | None = None,
-             poison_byte: int = POISON_BYTE, probe: bool | None = None) -> CallTime:
+             poison_byte: int = POISON_BYTE) -> CallTime:
         """Run the loop body once on what the buffers hold now, timed by the judge's clock. The process is stopped
         again when this returns; a staged process's buffers can be read after fetch(), any other's at once.
 
@@ -294,14 +296,14 @@ class KernelProcess:
         on a stream the copy does not wait for (the Triton red team's side stream, measured on an H100) would
         finish in that untimed gap and its outputs read right. `settle` (the judge's timed flush) runs right after
         the fetch, before the stop too. `poison_byte`: what a staged C process poisons this call's outputs with on
-        the device (the judge poisons everyone else's in its own memory). `probe`: read its threads' modes and
-        instruction pointers mid-call (where it may be probed; None: if it is a sampled process), which stops
-        them briefly: such a call's time is not one to use."""
+        the device (the judge poisons everyone else's in its own memory). A probe_calls process's threads are held
+        once mid-call, their modes and instruction pointers read (fp_probe.py): such a call's time is not one to
+        use."""
         fetch = fetch and self.staged
-        probe = self._probing and (self.sample_pcs if probe is None else probe)
+        probe = self._probing and self.probe_calls
         timed = self._round_trip(_poisoning(b"call", poison_byte), timeout_s, f"call {self.calls}", fetch=fetch,
                                  settle=settle, probe=probe)
-        self._body_ms = timed.duration_ms
+        self.body_ms = timed.duration_ms
         self.calls += 1
         if fetch:
             self._fetched = self.calls
@@ -395,7 +397,7 @@ class KernelProcess:
         protocol's next read, with its exit status where the probe reaped it."""
         assert self._process is not None
         # over the whole body (nineteenth red team: a cap at 50 ms let FTZ from 65 ms into 180 ms calls go unseen)
-        at_ns = started_ns + int(self._probe_at.random() * self._body_ms * 1e6)
+        at_ns = started_ns + int(self._probe_at.random() * self.body_ms * 1e6)
         while _realtime_ns() < at_ns:
             time.sleep(max(0.0, (at_ns - _realtime_ns()) / 1e9 - 50e-6))  # then yield the last 50 us away
             os.sched_yield()

@@ -1205,9 +1205,10 @@ def test_tricks_kept_to_the_processes_it_thinks_unwatched_are_caught(tmp_path: P
     """Nineteenth red team: perf's samples cost a sampled process a 10-15 us gap every 100 us of its CPU time, so
     a 2 ms spin on rdtsc (no import) in its first call tells the correctness processes and the extra sampled
     round (about 20 gaps) from the timed rounds (0-3), and the candidate did its trick only in the latter: FTZ
-    through setcontext found by hand 1.19-1.25x, libc's qsort found by hand 7.25-7.42x "improved". A share of
-    every round's timed calls is now probed mid-call (validate.PROBED_TRIAL_SHARE: both sides' threads stopped
-    once and read, modes and instruction pointers, those calls' times dropped); nothing warns a process of it."""
+    through setcontext found by hand 1.19-1.25x, libc's qsort found by hand 7.25-7.42x "improved".
+    The extra round whose times are not used has no perf events now: every call of its processes is probed
+    mid-call (fp_probe.py: both sides' threads held, modes and instruction pointers read), and nothing tells them
+    from the timed rounds' before the first probe has read them; one probe reading in a watched routine refuses."""
     task_dir = RARE_INPUTS / task_name
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=True)
     assert verdict.status is Status.REJECTED and said in verdict.reason, verdict.reason
