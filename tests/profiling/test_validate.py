@@ -12,7 +12,6 @@ from perfforge.task import load_task
 from perfforge.verdict import RuleStatus, Status
 from profiling.validate import validate
 from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
-from tests.profiling.test_pc_samples import perf_events_available
 
 HEADER = "void matvec(int n, const float *m, const float *w, float *out) {\n"
 ROW_LOOP = """\
@@ -68,28 +67,28 @@ def test_every_timing_round_runs_on_fresh_processes(cpu_task_dir: Path, tmp_path
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A process's pages keep their place in the caches for its life, which favoured one side of identical code by
     up to 9% for a whole verdict (no_change failed in 3 of 12 runs on the 2-core VM): each timing round after the
-    first starts both sides afresh, in alternating order, and the verdict still stands. Where program counters are
-    sampled (perf events), every round does, one more round runs sampled (its times unused), and only that one."""
+    first starts both sides afresh, in alternating order, and the verdict still stands. A compiled CPU kernel's
+    processes are watched: every round does, one more round has every call probed mid-call (its times unused: no
+    perf events, so nothing tells it from the others before a probe reads it), and only that one."""
     from profiling.paired import Pair
 
-    renewed: list[tuple[int, int, bool, bool | None]] = []
+    renewed: list[tuple[int, int, bool, bool | None, bool | None]] = []
     renew = Pair.renew
 
-    def spy(self: Pair, *, swap: bool = False, sample_pcs: bool | None = None) -> None:
-        renew(self, swap=swap, sample_pcs=sample_pcs)
-        renewed.append((self.original.pid, self.candidate.pid, swap, sample_pcs))
+    def spy(self: Pair, *, swap: bool = False, sample_pcs: bool | None = None,
+            probe_calls: bool | None = None) -> None:
+        renew(self, swap=swap, sample_pcs=sample_pcs, probe_calls=probe_calls)
+        renewed.append((self.original.pid, self.candidate.pid, swap, sample_pcs, probe_calls))
 
     monkeypatch.setattr(Pair, "renew", spy)
     verdict = judge(cpu_task_dir, tmp_path, FAST_C, timing=True)
     assert verdict.status == Status.IMPROVED, verdict.reason
     rounds = load_task(cpu_task_dir).validate.rounds
-    sampled = perf_events_available()
-    first = 0 if sampled else 1
-    total = rounds + 1 if sampled else rounds
-    assert [swap for _, _, swap, _ in renewed] == [r % 2 == 1 for r in range(first, total)]
-    assert len({pid for pids in renewed for pid in pids[:2]}) == 2 * (total - first)
-    if sampled:
-        assert [sample for *_, sample in renewed].count(True) == 1
+    total = rounds + 1  # the probed round besides
+    assert [swap for _, _, swap, _, _ in renewed] == [r % 2 == 1 for r in range(total)]
+    assert len({pid for pids in renewed for pid in pids[:2]}) == 2 * total
+    assert [probe for *_, probe in renewed].count(True) == 1
+    assert not any(sample for *_, sample, _ in renewed)  # no perf events in any timing round
 
 
 @pytest.mark.alone
