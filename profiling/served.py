@@ -392,9 +392,9 @@ class KernelProcess:
                         settle_ms=settle_ms, after_done_ms=after_done_ms)
 
     def _probe_fp(self, started_ns: int) -> None:
-        """Read every thread's floating-point modes at a random point of this call's body (the last call's length
-        from its start; the first call's at its start), while it runs. A process found gone is left to the
-        protocol's next read, with its exit status where the probe reaped it."""
+        """Read every thread's floating-point modes at a random point of this call's body (within the last call's
+        body length from its start: the process it replaced gave its first call's), while it runs. A process found
+        gone is left to the protocol's next read, with its exit status where the probe reaped it."""
         assert self._process is not None
         # over the whole body (nineteenth red team: a cap at 50 ms let FTZ from 65 ms into 180 ms calls go unseen)
         at_ns = started_ns + int(self._probe_at.random() * self.body_ms * 1e6)
