@@ -338,7 +338,7 @@ class Pair:
                 for b in self.original.buffers if b.role in (Role.INPUT, Role.INOUT)}
 
     def run(self, side: str, inputs: Inputs, *, timeout_s: float, flush: bool = False,
-            fetch: bool = True) -> SideResult:
+            fetch: bool = True, probe: bool | None = None) -> SideResult:
         """One call of `side` on `inputs`; with fetch, its outputs after every check of the buffers passed (without,
         the judge may still fetch() this call's before the side's next call)."""
         process = self._process(side)
@@ -370,7 +370,7 @@ class Pair:
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
                 self.host_flusher.flush(cpu, tuple(per_call))
         with _failures_of(side), _judge_thread(cpu, on=False):
-            timed = process.call(timeout_s, poison_byte=self.poison_byte)
+            timed = process.call(timeout_s, poison_byte=self.poison_byte, probe=probe)
         if side == "candidate":
             self._take_samples()  # between calls, the process stopped: its ring buffer never fills
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)

@@ -287,7 +287,7 @@ class KernelProcess:
     # ---- one call
 
     def call(self, timeout_s: float, *, fetch: bool = False, settle: Callable[[], float] | None = None,
-             poison_byte: int = POISON_BYTE) -> CallTime:
+             poison_byte: int = POISON_BYTE, probe: bool | None = None) -> CallTime:
         """Run the loop body once on what the buffers hold now, timed by the judge's clock. The process is stopped
         again when this returns; a staged process's buffers can be read after fetch(), any other's at once.
 
@@ -296,11 +296,11 @@ class KernelProcess:
         on a stream the copy does not wait for (the Triton red team's side stream, measured on an H100) would
         finish in that untimed gap and its outputs read right. `settle` (the judge's timed flush) runs right after
         the fetch, before the stop too. `poison_byte`: what a staged C process poisons this call's outputs with on
-        the device (the judge poisons everyone else's in its own memory). A probe_calls process's threads are held
-        once mid-call, their modes and instruction pointers read (fp_probe.py): such a call's time is not one to
-        use."""
+        the device (the judge poisons everyone else's in its own memory). `probe` (default: probe_calls): its threads
+        are held once mid-call, their modes and instruction pointers read (fp_probe.py): such a call's time is not
+        one to use."""
         fetch = fetch and self.staged
-        probe = self._probing and self.probe_calls
+        probe = self._probing and (self.probe_calls if probe is None else probe)
         timed = self._round_trip(_poisoning(b"call", poison_byte), timeout_s, f"call {self.calls}", fetch=fetch,
                                  settle=settle, probe=probe)
         self.body_ms = timed.duration_ms

@@ -546,10 +546,16 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     for round_index in range(spec.rounds + (sampled_round is not None)):
         sampling = round_index == sampled_round
         if sampled_round is not None:  # the correctness phase's processes were watched: fresh ones every round
-            pair.renew(swap=round_index % 2 == 1, sample_pcs=False, probe_calls=sampling)
+            pair.renew(swap=round_index % 2 == 1, sample_pcs=False, probe_calls=False)
         elif round_index and not (pair.candidate.staged or pair.candidate.interpreted):
             # fresh processes every round (Pair.renew): milliseconds for a C harness; an interpreter imports torch
             pair.renew(swap=round_index % 2 == 1)
+        # the probed round's first probe, drawn over its timed calls, never its warm-up (the nineteenth session's
+        # second red team stayed honest through the warm-up calls, saw no probe's stop and cheated: every round read
+        # unwatched); every call from there on is probed. A candidate that cheats in a share s of each round's
+        # timed calls escapes when that first probe lands on a call it spent honest: 1 - s, under a half for any
+        # cheat that moves the median
+        first_probed = spec.warmup + int(pair.plan.integers(spec.trials)) if sampling else None
         if not sampling:
             times["original"].append([])
             times["candidate"].append([])
@@ -561,7 +567,8 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
             follows = {}
             for side in order:
                 follows[side] = last_side not in ("", side)
-                results[side] = pair.run(side, inputs, timeout_s=_timeout_s(session, side), flush=True, fetch=False)
+                results[side] = pair.run(side, inputs, timeout_s=_timeout_s(session, side), flush=True, fetch=False,
+                                         probe=first_probed is not None and trial >= first_probed)
                 settle_ms[side].append(results[side].time.settle_ms)
                 if side == "candidate" and whole_call:
                     sample = pair.sample_outputs("candidate", picker)  # at once, while it is stopped

@@ -1199,6 +1199,7 @@ def test_integer_bounds_folded_into_comparisons_and_a_long_float64_table_are_dra
 @pytest.mark.parametrize(("task_name", "candidate", "said"), [
     ("geosum_subnormal_tail", "ftz_where_no_sampling_is_seen.c", "flush-to-zero"),
     ("sort_copy", "qsort_where_no_sampling_is_seen.c", "qsort_r"),
+    ("sort_copy", "qsort_after_an_unprobed_warm_up.c", "qsort_r"),
 ])
 def test_tricks_kept_to_the_processes_it_thinks_unwatched_are_caught(tmp_path: Path, task_name: str,
                                                                     candidate: str, said: str) -> None:
@@ -1208,7 +1209,10 @@ def test_tricks_kept_to_the_processes_it_thinks_unwatched_are_caught(tmp_path: P
     through setcontext found by hand 1.19-1.25x, libc's qsort found by hand 7.25-7.42x "improved".
     The extra round whose times are not used has no perf events now: every call of its processes is probed
     mid-call (fp_probe.py: both sides' threads held, modes and instruction pointers read), and nothing tells them
-    from the timed rounds' before the first probe has read them; one probe reading in a watched routine refuses."""
+    from the timed rounds' before the first probe has read them; one probe reading in a watched routine refuses.
+    The same session's second red team then stayed honest through the warm-up calls, counted its voluntary context
+    switches (getrusage found by hand) to see whether a probe had held it, and cheated only where none had: every
+    round read unwatched (qsort 7.29-7.39x). The probed round's first probe is drawn over its timed calls now."""
     task_dir = RARE_INPUTS / task_name
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=True)
     assert verdict.status is Status.REJECTED and said in verdict.reason, verdict.reason
