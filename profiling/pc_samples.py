@@ -209,7 +209,8 @@ def _address_of(path: str, file_offset: int) -> int | None:
 @functools.cache
 def _watched_ranges(path: str, pattern: str) -> list[tuple[int, int, str]]:
     """(start, end, name) of each exported function of the library whose name fullmatches `pattern`, its start
-    moved back over the gap after the previous function (HELPER_GAP_BYTES at most), sorted by start."""
+    moved back over the gap after the previous function (HELPER_GAP_BYTES at most), and of the unexported helpers
+    it calls (_called_helpers, under its name), sorted by start."""
     functions = []
     for line in _tool(["nm", "-D", "--defined-only", "-S", path]).splitlines():
         parts = line.split()

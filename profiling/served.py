@@ -181,10 +181,10 @@ class KernelProcess:
         interpreted: a Python harness (the task's language, never the process's word), whose interpreter the
         candidate's code can change: its "start" and "synced" are not evidence, it copies its buffers back within
         every call (no "fetch"), and it must be alone in its process group once ready. sample_pcs: its program
-        counter is sampled from the moment it is ready (profiling/pc_samples.py; where perf events allow), and
-        its threads' floating-point modes and instruction pointers are read once during each call's body
-        (profiling/fp_probe.py; where ptrace allows). probe_fp: its calls may be probed so (a compiled CPU
-        kernel's); probe_calls: every call is, unless the judge says otherwise. body_ms: how long a call's body is
+        counter is sampled from the moment it is ready (profiling/pc_samples.py; where perf events allow).
+        probe_fp: its calls may be probed, its threads' floating-point modes and instruction pointers read once
+        mid-call (profiling/fp_probe.py; a compiled CPU kernel's, where ptrace allows); probe_calls: every call is,
+        unless the judge says otherwise. body_ms: how long a call's body is
         expected to take (a process it replaces measured it), where the first probe's place is drawn."""
         self.built, self.config, self.scratch, self.who = built, config, scratch, who
         self.interpreted = interpreted

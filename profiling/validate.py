@@ -385,10 +385,10 @@ def _hand_found_routines(session: _Session, pair: Pair) -> None:
 
 
 def _foreign_fp_modes(session: _Session, pair: Pair) -> None:
-    """Rules 22 and 25 at run time (the processes pc_samples.py samples): no thread of the candidate's may run its
-    calls in a floating-point mode the original's do not (flush-to-zero, denormals-are-zero, another rounding or
-    precision) though it puts the registers back before it returns (fp_probe.py: the eighteenth red team's
-    setcontext found by hand)."""
+    """Rules 22 and 25 at run time (the correctness calls and the probed timing round): no thread of the
+    candidate's may run its calls in a floating-point mode the original's do not (flush-to-zero,
+    denormals-are-zero, another rounding or precision) though it puts the registers back before it returns
+    (fp_probe.py: the eighteenth red team's setcontext found by hand)."""
     foreign = pair.foreign_fp_modes()
     if pair.fp_probes["candidate"]:
         session.fp_probes = (session.fp_probes or 0) + pair.fp_probes["candidate"]
@@ -536,8 +536,9 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     settle_ms: dict[str, list[float]] = {"original": [], "candidate": []}
     flip, last_side = False, ""
     # where kernel processes are watched (compiled CPU kernels), one round more, at a place drawn from the plan,
-    # has every call of both sides probed mid-call (fp_probe.py: the threads' modes and instruction pointers) and
-    # its times are not used. Nothing tells its processes from the timed rounds' before the first probe has read
+    # has both sides' calls probed mid-call from a timed call the plan draws (fp_probe.py: the threads' modes and
+    # instruction pointers) and its times are not used.
+    # Nothing tells its processes from the timed rounds' before the first probe has read
     # them: no perf events (their interrupts told the correctness processes apart: the nineteenth red team kept its
     # tricks to the processes that saw none, FTZ 1.18-1.25x, hand-found qsort 7.25-7.42x), and the timed rounds'
     # calls are never stopped (probing a fifth of them, times dropped, still lowered matmul_loop_order's speedup in
