@@ -262,11 +262,11 @@ class Pair:
             self.fp_probes[side] += probed.fp_probes
             probed.fp_modes, probed.fp_probes = Counter(), 0
         process = self.candidate
-        if self.watch is not None and process.probe_ips:  # a probe's stop is a sample nothing can see coming
+        if self.watch is not None and process.probe_readings:  # a probe's stop is a sample nothing can see coming
             self.was_sampled = True
-            self.sampled += len(process.probe_ips)
-            self.probed_routines += self.watch.routines(process.probe_ips, process.mappings)
-        process.probe_ips = []
+            self.sampled += len(process.probe_readings)
+            self.probed_routines += self.watch.probed(process.probe_readings, process.mappings)
+        process.probe_readings, self.original.probe_readings = [], []  # the original's are not read
         if self.watch is not None and process.sampler is not None:
             self.was_sampled = True
             ips = process.sampler.drain()

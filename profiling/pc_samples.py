@@ -27,8 +27,14 @@ import struct
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from profiling import sandbox
+
+if TYPE_CHECKING:
+    from profiling.fp_probe import Reading
 
 # One sample per 100 us of a thread's CPU time: the red team's hand-found qsort gave 9 of 21 samples of its
 # correctness calls at 200 us. Not free: the interrupts and the events' switching cost each call a few
@@ -177,6 +183,31 @@ class Watch:
                     hits[OUTSIDE_MAPPINGS] += 1
         return hits
 
+    def probed(self, readings: list[Reading], mappings: list[Mapping]) -> Counter[str]:
+        """How many of a probe's thread readings (fp_probe.py) were inside each watched routine: stopped in it, or
+        called from it (a return address into it on the thread's stack: the kernel's own comparator called by
+        libc's qsort found by hand is the candidate's code; counted once per reading)."""
+        hits: Counter[str] = Counter()
+        for reading in readings:
+            hits.update(set(self.routines([reading.ip], mappings)) | self.called_from(reading.stack, mappings))
+        return hits
+
+    def called_from(self, stack: bytes, mappings: list[Mapping]) -> set[str]:
+        """The watched routines a stack's words return into: a word in a library's mapping, inside a watched
+        routine, right after a call instruction there (a stale word or a data pointer rarely is one; a function's
+        own address never follows a call)."""
+        words = np.frombuffer(stack, dtype="<u8", count=len(stack) // 8)
+        found = set()
+        for mapping in mappings:
+            if mapping.path in KERNEL_CODE:
+                continue
+            for word in set(words[(words >= mapping.start) & (words < mapping.end)].tolist()):
+                file_offset = word - mapping.start + mapping.offset
+                name = self._routine_at(mapping.path, file_offset)
+                if name and _follows_call(mapping.path, file_offset):
+                    found.add(f"{Path(mapping.path).name}'s {name}")
+        return found
+
     def _routine_at(self, path: str, file_offset: int) -> str:
         address = _address_of(path, file_offset)
         if address is None:
@@ -186,6 +217,22 @@ class Watch:
             if start <= address < end and name not in self.exempt:
                 return name
         return ""
+
+
+def _follows_call(path: str, file_offset: int) -> bool:
+    """Whether the bytes before `file_offset` in the library end with a call: `call rel32` (E8 and 4 bytes) or an
+    indirect `call` (FF with ModRM reg field 2) through a register or memory, 2 to 7 bytes long."""
+    try:
+        with open(path, "rb") as library:
+            library.seek(max(0, file_offset - 7))
+            before = library.read(min(7, file_offset)).rjust(7, b"\0")
+    except OSError:
+        return False
+
+    def back(n: int) -> int:  # the byte n before the offset
+        return before[7 - n]
+
+    return back(5) == 0xE8 or any(back(n) == 0xFF and (back(n - 1) >> 3) & 7 == 2 for n in (2, 3, 4, 6, 7))
 
 
 @functools.cache

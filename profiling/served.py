@@ -193,8 +193,10 @@ class KernelProcess:
         self.mappings: list[pc_samples.Mapping] = []  # its executable mappings once ready
         # the modes its threads were found in mid-call, where they were (instruction pointers), how many probes
         self.fp_modes: Counter[fp_probe.FpMode] = Counter()
-        self.probe_ips: list[int] = []
+        self.probe_readings: list[fp_probe.Reading] = []  # the probes' thread readings not yet taken
         self.fp_probes = 0
+        self.probes_in_body = 0  # probes that held its threads before its call's body ended ("synced")
+        self._probe_cost_ns = 0  # the last probe's own time, from its start to every thread held
         self.probe_fp = probe_fp
         self._probing = probe_fp and fp_probe.available()
         self._probe_at = random.Random(os.urandom(16))  # where in the body each probe lands: nothing it can predict
@@ -356,8 +358,8 @@ class KernelProcess:
         if self.windowed:
             self._expect("start", deadline, during)
             started = self._stamp_ns
-        if probe:  # before the judge waits for "done": nothing of its protocol signals the process meanwhile
-            self._probe_fp(started)
+        # before the judge waits for "done": nothing of its protocol signals the process meanwhile
+        held_ns = self._probe_fp(started) if probe else None
         if self.windowed:
             self._expect("synced", deadline, during)
             finished = self._stamp_ns
@@ -388,32 +390,41 @@ class KernelProcess:
             after_done_ms = 0.0
         if not self.windowed:
             finished = done
+        if held_ns is not None and held_ns < finished:
+            self.probes_in_body += 1
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
                         settle_ms=settle_ms, after_done_ms=after_done_ms)
 
-    def _probe_fp(self, started_ns: int) -> None:
+    def _probe_fp(self, started_ns: int) -> int | None:
         """Read every thread's floating-point modes at a random point of this call's body (within the last call's
         body length from its start: the process it replaced gave its first call's), while it runs. A process found
-        gone is left to the protocol's next read, with its exit status where the probe reaped it."""
+        gone is left to the protocol's next read, with its exit status where the probe reaped it. Returns when
+        every thread was held (None: nothing was read)."""
         assert self._process is not None
-        # over the whole body (nineteenth red team: a cap at 50 ms let FTZ from 65 ms into 180 ms calls go unseen)
-        at_ns = started_ns + int(self._probe_at.random() * self.body_ms * 1e6)
+        # over the whole body (nineteenth red team: a cap at 50 ms let FTZ from 65 ms into 180 ms calls go unseen),
+        # begun the probe's own time early (listing, seizing and stopping the threads: about 80 us on the 2-core VM)
+        at_ns = started_ns + int(self._probe_at.random() * self.body_ms * 1e6) - self._probe_cost_ns
         while _realtime_ns() < at_ns:
             time.sleep(max(0.0, (at_ns - _realtime_ns()) / 1e9 - 50e-6))  # then yield the last 50 us away
             os.sched_yield()
         if self._own_code is None:
             self._own_code = fp_probe.own_code(self._process.pid)
+        begun_ns = _realtime_ns()
         try:
             readings = fp_probe.probe(self._process.pid)
         except fp_probe.ProcessGone as gone:
             self._process.reaped(gone.status)
-            return
+            return None
         if readings is None:  # tracing refused here: no probe from now on
             self._probing = False
-            return
+            return None
         self.fp_probes += 1
         self.fp_modes.update(r.mode if fp_probe.counts(r, self._own_code) else fp_probe.DEFAULT for r in readings)
-        self.probe_ips.extend(r.ip for r in readings)
+        self.probe_readings.extend(readings)
+        if not readings:
+            return None
+        self._probe_cost_ns = max(0, readings[0].held_ns - begun_ns)
+        return readings[0].held_ns
 
     def _settle_main(self, woke_ns: int) -> None:
         """Wait (yielding the judge's core) until the harness's main thread is off a CPU, at most MAIN_SETTLE_NS

@@ -18,6 +18,7 @@ candidate's process).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import random
@@ -358,6 +359,13 @@ def _served(session: _Session, verdict: Verdict, timing: bool, phase: _Phases) -
                 _foreign_fp_modes(session, pair)
 
 
+# The probed timing round's probes that must hold the candidate's threads inside its calls' bodies (before its
+# "synced"), and the calls it may add, all probed, to get them: a probe lands after a fast body has ended as often as
+# not (0.25 ms bodies: 11 of 19 inside on the 2-core VM), and a round whose first probe was drawn late had one or two
+# (a candidate sorting with libc's qsort in the round it saw unwatched passed 1 verdict in about 10, 8.4x).
+MIN_PROBES_IN_BODY = 8
+MAX_EXTRA_PROBED_CALLS = 60
+
 # perf samples in one watched routine that refuse a candidate: one could be a misattributed helper beside it (a
 # sample's instruction pointer can skid past the instruction interrupted). One probe's reading refuses: it is read
 # with the thread held (fp_probe.py), and a process that saw the probe's stop could keep away from a second one.
@@ -544,6 +552,8 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     # calls are never stopped (probing a fifth of them, times dropped, still lowered matmul_loop_order's speedup in
     # 6 of 15 verdicts against 1 of 14: bench/bench_pc_sampling.py and docs/validation.md)
     sampled_round = int(pair.plan.integers(spec.rounds + 1)) if pair.watch is not None else None
+    # (the probed round goes on past its trials, every call probed, until MIN_PROBES_IN_BODY of its probes held the
+    # candidate's threads inside a body)
     for round_index in range(spec.rounds + (sampled_round is not None)):
         sampling = round_index == sampled_round
         if sampled_round is not None:  # the correctness phase's processes were watched: fresh ones every round
@@ -560,7 +570,11 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
         if not sampling:
             times["original"].append([])
             times["candidate"].append([])
-        for trial in range(spec.warmup + spec.trials):
+        calls = spec.warmup + spec.trials
+        for trial in itertools.count():
+            if trial >= calls and not (sampling and pair.candidate.probes_in_body < MIN_PROBES_IN_BODY
+                                       and trial < calls + MAX_EXTRA_PROBED_CALLS):
+                break
             inputs = pair.draw(edges=False, next_edges=False)
             results = {}
             sample = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import time
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from profiling import fp_probe
+from profiling import fp_probe, pc_samples
 from profiling.fp_probe import DEFAULT, FpMode
 
 needs_ptrace = pytest.mark.skipif(not fp_probe.available() or shutil.which("gcc") is None,
@@ -106,12 +107,74 @@ def test_a_mode_the_original_runs_in_is_the_tasks_own() -> None:
 
     toward_zero, ftz = FpMode(0x6000, DEFAULT.x87), FpMode(0x8040, DEFAULT.x87)
     original = SimpleNamespace(fp_modes=Counter({toward_zero: 3, DEFAULT: 1}), fp_probes=4, sampler=None,
-                               probe_ips=[])
+                               probe_readings=[])
     candidate = SimpleNamespace(fp_modes=Counter({toward_zero: 2, ftz: 1, DEFAULT: 1}), fp_probes=4, sampler=None,
-                                probe_ips=[])
+                                probe_readings=[])
     pair = Pair(task=None, config=None, original=original, candidate=candidate,  # type: ignore[arg-type]
                 rng=None, plan=None)  # type: ignore[arg-type]
     assert pair.foreign_fp_modes() == Counter({ftz: 1})
     assert pair.fp_probes == Counter({"original": 4, "candidate": 4})
     assert not original.fp_modes and not candidate.fp_modes  # moved into the pair once
     assert pair.foreign_fp_modes() == Counter({ftz: 1})
+
+
+# qsort with a comparator that never returns (the thread is held in the program's own code, inside qsort's call);
+# with an argument, qsort's address kept in a local of a frame that never calls it
+SORTER = r"""
+#include <stdlib.h>
+static volatile int go = 1;
+static int held_compare(const void *a, const void *b) {
+    while (go) {}
+    return *(const int *)a - *(const int *)b;
+}
+int main(int argc, char **argv) {
+    int v[8] = {5, 3, 1, 4, 2, 8, 7, 6};
+    if (argc > 1) {
+        void (*volatile kept)(void *, size_t, size_t, int (*)(const void *, const void *)) = qsort;
+        while (go) {}
+        kept(v, 8, sizeof v[0], held_compare);
+    }
+    qsort(v, 8, sizeof v[0], held_compare);
+    return v[0];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def sorter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("sorter")
+    (directory / "sort.c").write_text(SORTER)
+    subprocess.run(["gcc", "-O1", "sort.c", "-o", "sort"], cwd=directory, check=True)
+    return directory / "sort"
+
+
+@needs_ptrace
+@pytest.mark.parametrize("kept_only", [False, True])
+def test_a_comparator_called_by_a_library_sort_is_read_inside_the_sort(sorter: Path, kept_only: bool) -> None:
+    """Twentieth session: a candidate's own comparator, called by libc's qsort found by hand, holds its thread for
+    most of each sort, so a probe's instruction pointer is mostly the candidate's own code (a busy comparator's
+    candidate: 1 to 3 of 8 to 10 in-body readings in qsort_r). The return address into qsort on the held thread's
+    stack names it. A frame that only keeps qsort's address in a local (never a return address: no call before
+    it) names nothing."""
+    process = subprocess.Popen([str(sorter)] + (["kept"] if kept_only else []))
+    try:
+        time.sleep(0.2)
+        readings = fp_probe.probe(process.pid)
+        assert readings and all(r.stack for r in readings)
+        mappings = pc_samples.executable_mappings(process.pid)
+        own = fp_probe.own_code(process.pid)
+        assert all(any(start <= r.ip < end for start, end in own) for r in readings)  # in its own code
+        watch = pc_samples.Watch(re.compile("qsort|qsort_r"), frozenset())
+        assert not watch.routines([r.ip for r in readings], mappings)  # its instruction pointer alone says nothing
+        found = watch.probed(readings, mappings)
+        if kept_only:
+            assert not found
+        else:
+            assert found and all(name.startswith("libc.so") and name.endswith(("qsort", "qsort_r"))
+                                 for name in found), found
+            # the original importing qsort exempts it
+            exempt = pc_samples.Watch(re.compile("qsort|qsort_r"), frozenset({"qsort", "qsort_r"}))
+            assert not exempt.probed(readings, mappings)
+    finally:
+        process.kill()
+        process.wait()

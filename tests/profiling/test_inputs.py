@@ -221,7 +221,7 @@ def _pair_of(staged: bool) -> Pair:
                SharedBuffer("n", "int32", Role.INOUT, 1000, 0, 50, mmap.mmap(-1, 1)),
                SharedBuffer("y", "float32", Role.OUTPUT, 10, 0.0, 1.0, mmap.mmap(-1, 1))]
     process = SimpleNamespace(buffers=buffers, staged=staged, sampler=None, close=lambda: None,
-                              fp_modes=Counter(), fp_probes=0, probe_ips=[])
+                              fp_modes=Counter(), fp_probes=0, probe_readings=[])
     task = SimpleNamespace(validate=SimpleNamespace(distribution=Distribution.UNIFORM))
     return Pair(task=task, config=None, original=process, candidate=process,  # type: ignore[arg-type]
                 rng=np.random.default_rng(7), plan=np.random.default_rng(8))

@@ -12,7 +12,7 @@
  * fp_probe or pc_samples to see). Unsampled: FTZ|DAZ through setcontext found by hand. */
 static long now_ns(void) { return (long)__rdtsc(); }  /* TSC ticks, 2.6 per ns on this VM (the thresholds below are scaled to it); no clock import */
 static int watched = -1;
-static int detect(void) {
+static int detect_once(void) {
     /* 2 ms of time on a CPU (gaps over 40 us are preemptions, not counted as time); a perf sample costs this VM
      * 10-15 us of its interrupt every 100 us of CPU time, the scheduler tick a few per 2 ms */
     long p = now_ns(), n, active = 0; int c = 0;
@@ -26,6 +26,9 @@ static int detect(void) {
     }
     return c >= 8;
 }
+/* two windows, both with the gaps: the VM's own noise gives 0-5 such gaps in a window and 14 in about 1 in 80,
+ * which alone made this candidate honest in a random round now and then (the probed one: an escape by chance) */
+static int detect(void) { return detect_once() && detect_once(); }
 /* geosum with FTZ|DAZ set and put back within each call, through libc's getcontext/setcontext found by hand from
  * malloc's address (no import, no MXCSR load in the object; neither routine is among the sampled ones: libm's
  * fe*set* and the task's library pattern). The elements whose sum could be subnormal (|x| < 4 FLT_MIN: the edge

@@ -26,7 +26,7 @@ static void *lookup(const void *inside, const char *want) {
 
 static long now_ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1000000000L + t.tv_nsec; }
 static int watched = -1;
-static int detect(void) {
+static int detect_once(void) {
     /* 2 ms of time on a CPU (gaps over 40 us are preemptions, not counted as time); a perf sample costs this VM
      * 10-15 us of its interrupt every 100 us of CPU time, the scheduler tick a few per 2 ms */
     long p = now_ns(), n, active = 0; int c = 0;
@@ -40,6 +40,9 @@ static int detect(void) {
     }
     return c >= 8;
 }
+/* two windows, both with the gaps: the VM's own noise gives 0-5 such gaps in a window and 14 in about 1 in 80,
+ * which alone made this candidate honest in a random round now and then (the probed one: an escape by chance) */
+static int detect(void) { return detect_once() && detect_once(); }
 
 static int cmp(const void *a, const void *b) { float x = *(const float *)a, y = *(const float *)b; return (x > y) - (x < y); }
 static void (*sorter)(void *, size_t, size_t, int (*)(const void *, const void *));
