@@ -668,6 +668,24 @@ def test_threads_of_its_own_pass(cpu_task_dir: Path, tmp_path: Path) -> None:
     assert verdict.correct, verdict.reason
 
 
+@pytest.mark.parametrize("ending", ["pthread_exit(0);", "thrd_exit(0);"])
+def test_threads_that_end_by_exiting_pass(cpu_task_dir: Path, tmp_path: Path, ending: str) -> None:
+    """False rejection found by the nineteenth session's second red team: a worker that ends with pthread_exit or
+    C11's thrd_exit (both allowed imports) crashed every candidate: glibc loads libgcc_s (its unwinder) at the first
+    thread exit, and the filter refuses executable mappings once "ready" is said. The harness has libgcc_s loaded
+    before its filter goes in."""
+    prelude = ("#include <pthread.h>\n#include <threads.h>\n"
+               "struct part { int n, lo, hi; const float *m, *w; float *out; };\n"
+               "static void *rows(void *arg) { struct part *p = arg; int n = p->n; for (int i = p->lo; i < p->hi; "
+               "i++) { float acc = 0.0f; for (int j = 0; j < n; j++) acc += p->m[(long)i * n + j] * p->w[j]; "
+               f"p->out[i] = acc; }} if (p->lo == 0) {{ {ending} }} return 0; }}")
+    code = kernel("    struct part a = {n, 0, n / 2, m, w, out}, b = {n, n / 2, n, m, w, out};\n"
+                  "    pthread_t t;\n    pthread_create(&t, 0, rows, &a);\n    rows(&b);\n    pthread_join(t, 0);\n",
+                  prelude)
+    verdict = judge(cpu_task_dir, tmp_path, code)
+    assert verdict.correct, verdict.reason
+
+
 @pytest.mark.alone
 def test_a_spinning_pool_passes(cpu_task_dir: Path, tmp_path: Path) -> None:
     """A persistent worker that spin-waits for its next job between calls (no sleep, no futex): the body hands it
