@@ -95,6 +95,14 @@ SERVED_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 # having worked on: a sleeping thread is woken to take the SIGSTOP. Measured on the 2-core VM: at most 0.006 ms for
 # the harness alone, an OpenMP pool or two pthreads (scratch/after_done_probe.py, 200 calls each)
 AFTER_DONE_SLACK_NS = 50_000
+# CPU time the main thread may show beyond that per other thread of its process: the thread that takes the SIGSTOP
+# (the main thread, asleep in its wait) wakes each of the others into the stop. Measured on the 2-core VM: a pool of
+# 33 sleeping threads cost the main thread 57-81 us per stop (1.7-2.5 us a thread), which read as work after "done"
+# and refused honest pools of 32 and 50 threads (nineteenth session's red team, scratch afterdone_log.py). A
+# worker's own slack does not grow with the pool: only the main thread's does, up to STOP_COST_THREADS others (a
+# main thread that works on after "done" gains at most that much: 0.3 ms a call behind 64 idle threads).
+STOP_COST_PER_THREAD_NS = 5_000
+STOP_COST_THREADS = 64
 # How long the judge waits, once it woke to "done", for the harness's main thread to leave the CPU before it reads
 # the threads' CPU times (KernelProcess._settle_main): the harness needs a few microseconds from sending "done" to
 # its wait for the next word, and a running thread's time reads stale.
@@ -582,7 +590,9 @@ def work_after_done_ms(awake: dict[int, int], stopped: dict[int, int], *, main: 
     often takes the core such a thread runs on, which then shows no time: it is caught half done, or its work is
     timed in the next call it shares a core with."""
     gains = {tid: cpu - awake.get(tid, 0) for tid, cpu in stopped.items()}
-    busiest_ns = max(gains.values(), default=0)
+    # the thread that takes the SIGSTOP (the main thread, asleep in its wait) wakes every other one into the stop
+    stopping_others_ns = STOP_COST_PER_THREAD_NS * min(max(len(stopped) - 1, 0), STOP_COST_THREADS)
+    busiest_ns = max((gain - stopping_others_ns if tid == main else gain for tid, gain in gains.items()), default=0)
     before, after = process_ns
     if before is not None and after is not None:
         # read after the threads at the waking, so a tick between the reads makes this smaller, never larger
@@ -590,7 +600,7 @@ def work_after_done_ms(awake: dict[int, int], stopped: dict[int, int], *, main: 
     busiest_ns = min(busiest_ns, max(stopping_ns, 0))  # a stale reading's gain, bounded by the stretch
     main_before_ns, call_ns = main_call_ns
     if main_before_ns is not None and main in stopped:  # exact at both ends: not bounded
-        busiest_ns = max(busiest_ns, stopped[main] - main_before_ns - call_ns)
+        busiest_ns = max(busiest_ns, stopped[main] - main_before_ns - call_ns - stopping_others_ns)
     if busiest_ns <= AFTER_DONE_SLACK_NS:
         return 0.0
     return (max(waking_ns, 0) + max(stopping_ns, 0)) / 1e6

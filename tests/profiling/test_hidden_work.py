@@ -138,6 +138,23 @@ def test_threads_asleep_at_done_show_nothing() -> None:
                               main_call_ns=(100_000, 5_000_000)) == 0.0
 
 
+def test_the_main_thread_stopping_a_large_idle_pool_shows_nothing() -> None:
+    """False rejection found by the nineteenth session's red team: an honest pool of 33 threads asleep at "done" (one
+    did the work) cost the main thread, which takes the SIGSTOP and wakes the others into it, 57-81 us per stop, read
+    as work after "done" (32- and 50-thread pools refused). Its allowance grows with the threads it stops; a worker's
+    does not, and a main thread past its allowance still counts."""
+    pool = {tid: 1_000_000 for tid in range(101, 134)}
+    awake = {MAIN: 500_000, **pool}
+    stopped = {MAIN: 581_000, **{tid: cpu + 3_000 for tid, cpu in pool.items()}}
+    assert work_after_done_ms(awake, stopped, main=MAIN, waking_ns=40_000, stopping_ns=2_000_000,
+                              main_call_ns=(100_000, 3_000_000)) == 0.0
+    worker = {**stopped, MAIN: 503_000, 101: 1_081_000}  # the same 81 us gained by a worker: it worked on
+    assert work_after_done_ms(awake, worker, main=MAIN, waking_ns=40_000, stopping_ns=2_000_000) == pytest.approx(2.04)
+    main_past = {**stopped, MAIN: 800_000}  # 300 us: more than stopping 33 threads costs
+    assert work_after_done_ms(awake, main_past, main=MAIN, waking_ns=40_000,
+                              stopping_ns=2_000_000) == pytest.approx(2.04)
+
+
 def test_a_main_thread_still_running_after_it_settled_counts() -> None:
     """The main thread was still on a CPU when the judge read it, 0.1 ms after waking: its reading lags by up to a
     tick (3 ms here), but it worked after "done" for as long as the stretch to the stop, which is what counts. One

@@ -1294,3 +1294,15 @@ def test_an_fldcw_outside_the_rounding_idiom_is_refused() -> None:
     alone = [("fnstcw", "0xe(%rsp)"), ("fldcw", "0xc(%rsp)"), ("fmul", "%st(1),%st")]
     assert _fp_control(alone, b"", [])
     assert _fp_control([("ldmxcsr", "(%rdi)"), ("frndint", "")], b"", [])
+
+
+@pytest.mark.alone
+def test_an_honest_pool_of_many_idle_threads_is_not_read_as_work_after_done(tmp_path: Path) -> None:
+    """False rejection found by the nineteenth session's red team: the body on one worker of a pool whose other 40
+    threads only sleep. The harness's main thread takes the judge's SIGSTOP after "done" and wakes each other thread
+    into the stop (57-81 us for 33), which read as work after "done": pools of 32 and 50 threads were refused
+    (served.STOP_COST_PER_THREAD_NS)."""
+    task_dir = RARE_INPUTS / "geosum_subnormal_tail"
+    verdict = validate(load_task(task_dir), task_dir / "honest_pool_with_40_idle_threads.c", tmp_path / "work",
+                       timing=True)
+    assert verdict.correct and verdict.status is not Status.REJECTED, verdict.reason
