@@ -359,7 +359,13 @@ def _served(session: _Session, verdict: Verdict, timing: bool, phase: _Phases) -
                 _foreign_fp_modes(session, pair)
 
 
-# The probed timing round's probes that must hold the candidate's threads inside its calls' bodies (before its
+# Timing rounds whose calls are probed and whose times are not used: a candidate that cheats in each process (or
+# each call) with probability s and stays honest once it sees a probe's stop escapes all of them with probability
+# (1 - s) ** PROBED_ROUNDS. One let the nineteenth session's red team cheat in a random half of the rounds and pass
+# 4 of 12 verdicts (6.2-11.7x); each more costs a round of calls.
+PROBED_ROUNDS = 2
+
+# A probed timing round's probes that must hold the candidate's threads inside its calls' bodies (before its
 # "synced"), and the calls it may add, all probed, to get them: a probe lands after a fast body has ended as often as
 # not (0.25 ms bodies: 11 of 19 inside on the 2-core VM), and a round whose first probe was drawn late had one or two
 # (a candidate sorting with libc's qsort in the round it saw unwatched passed 1 verdict in about 10, 8.4x).
@@ -543,29 +549,30 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     # the judge's flush right after each call, warm-up ones too (_device_busy_after)
     settle_ms: dict[str, list[float]] = {"original": [], "candidate": []}
     flip, last_side = False, ""
-    # where kernel processes are watched (compiled CPU kernels), one round more, at a place drawn from the plan,
-    # has both sides' calls probed mid-call from a timed call the plan draws (fp_probe.py: the threads' modes and
-    # instruction pointers) and its times are not used.
-    # Nothing tells its processes from the timed rounds' before the first probe has read
+    # where kernel processes are watched (compiled CPU kernels), PROBED_ROUNDS rounds more, at places drawn from the
+    # plan, have both sides' calls probed mid-call from a timed call the plan draws (fp_probe.py: the threads' modes
+    # and instruction pointers) and their times are not used.
+    # Nothing tells their processes from the timed rounds' before the first probe has read
     # them: no perf events (their interrupts told the correctness processes apart: the nineteenth red team kept its
     # tricks to the processes that saw none, FTZ 1.18-1.25x, hand-found qsort 7.25-7.42x), and the timed rounds'
     # calls are never stopped (probing a fifth of them, times dropped, still lowered matmul_loop_order's speedup in
     # 6 of 15 verdicts against 1 of 14: bench/bench_pc_sampling.py and docs/validation.md)
-    sampled_round = int(pair.plan.integers(spec.rounds + 1)) if pair.watch is not None else None
-    # (the probed round goes on past its trials, every call probed, until MIN_PROBES_IN_BODY of its probes held the
+    probed_rounds = set(pair.plan.choice(spec.rounds + PROBED_ROUNDS, PROBED_ROUNDS, replace=False).tolist()) \
+        if pair.watch is not None else set()
+    # (a probed round goes on past its trials, every call probed, until MIN_PROBES_IN_BODY of its probes held the
     # candidate's threads inside a body)
-    for round_index in range(spec.rounds + (sampled_round is not None)):
-        sampling = round_index == sampled_round
-        if sampled_round is not None:  # the correctness phase's processes were watched: fresh ones every round
+    for round_index in range(spec.rounds + len(probed_rounds)):
+        sampling = round_index in probed_rounds
+        if probed_rounds:  # the correctness phase's processes were watched: fresh ones every round
             pair.renew(swap=round_index % 2 == 1, sample_pcs=False, probe_calls=False)
         elif round_index and not (pair.candidate.staged or pair.candidate.interpreted):
             # fresh processes every round (Pair.renew): milliseconds for a C harness; an interpreter imports torch
             pair.renew(swap=round_index % 2 == 1)
-        # the probed round's first probe, drawn over its timed calls, never its warm-up (the nineteenth session's
+        # a probed round's first probe, drawn over its timed calls, never its warm-up (the nineteenth session's
         # second red team stayed honest through the warm-up calls, saw no probe's stop and cheated: every round read
         # unwatched); every call from there on is probed. A candidate that cheats in a share s of each round's
-        # timed calls escapes when that first probe lands on a call it spent honest: 1 - s, under a half for any
-        # cheat that moves the median
+        # timed calls escapes a round when its first probe lands on a call it spent honest: 1 - s, under a half for
+        # any cheat that moves the median (PROBED_ROUNDS)
         first_probed = spec.warmup + int(pair.plan.integers(spec.trials)) if sampling else None
         if not sampling:
             times["original"].append([])

@@ -365,7 +365,9 @@ def test_the_main_thread_working_on_after_done(cpu_task_dir: Path, tmp_path: Pat
 
     def spy(self: served.KernelProcess, *args: object, **kwargs: object) -> served.CallTime:
         timed = round_trip(self, *args, **kwargs)
-        if self.who == "candidate" and args and args[0].split()[0] == b"call":
+        # a call a probe held is left out: its times are never used, and the hold takes the main thread off its CPU
+        # mid-call, which the exact check of its CPU time against the call's length reads as idle time
+        if self.who == "candidate" and args and args[0].split()[0] == b"call" and not kwargs.get("probe"):
             calls.setdefault(id(self), []).append(timed)
         return timed
 

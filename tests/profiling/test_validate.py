@@ -11,7 +11,7 @@ import pytest
 
 from perfforge.task import load_task
 from perfforge.verdict import RuleStatus, Status
-from profiling.validate import validate
+from profiling.validate import PROBED_ROUNDS, validate
 from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
 
 HEADER = "void matvec(int n, const float *m, const float *w, float *out) {\n"
@@ -69,8 +69,8 @@ def test_every_timing_round_runs_on_fresh_processes(cpu_task_dir: Path, tmp_path
     """A process's pages keep their place in the caches for its life, which favoured one side of identical code by
     up to 9% for a whole verdict (no_change failed in 3 of 12 runs on the 2-core VM): each timing round after the
     first starts both sides afresh, in alternating order, and the verdict still stands. A compiled CPU kernel's
-    processes are watched: every round does, and one more round has its calls probed mid-call from a timed call the
-    plan draws (its times unused; no perf events in any timing round)."""
+    processes are watched: every round does, and PROBED_ROUNDS more rounds have their calls probed mid-call from a
+    timed call the plan draws (their times unused; no perf events in any timing round)."""
     from profiling.paired import Pair
 
     renewed: list[tuple[int, int, bool, bool | None, bool | None]] = []
@@ -85,7 +85,7 @@ def test_every_timing_round_runs_on_fresh_processes(cpu_task_dir: Path, tmp_path
     verdict = judge(cpu_task_dir, tmp_path, FAST_C, timing=True)
     assert verdict.status == Status.IMPROVED, verdict.reason
     rounds = load_task(cpu_task_dir).validate.rounds
-    total = rounds + 1  # the probed round besides
+    total = rounds + PROBED_ROUNDS  # the probed rounds besides
     assert [swap for _, _, swap, _, _ in renewed] == [r % 2 == 1 for r in range(total)]
     assert len({pid for pids in renewed for pid in pids[:2]}) == 2 * total
     assert not any(sample for *_, sample, _ in renewed)  # no perf events in any timing round
