@@ -11,7 +11,8 @@ import pytest
 
 from perfforge.task import load_task
 from perfforge.verdict import RuleStatus, Status
-from profiling.validate import PROBED_ROUNDS, validate
+from profiling import fp_probe
+from profiling.validate import MAX_EXTRA_PROBED_CALLS, MIN_PROBES_IN_BODY, PROBED_ROUNDS, validate
 from tests.profiling.conftest import FAST_C, SLOW_C, TASK_TOML, write_task
 
 HEADER = "void matvec(int n, const float *m, const float *w, float *out) {\n"
@@ -76,8 +77,12 @@ def test_every_timing_round_runs_on_fresh_processes(cpu_task_dir: Path, tmp_path
     renewed: list[tuple[int, int, bool, bool | None, bool | None]] = []
     renew = Pair.renew
 
+    in_body: list[tuple[int, int]] = []  # per timing process of the candidate's: probes held mid-body, calls
+
     def spy(self: Pair, *, swap: bool = False, sample_pcs: bool | None = None,
             probe_calls: bool | None = None) -> None:
+        if self.candidate.probe_calls is False:  # a timing round's process, about to be replaced
+            in_body.append((self.candidate.probes_in_body, self.candidate.calls))
         renew(self, swap=swap, sample_pcs=sample_pcs, probe_calls=probe_calls)
         renewed.append((self.original.pid, self.candidate.pid, swap, sample_pcs, probe_calls))
 
@@ -89,6 +94,12 @@ def test_every_timing_round_runs_on_fresh_processes(cpu_task_dir: Path, tmp_path
     assert [swap for _, _, swap, _, _ in renewed] == [r % 2 == 1 for r in range(total)]
     assert len({pid for pids in renewed for pid in pids[:2]}) == 2 * total
     assert not any(sample for *_, sample, _ in renewed)  # no perf events in any timing round
+    if fp_probe.available():  # each probed round held the candidate mid-body MIN_PROBES_IN_BODY times, or ran out
+        spec = load_task(cpu_task_dir).validate
+        probed = [(held, calls) for held, calls in in_body if held or calls > spec.warmup + spec.trials]
+        assert 1 <= len(probed) <= PROBED_ROUNDS  # the last round's process is closed, not renewed
+        assert all(held >= MIN_PROBES_IN_BODY or calls == spec.warmup + spec.trials + MAX_EXTRA_PROBED_CALLS
+                   for held, calls in probed), probed
     rule = next(r for r in verdict.rules if r.rule == 22)
     assert re.search(r"modes read mid-call [1-9]\d* times", rule.detail) or "NOT read" in rule.detail, rule.detail
 
