@@ -142,6 +142,8 @@ class Reading:
     ip: int
     stack: bytes = b""
     held_ns: int = 0  # when every thread of the process was held (CLOCK_REALTIME, the clock messages are stamped by)
+    # the process's executable mappings while it was held: (start, end, file offset, path), as /proc/PID/maps says
+    executable: tuple[tuple[int, int, int, str], ...] = ()
 
 
 def counts(reading: Reading, own_code: list[tuple[int, int]]) -> bool:
@@ -226,26 +228,30 @@ def _read(tid: int, stacks: _Stacks, held_ns: int) -> Reading | None:
     fp = fpregs.raw
     mode = FpMode(_MXCSR.unpack_from(fp, 24)[0] & MXCSR_MODE_BITS, _CWD.unpack_from(fp, 0)[0] & X87_MODE_BITS)
     return Reading(mode, _WORD.unpack_from(regs.raw, _RIP_OFFSET)[0],
-                   stacks.read(_WORD.unpack_from(regs.raw, _RSP_OFFSET)[0]), held_ns)
+                   stacks.read(_WORD.unpack_from(regs.raw, _RSP_OFFSET)[0]), held_ns, stacks.executable)
 
 
 class _Stacks:
-    """The held process's memory (/proc/PID/mem: readable by its tracer) and its writable mappings (a stack is one):
-    each thread's stack is read from its stack pointer to its mapping's end (STACK_READ_BYTES at most), never into
-    whatever is mapped beyond it."""
+    """The held process's memory (/proc/PID/mem: readable by its tracer) and its mappings: each thread's stack is read
+    from its stack pointer to the end of the writable mapping holding it (STACK_READ_BYTES at most), never into
+    whatever is mapped beyond it; `executable`: its executable mappings of files and of the kernel ([vdso])."""
 
     def __init__(self, pid: int) -> None:
         self._mem: int | None = None
         self._writable: list[tuple[int, int]] = []
+        executable = []
         try:
             for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-                span, permissions = line.split(None, 2)[:2]
-                if permissions.startswith("rw"):
-                    start, end = (int(v, 16) for v in span.split("-"))
+                parts = line.split(None, 5)
+                start, end = (int(v, 16) for v in parts[0].split("-"))
+                if parts[1].startswith("rw"):
                     self._writable.append((start, end))
+                if "x" in parts[1]:
+                    executable.append((start, end, int(parts[2], 16), parts[5].strip() if len(parts) == 6 else ""))
             self._mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
-        except (OSError, ValueError):
+        except (OSError, ValueError, IndexError):
             pass
+        self.executable = tuple(executable)
 
     def read(self, sp: int) -> bytes:
         if self._mem is None:

@@ -266,6 +266,9 @@ class Pair:
             self.was_sampled = True
             self.sampled += len(process.probe_readings)
             self.probed_routines += self.watch.probed(process.probe_readings, process.mappings)
+        if self.watch is not None and process.code_moved:
+            self.probed_routines[pc_samples.MOVED_MAPPINGS] += process.code_moved
+            process.code_moved = 0
         process.probe_readings, self.original.probe_readings = [], []  # the original's are not read
         if self.watch is not None and process.sampler is not None:
             self.was_sampled = True

@@ -53,6 +53,7 @@ HELPER_GAP_BYTES = 16 << 10
 # The kernel's code mapped into every process (the vDSO: clock_gettime runs there, honestly)
 KERNEL_CODE = ("[vdso]", "[vsyscall]")
 OUTSIDE_MAPPINGS = "code outside every mapping it had when ready"
+MOVED_MAPPINGS = "code mapped, moved or unmapped since it was ready"
 
 _PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}.get(platform.machine())
 _ATTR = struct.Struct("<IIQQQQQ")  # type, size, config, sample_period, sample_type, read_format, flags
@@ -154,6 +155,17 @@ def executable_mappings(pid: int) -> list[Mapping]:
             start, end = (int(v, 16) for v in parts[0].split("-"))
             found.append(Mapping(start, end, int(parts[2], 16), parts[5].strip()))
     return found
+
+
+def moved(ready: list[Mapping], now: tuple[tuple[int, int, int, str], ...]) -> bool:
+    """Whether a process's executable mappings of files and of the kernel (`now`: start, end, file offset, path, as a
+    probe read them with its threads held) differ from those it had when it was ready. Nothing an honest kernel
+    does moves, maps or unmaps code once it serves; a page of libc moved onto another library's code (mremap, or
+    munmap and a move the kernel places in the hole) is named by the mapping it replaced (the twentieth session's
+    red team: libc's _quicksort read as libgcc_s, 4.6-6.1x)."""
+    held = {(start, end, offset, path) for start, end, offset, path in now
+            if path.startswith("/") or path in KERNEL_CODE}
+    return held != {(m.start, m.end, m.offset, m.path) for m in ready}
 
 
 @dataclass(frozen=True)

@@ -204,6 +204,7 @@ class KernelProcess:
         self.probe_readings: list[fp_probe.Reading] = []  # the probes' thread readings not yet taken
         self.fp_probes = 0
         self.probes_in_body = 0  # probes that held its threads before its call's body ended ("synced")
+        self.code_moved = 0  # probes that found its executable mappings not as they were when it was ready
         self._probe_cost_ns = 0  # the last probe's own time, from its start to every thread held
         self.probe_fp = probe_fp
         self._probing = probe_fp and fp_probe.available()
@@ -431,6 +432,8 @@ class KernelProcess:
         self.probe_readings.extend(readings)
         if not readings:
             return None
+        if self.mappings and pc_samples.moved(self.mappings, readings[0].executable):
+            self.code_moved += 1
         self._probe_cost_ns = max(0, readings[0].held_ns - begun_ns)
         return readings[0].held_ns
 

@@ -721,7 +721,7 @@ static int pf_install_filter(void) {
         PF_ALLOW(__NR_pread64), PF_ALLOW(__NR_pwrite64), PF_ALLOW(__NR_close), PF_ALLOW(__NR_lseek),
         PF_ALLOW(__NR_fstat), PF_ALLOW(__NR_newfstatat),
         PF_ALLOW(__NR_recvfrom), PF_ALLOW(__NR_recvmsg), PF_ALLOW(__NR_sendto), PF_ALLOW(__NR_sendmsg),
-        PF_ALLOW(__NR_munmap), PF_ALLOW(__NR_mremap),
+        PF_ALLOW(__NR_munmap),
         PF_ALLOW(__NR_madvise), PF_ALLOW(__NR_brk), PF_ALLOW(__NR_membarrier),
         PF_ALLOW(__NR_futex), PF_ALLOW(__NR_set_robust_list), PF_ALLOW(__NR_get_robust_list),
 #ifdef __NR_rseq
@@ -769,6 +769,15 @@ static int pf_install_filter(void) {
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
 #endif
+        /* mremap: growing or moving a mapping where the kernel chooses (realloc), never onto an address of the
+         * caller's (MREMAP_FIXED) nor keeping the old one (MREMAP_DONTUNMAP): the twentieth session's red team moved
+         * the page of libc's _quicksort onto libgcc_s's code, where every sample and probe named libgcc_s (4.6-6.1x
+         * "improved" with qsort's code found by hand). Flags above MREMAP_MAYMOVE (1) fail with EPERM. */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mremap, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[3])),
+        BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 1, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
         /* kill, tgkill, tkill: this process only (abort() raises SIGABRT through tgkill) */
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_kill, 1, 0),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_tgkill, 0, 4),

@@ -178,3 +178,39 @@ def test_a_comparator_called_by_a_library_sort_is_read_inside_the_sort(sorter: P
     finally:
         process.kill()
         process.wait()
+
+
+# spins in its own code; with an argument, first unmaps the page of libc's qsort (code the process had when ready)
+UNMAPPER = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+static volatile int go = 1;
+int main(int argc, char **argv) {
+    usleep(200000);
+    if (argc > 1) munmap((void *)((uintptr_t)(void *)qsort & ~(uintptr_t)4095), 4096);
+    while (go) {}
+}
+"""
+
+
+@needs_ptrace
+@pytest.mark.parametrize("unmaps", [False, True])
+def test_code_mapped_differently_from_ready_is_seen(tmp_path: Path, unmaps: bool) -> None:
+    """Twentieth session's red team: a page of libc moved onto another library's code was named by the mapping it
+    replaced. A probe reads the executable mappings with the threads held, and any change from those the process
+    had when ready is seen (pc_samples.moved): here a page of libc's code unmapped."""
+    (tmp_path / "unmap.c").write_text(UNMAPPER)
+    subprocess.run(["gcc", "-O1", "unmap.c", "-o", "unmap"], cwd=tmp_path, check=True)
+    process = subprocess.Popen([str(tmp_path / "unmap")] + (["unmap"] if unmaps else []))
+    try:
+        time.sleep(0.05)
+        ready = pc_samples.executable_mappings(process.pid)
+        time.sleep(0.4)
+        readings = fp_probe.probe(process.pid)
+        assert readings and readings[0].executable
+        assert pc_samples.moved(ready, readings[0].executable) is unmaps
+    finally:
+        process.kill()
+        process.wait()

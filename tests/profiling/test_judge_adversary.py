@@ -1240,14 +1240,15 @@ def test_tricks_kept_to_the_processes_it_thinks_unwatched_are_caught(tmp_path: P
 
 @pytest.mark.skipif(not perf_events_available(), reason="perf events unavailable (perf_event_paranoid)")
 @pytest.mark.parametrize(("candidate", "said"), [("quicksort_helper_called_by_hand.c", "qsort_r"),
-                                                 ("qsort_from_a_moved_copy_of_libc.c", "outside every mapping")])
+                                                 ("qsort_from_a_moved_copy_of_libc.c", "qsort_r")])
 def test_a_library_sort_run_where_no_routine_is_named_is_caught(tmp_path: Path, candidate: str, said: str) -> None:
     """Nineteenth red team: glibc's static _quicksort, which qsort_r calls and which sits after putenv (not in the
     gap before any watched routine), called by hand from qsort_r's call instruction: 6.37-6.43x "improved"; and
     libc's text moved by mremap(MREMAP_DONTUNMAP) with its data copied beside it, qsort run from the copy, which no
     mapping read at "ready" names: 7.33-7.37x. The sampler follows a watched routine's direct calls into the
     library's unexported functions (pc_samples._called_helpers) and counts samples outside every mapping the
-    process had when ready."""
+    process had when ready. Since the twentieth session the filter refuses MREMAP_DONTUNMAP (and MREMAP_FIXED): the
+    move fails, and the candidate's fallback, libc's qsort in place, is named."""
     task_dir = RARE_INPUTS / "sort_copy"
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
     assert verdict.status is Status.REJECTED and said in verdict.reason, verdict.reason
@@ -1308,3 +1309,15 @@ def test_an_honest_pool_of_many_idle_threads_is_not_read_as_work_after_done(tmp_
     verdict = validate(load_task(task_dir), task_dir / "honest_pool_with_40_idle_threads.c", tmp_path / "work",
                        timing=True)
     assert verdict.correct and verdict.status is not Status.REJECTED, verdict.reason
+
+
+def test_library_code_moved_onto_another_librarys_pages_is_not_a_win(tmp_path: Path) -> None:
+    """Twentieth session's red team (D): glibc's _quicksort found by hand and its page moved by
+    mremap(MAYMOVE|FIXED|DONTUNMAP) onto libgcc_s's code, where every sample and probe reading was named by the
+    ready-time mapping it replaced: 4.6-6.1x "improved" 8 of 8. The filter refuses mremap beyond MREMAP_MAYMOVE now
+    (the candidate falls back to the original's sort) and a probe finding the executable mappings changed refuses
+    (test_fp_probe.py)."""
+    task_dir = RARE_INPUTS / "sort_copy"
+    verdict = validate(load_task(task_dir), task_dir / "quicksort_moved_onto_another_library.c", tmp_path / "work",
+                       timing=True)
+    assert verdict.status is not Status.IMPROVED and verdict.status is not Status.NEEDS_REVIEW, verdict.reason
