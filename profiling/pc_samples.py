@@ -225,8 +225,9 @@ class Watch:
         if address is None:
             return ""
         # a few dozen ranges, which may overlap (a helper inside the gap before its routine)
+        exempt = _exempt_in(path, self.pattern.pattern, self.exempt)
         for start, end, name in _watched_ranges(path, self.pattern.pattern):
-            if start <= address < end and name not in self.exempt:
+            if start <= address < end and name not in exempt:
                 return name
         return ""
 
@@ -290,6 +291,27 @@ def _watched_ranges(path: str, pattern: str) -> list[tuple[int, int, str]]:
 
 # A direct call's target in objdump's listing: `call   40230 <putenv@@GLIBC_2.2.5+0x100>`
 _DIRECT_CALL = re.compile(r"\bcall\s+([0-9a-f]+) <([^>]*)>")
+_DIRECT_JUMP = re.compile(r"\b(?:call|jmp)\s+([0-9a-f]+) <")
+
+
+@functools.cache
+def _exempt_in(path: str, pattern: str, exempt: frozenset[str]) -> frozenset[str]:
+    """The exempt routines and the watched ones their own code reaches by a direct call or jump in this library:
+    glibc's qsort is `jmp qsort_r`, so an original that imports qsort has its code run in qsort_r (the twentieth
+    session's red team: identical code on such a task refused 5 of 5)."""
+    ranges = _watched_ranges(path, pattern)
+    reached = set(exempt)
+    for line in _tool(["nm", "-D", "--defined-only", "-S", path]).splitlines():
+        parts = line.split()
+        if len(parts) != 4 or parts[3].split("@")[0] not in exempt:
+            continue
+        start, size = int(parts[0], 16), int(parts[1], 16)
+        listing = _tool(["objdump", "-d", "--no-show-raw-insn", f"--start-address={start:#x}",
+                         f"--stop-address={start + size:#x}", path])
+        for target_hex in _DIRECT_JUMP.findall(listing):
+            target = int(target_hex, 16)
+            reached.update(name for first, last, name in ranges if first <= target < last)
+    return frozenset(reached)
 
 
 def _called_helpers(path: str, functions: list[tuple[int, int, str]],

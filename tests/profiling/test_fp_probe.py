@@ -172,8 +172,9 @@ def test_a_comparator_called_by_a_library_sort_is_read_inside_the_sort(sorter: P
         else:
             assert found and all(name.startswith("libc.so") and name.endswith(("qsort", "qsort_r"))
                                  for name in found), found
-            # the original importing qsort exempts it
-            exempt = pc_samples.Watch(re.compile("qsort|qsort_r"), frozenset({"qsort", "qsort_r"}))
+            # the original importing qsort exempts it, and qsort_r, which glibc's qsort jumps to (twentieth
+            # session's red team: identical code on a task whose original calls qsort was refused 5 of 5)
+            exempt = pc_samples.Watch(re.compile("qsort|qsort_r"), frozenset({"qsort"}))
             assert not exempt.probed(readings, mappings)
     finally:
         process.kill()
