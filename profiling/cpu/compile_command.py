@@ -137,6 +137,67 @@ def _parse_directories(text: str) -> list[Path]:
     return [Path(d) for d in found if Path(d).is_dir()]
 
 
+_FILE_ENTRY_RE = re.compile(r"^\s*\d+\s+(\d+)\s+(?:\d+\s+\d+\s+)?(?:\([^)]*\):\s*)?(\S.*?)\s*$")
+
+
+def line_program_files(binary: Path) -> list[set[Path]]:
+    """The files each line program of binary names (one program per compile unit: its own source and every file
+    it includes that holds code), absolute; [] without readelf."""
+    readelf = shutil.which("readelf")
+    if readelf is None or not binary.is_file():
+        return []
+    try:
+        proc = sandbox.run_trusted([readelf, "--debug-dump=line", str(binary)],
+                                   timeout_s=READELF_TIMEOUT_S, text=True, errors="replace")
+    except subprocess.TimeoutExpired:
+        return []
+    return _parse_program_files(proc.stdout) if proc.returncode == 0 else []
+
+
+def _parse_program_files(text: str) -> list[set[Path]]:
+    """Each program's file table, its entries joined to their directory-table entry (DWARF 5 numbers both from 0,
+    entry 0 the compile directory; a DWARF 4 entry of directory 0, the unstated compile directory, or of a relative
+    directory, is kept only when the joined name is absolute)."""
+    programs: list[set[Path]] = []
+    directories: dict[int, str] = {}
+    table = ""
+    for line in text.splitlines():
+        if "The Directory Table" in line:
+            programs.append(set())
+            directories, table = {}, "directories"
+            continue
+        if "The File Name Table" in line:
+            table = "files"
+            continue
+        if table and not line.strip() or "Line Number Statements" in line:
+            table = ""
+            continue
+        if table == "directories" and (match := _DIRECTORY_ENTRY_RE.match(line)) and match.group(1) != "Name":
+            name = match.group(1)  # a relative one (a build with -Ilib) is under entry 0, the compile directory
+            directories[int(line.split()[0])] = str(Path(directories.get(0, ""), name))
+        elif table == "files" and (match := _FILE_ENTRY_RE.match(line)):
+            name = match.group(2)
+            base = directories.get(int(match.group(1)), "")
+            if name.startswith("/") or base.startswith("/"):
+                programs[-1].add(Path(base, name))
+    return programs
+
+
+def including_unit(binary: Path, source: Path) -> CompileUnit | None:
+    """The gcc compile unit of binary whose line program names source without compiling it as its own (a file a
+    unit includes: ufidon/ca's loops.c under its driver, a header's inline functions); None when none does."""
+    wanted = source.resolve()
+    units = [unit for unit in compile_units(binary) if producer_command(unit.producer) is not None]
+    for files in line_program_files(binary):
+        if wanted not in {path.resolve() for path in files}:
+            continue
+        named = {path.resolve() for path in files}
+        for unit in units:
+            if unit.source.resolve() in named and unit.source.resolve() != wanted:
+                return unit
+    return None
+
+
 def producer_command(producer: str) -> tuple[str, tuple[str, ...]] | None:
     """(compiler, flags) from a gcc DW_AT_producer string; None for another producer (clang, LTO's GNU GIMPLE).
     Debug switches are dropped; the language standard is made explicit (gcc names it in the producer even when
@@ -155,26 +216,34 @@ def producer_command(producer: str) -> tuple[str, tuple[str, ...]] | None:
 
 def compile_command(binary: Path, files: Sequence[str]) -> CompileCommand | None:
     """How to compile the function whose own instructions lie in `files` (costliest first), from the compile unit
-    of `binary` that is one of those files. Without one: the first compilable file with ASSUMED_FLAGS; None when
-    the function's files are all headers of no known unit."""
+    of `binary` that is one of those files, else from the unit that includes one of them (its line program names
+    the file: ufidon/ca's loops.c, a fragment compiled only inside its driver). Without either: the first
+    compilable file with ASSUMED_FLAGS; None when the function's files are all headers of no known unit."""
     units = {unit.source.resolve(): unit for unit in compile_units(binary)}
     for name in files:
         unit = units.get(Path(name).resolve())
         if unit is None:
             continue
-        command = producer_command(unit.producer)
-        if command is None:
-            return None  # not gcc: vectorize.py has no report to ask for
-        compiler, flags = command
-        directories = (unit.source.parent, unit.comp_dir, *line_table_directories(binary))
-        includes = tuple(dict.fromkeys(f"-I{d}" for d in directories))
-        return CompileCommand(compiler, flags + includes, unit.source, recorded=True)
+        return _unit_command(binary, unit)
+    for name in files:  # a file no unit compiles as its own but one includes
+        if (unit := including_unit(binary, Path(name))) is not None:
+            return _unit_command(binary, unit)
     for name in files:
         path = Path(name)
         if path.suffix in C_SUFFIXES + CPP_SUFFIXES and path.is_file():
             compiler = "g++" if path.suffix in CPP_SUFFIXES else "gcc"
             return CompileCommand(compiler, ASSUMED_FLAGS, path, recorded=False)
     return None
+
+
+def _unit_command(binary: Path, unit: CompileUnit) -> CompileCommand | None:
+    command = producer_command(unit.producer)
+    if command is None:
+        return None  # not gcc: vectorize.py has no report to ask for
+    compiler, flags = command
+    directories = (unit.source.parent, unit.comp_dir, *line_table_directories(binary))
+    includes = tuple(dict.fromkeys(f"-I{d}" for d in directories))
+    return CompileCommand(compiler, flags + includes, unit.source, recorded=True)
 
 
 def language_of(source: Path, command: CompileCommand | None) -> str:

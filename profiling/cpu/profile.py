@@ -16,6 +16,9 @@ Profile alone is enough to diagnose (and to store in a dataset):
   `work_bytes` and `D1_miss_amplification` / `LL_miss_amplification` (cache-line fills per line of necessary
   traffic: near 1 for a kernel that streams its data once, far above for one that refetches it).
 
+The source facts read the kernel's file with its macros expanded by the task's compiler and flags
+(preprocess.py), at the file's own line numbers; the profile's tool_versions says whether they did, or why not.
+
 Timing is measured by the caller outside valgrind (VALIDATION.md rule 16) and passed in.
 """
 
@@ -27,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfforge.records import CounterValue, HotLine, Profile, Timing
-from profiling.cpu import callgrind, loops, perf_stat, vectorize
+from profiling.cpu import callgrind, loops, perf_stat, preprocess, vectorize
 from profiling.cpu.cache_model import simulated_cache_model
 from profiling.machine import describe_machine, tool_version
 
@@ -49,7 +52,12 @@ def profile_cpu(binary: Path, config_args: Sequence[str], source: Path, kernel: 
     scratch.mkdir(parents=True, exist_ok=True)
     source_text = source.read_text(encoding="utf-8", errors="replace")
     result = callgrind.run_callgrind(binary, list(config_args), kernel, source.name, scratch, timeout_s)
-    analysis = loops.analyze_loops(source_text, kernel, "cpp" if source.suffix in (".cc", ".cpp", ".cxx") else "c")
+    language = "cpp" if source.suffix in (".cc", ".cpp", ".cxx") else "c"
+    expanded = preprocess.expanded_source(source, source_text, compiler, flags, scratch / "preprocess")
+    analysis = loops.analyze_loops(expanded.text, kernel, language)
+    if not analysis.function_found and expanded.expanded:  # under an #if the flags leave inactive: as written
+        expanded = preprocess.ExpandedSource(source_text, False, f"{kernel} is not in the preprocessed text")
+        analysis = loops.analyze_loops(source_text, kernel, language)
     try:
         vec_report = vectorize.vectorization_report(source, compiler, flags, scratch / "vectorize")
     except vectorize.VectorizeError:
@@ -59,7 +67,7 @@ def profile_cpu(binary: Path, config_args: Sequence[str], source: Path, kernel: 
     counters += _work_counters(result, work_bytes)
     counters += perf_stat.run_perf_stat(binary, list(config_args), scratch, timeout_s)
     return Profile(machine=f"{describe_machine()}; {simulated_cache_model().describe()}",
-                   tool_versions=_tool_versions(compiler), timing=timing,
+                   tool_versions=f"{_tool_versions(compiler)}; {expanded.describe()}", timing=timing,
                    counters=counters, hot_lines=lines, target="cpu", kernel=kernel, source_file=source.name)
 
 

@@ -10,6 +10,11 @@ looked up by its base name in the file holding most of its instructions, and whe
 file around its hottest line. Hot lines of another function of the file, inlined into this one (perf-ninja's
 `power`, whose hot lines are the loops of `multiply`), get the facts of the function around them: the loops that
 hold a line are those of the function its text is in.
+
+The facts read the file with its macros expanded by the unit's compiler under its recorded flags (preprocess.py),
+through the unit that includes it when it is not one; the raw text when that fails, or when the expanded text
+lacks the function (it lies under an #if the recorded flags, which never hold -D, leave inactive). Which reading
+was used lands in the profile's tool_versions.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.records import CounterValue, HotLine
-from profiling.cpu import layout, loops, vectorize
+from profiling.cpu import layout, loops, preprocess, vectorize
 from profiling.cpu.compile_command import CompileCommand, compile_command, language_of
 from profiling.cpu.profile import static_metrics
 
@@ -38,23 +43,45 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
     """Add the static metrics to hot_lines (lines of source) and return the kernel counters. binary: the object
     holding the function; files: the user source files of its own instructions, costliest first."""
     command = compile_command(binary, files)
-    text = source.read_text(encoding="utf-8", errors="replace")
+    raw = source.read_text(encoding="utf-8", errors="replace")
     language = language_of(source, command)
-    name = base_name(symbol)
-    analysis = loops.analyze_loops(text, name, language)
-    if not analysis.function_found and hot_lines:
-        around = loops.function_at(text, hot_lines[0].line, language)
-        if around:
-            name, analysis = around, loops.analyze_loops(text, around, language)
+    expanded = _expanded(command, source, raw, scratch / "preprocess")
+    name, analysis = _analysis(expanded.text, base_name(symbol), hot_lines, language)
+    if (not analysis.function_found and expanded.expanded
+            and loops.analyze_loops(raw, base_name(symbol), language).function_found):
+        # the function lies in a branch the recorded flags leave inactive (gcc records no -D): read it as written
+        expanded = preprocess.ExpandedSource(raw, False, f"{base_name(symbol)} is not in the preprocessed text "
+                                             f"({expanded.reason})")
+        name, analysis = _analysis(raw, base_name(symbol), hot_lines, language)
+    text = expanded.text
     report, description = _vectoriser_report(command, source, scratch)
+    description = f"{description}; {expanded.describe()}"
     by_function = _by_function(text, hot_lines, language, name)
-    structs = layout.padded_structs([text, *layout.local_headers(source, text)], language)
+    structs = layout.padded_structs([text, *layout.local_headers(source, raw)], language)
     _add_padding(by_function.get(name, []), layout.padded_lines(text, name, language, structs))
     counters = static_metrics(by_function.pop(name, []), analysis, report)
     for owner, lines in by_function.items():  # functions of the file inlined into the analysed one
         _add_padding(lines, layout.padded_lines(text, owner, language, structs))
         counters = _merged(counters, static_metrics(lines, loops.analyze_loops(text, owner, language), report))
     return StaticFacts(counters, description)
+
+
+def _analysis(text: str, name: str, hot_lines: list[HotLine], language: str) -> tuple[str, loops.LoopAnalysis]:
+    """The function's loops; when the file does not define it, those of the function around its hottest line."""
+    analysis = loops.analyze_loops(text, name, language)
+    if not analysis.function_found and hot_lines:
+        around = loops.function_at(text, hot_lines[0].line, language)
+        if around:
+            return around, loops.analyze_loops(text, around, language)
+    return name, analysis
+
+
+def _expanded(command: CompileCommand | None, source: Path, raw: str, scratch: Path) -> preprocess.ExpandedSource:
+    """The file with its macros expanded under the unit's recorded flags, through the unit that includes it when it
+    is not one (preprocess.py); as written when no gcc unit holds it."""
+    if command is None:
+        return preprocess.ExpandedSource(raw, False, "no gcc compile unit holds the function, its flags are unknown")
+    return preprocess.expanded_source(source, raw, command.compiler, command.flags, scratch, unit=command.unit)
 
 
 def _add_padding(hot_lines: list[HotLine], padded: dict[int, layout.Padded]) -> None:
