@@ -1220,6 +1220,8 @@ def test_integer_bounds_folded_into_comparisons_and_a_long_float64_table_are_dra
     ("geosum_subnormal_tail", "ftz_where_no_sampling_is_seen.c", "flush-to-zero"),
     ("sort_copy", "qsort_where_no_sampling_is_seen.c", "qsort_r"),
     ("sort_copy", "qsort_after_an_unprobed_warm_up.c", "qsort_r"),
+    ("sort_copy", "qsort_with_a_busy_comparator_where_unwatched.c", "qsort_r"),
+    ("sort_copy", "qsort_until_a_probe_is_seen.c", "qsort_r"),
 ])
 def test_tricks_kept_to_the_processes_it_thinks_unwatched_are_caught(tmp_path: Path, task_name: str,
                                                                     candidate: str, said: str) -> None:
@@ -1232,7 +1234,13 @@ def test_tricks_kept_to_the_processes_it_thinks_unwatched_are_caught(tmp_path: P
     from the timed rounds' before the first probe has read them; one probe reading in a watched routine refuses.
     The same session's second red team then stayed honest through the warm-up calls, counted its voluntary context
     switches (getrusage found by hand) to see whether a probe had held it, and cheated only where none had: every
-    round read unwatched (qsort 7.29-7.39x). The probed round's first probe is drawn over its timed calls now."""
+    round read unwatched (qsort 7.29-7.39x). The probed round's first probe is drawn over its timed calls now.
+    Twentieth session: qsort_where_no_sampling_is_seen.c passed one CI run (8.4x): most probes landed after a fast
+    body had ended, and most of those inside it read the candidate's own comparator, which libc's qsort calls. A
+    probe reads the held threads' stacks for return addresses into watched routines now, and a probed round goes on
+    until 8 probes held the candidate mid-body (busy comparator: qsort's own code in 1-3 of 8-10 readings). The same
+    session's red team cheated in every call until it saw a stop: a probe landing after a body showed one and read
+    nothing (6 of 16 improved); a probe is made only while the body can still be held now."""
     task_dir = RARE_INPUTS / task_name
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=True)
     assert verdict.status is Status.REJECTED and said in verdict.reason, verdict.reason
