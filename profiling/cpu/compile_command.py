@@ -100,15 +100,8 @@ def _parse_units(text: str) -> list[CompileUnit]:
 def line_table_directories(binary: Path) -> list[Path]:
     """The absolute directories in the directory tables of binary's line programs (readelf --debug-dump=line), in
     order of first appearance, less system directories and directories that no longer exist; [] without readelf."""
-    readelf = shutil.which("readelf")
-    if readelf is None or not binary.is_file():
-        return []
-    try:
-        proc = sandbox.run_trusted([readelf, "--debug-dump=line", str(binary)],
-                                   timeout_s=READELF_TIMEOUT_S, text=True, errors="replace")
-    except subprocess.TimeoutExpired:
-        return []
-    return _parse_directories(proc.stdout) if proc.returncode == 0 else []
+    listing = _line_programs(binary)
+    return _parse_directories(listing) if listing else []
 
 
 def _parse_directories(text: str) -> list[Path]:
@@ -143,15 +136,21 @@ _FILE_ENTRY_RE = re.compile(r"^\s*\d+\s+(\d+)\s+(?:\d+\s+\d+\s+)?(?:\([^)]*\):\s
 def line_program_files(binary: Path) -> list[set[Path]]:
     """The files each line program of binary names (one program per compile unit: its own source and every file
     it includes that holds code), absolute; [] without readelf."""
+    listing = _line_programs(binary)
+    return _parse_program_files(listing) if listing else []
+
+
+def _line_programs(binary: Path) -> str:
+    """readelf's dump of binary's line programs ("" without readelf, a binary, or a dump in time)."""
     readelf = shutil.which("readelf")
     if readelf is None or not binary.is_file():
-        return []
+        return ""
     try:
         proc = sandbox.run_trusted([readelf, "--debug-dump=line", str(binary)],
                                    timeout_s=READELF_TIMEOUT_S, text=True, errors="replace")
     except subprocess.TimeoutExpired:
-        return []
-    return _parse_program_files(proc.stdout) if proc.returncode == 0 else []
+        return ""
+    return proc.stdout if proc.returncode == 0 else ""
 
 
 def _parse_program_files(text: str) -> list[set[Path]]:
