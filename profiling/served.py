@@ -423,13 +423,15 @@ class KernelProcess:
             os.sched_yield()
         if self._own_code is None:
             self._own_code = fp_probe.own_code(self._process.pid)
-        # the body over already ("synced" waiting): no probe. One landing after the body reads nothing of it, and
-        # its stop shows (a voluntary context switch) before the next call: the twentieth session's red team cheated
-        # in every call until it saw one and passed 6 of 16 verdicts (5.1-7.3x) when the first landed late
-        if self.windowed and select.select([self._channel], [], [], 0)[0]:
-            return None
-        # nor when the judge is too late to hold the threads before the body is expected to end (by the last call's)
-        if self.body_ms and _realtime_ns() + self._probe_cost_ns > started_ns + self.body_ms * 1e6:
+        # in a probed timing round, the body over already ("synced" waiting): no probe. One landing after the body
+        # reads nothing of it, and its stop shows (a voluntary context switch) before the next call: the twentieth
+        # session's red team cheated in every call until it saw one and passed 6 of 16 verdicts (5.1-7.3x) when the
+        # first landed late. Nor when the judge is too late to hold the threads before the body is expected to end
+        # (by the last call's). Correctness processes (probe_calls) are probed on every call as before: their calls'
+        # bodies vary (edge inputs), and skipping let FTZ set within each call go unread in a CI run.
+        if not self.probe_calls and self.windowed and (
+                select.select([self._channel], [], [], 0)[0]
+                or (self.body_ms and _realtime_ns() + self._probe_cost_ns > started_ns + self.body_ms * 1e6)):
             return None
         begun_ns = _realtime_ns()
         try:

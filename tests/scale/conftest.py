@@ -37,6 +37,14 @@ def _start(command: list[str], log: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
+def _scheduler_address(scheduler_file: Path) -> str:
+    """The address in the scheduler's file once it is whole ("" before)."""
+    try:
+        return json.loads(scheduler_file.read_text()).get("address", "")
+    except (OSError, ValueError):
+        return ""
+
+
 @pytest.fixture
 def dask_cluster(tmp_path: Path) -> Iterator[DaskCluster]:
     scheduler_file = tmp_path / "scheduler.json"
@@ -44,10 +52,11 @@ def dask_cluster(tmp_path: Path) -> Iterator[DaskCluster]:
                          "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)], tmp_path / "scheduler.log")]
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not scheduler_file.is_file():
+        # the scheduler writes its file in place: it can be seen empty or half written (a CI run read it empty)
+        while not (address := _scheduler_address(scheduler_file)):
             assert time.monotonic() < deadline, (tmp_path / "scheduler.log").read_text()
             time.sleep(0.1)
-        cluster = DaskCluster(json.loads(scheduler_file.read_text())["address"])
+        cluster = DaskCluster(address)
         for name, resources in (("w1", "CPU_TIMING=1"), ("w2", "CPU_TIMING=1")):
             process = _start([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
                               str(scheduler_file), "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name",
