@@ -155,7 +155,7 @@ def counts(reading: Reading, own_code: list[tuple[int, int]]) -> bool:
     return reading.mode.flushes or any(start <= reading.ip < end for start, end in own_code)
 
 
-def probe(pid: int) -> list[Reading] | None:
+def probe(pid: int, *, memory: bool = True) -> list[Reading] | None:
     """Each live thread's modes and instruction pointer, read with every thread held at once (none is left
     stopped). Each listing's threads are all asked to stop before the judge waits for any (a few microseconds each,
     where stopping them one by one took about 75 us each), and the threads are listed again until a listing finds
@@ -163,7 +163,8 @@ def probe(pid: int) -> list[Reading] | None:
     end one and start the next between the listing and the read (nineteenth red team: 1.11-1.14x). None when
     tracing is refused (the machine's policy), [] when no thread could be read. Raises ProcessGone when the
     process's leader ended during the probe and its status was reaped here (the caller's record of its exit must
-    take it)."""
+    take it). `memory`: each thread's stack and the process's executable mappings are read too (Reading.stack,
+    Reading.executable)."""
     held: dict[int, int] = {}  # each held thread, with the signal to hand back on its detach
     asked: list[int] = []  # seized and asked to stop, not yet waited for
     try:
@@ -187,7 +188,7 @@ def probe(pid: int) -> list[Reading] | None:
                 signal_back = _stopped(tid, leader=pid)
                 held[tid] = signal_back  # a thread that ended is detached harmlessly (ESRCH)
         held_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
-        stacks = _Stacks(pid)
+        stacks = _Stacks(pid if memory else None)
         try:
             return [reading for tid in held if (reading := _read(tid, stacks, held_ns)) is not None]
         finally:
@@ -241,10 +242,13 @@ class _Stacks:
     from its stack pointer to the end of the writable mapping holding it (STACK_READ_BYTES at most), never into
     whatever is mapped beyond it; `executable`: its executable mappings of files and of the kernel ([vdso])."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int | None) -> None:
         self._mem: int | None = None
         self._writable: list[tuple[int, int]] = []
         executable = []
+        if pid is None:  # not read: no stacks, no mappings
+            self.executable: tuple[tuple[int, int, int, str], ...] = ()
+            return
         try:
             for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
                 parts = line.split(None, 5)
