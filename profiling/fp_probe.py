@@ -28,15 +28,17 @@ verdict's rule-22 line says so.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import platform
-import signal
 import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from profiling import proc_maps
 
 _PTRACE_GETREGS, _PTRACE_GETFPREGS, _PTRACE_DETACH = 12, 14, 17
 _PTRACE_SEIZE, _PTRACE_INTERRUPT = 0x4206, 0x4207
@@ -104,16 +106,9 @@ def own_code(pid: int) -> list[tuple[int, int]]:
     empty when it is gone."""
     try:
         executable = os.readlink(f"/proc/{pid}/exe")
-        maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
     except OSError:
         return []
-    ranges = []
-    for line in maps:
-        parts = line.split(None, 5)
-        if len(parts) == 6 and "x" in parts[1] and parts[5].strip() == executable:
-            start, end = (int(v, 16) for v in parts[0].split("-"))
-            ranges.append((start, end))
-    return ranges
+    return [(r.start, r.end) for r in proc_maps.read(pid) if r.executable and r.path == executable]
 
 
 def available() -> bool:
@@ -137,14 +132,21 @@ class ProcessGone(Exception):
 @dataclass(frozen=True)
 class Reading:
     """One thread's modes, where it was stopped (its instruction pointer) and its stack from its stack pointer up
-    (its frames' return addresses among the words; empty where it could not be read)."""
+    (its frames' return addresses among the words; empty where it was not read)."""
 
     mode: FpMode
     ip: int
     stack: bytes = b""
-    held_ns: int = 0  # when every thread of the process was held (CLOCK_REALTIME, the clock messages are stamped by)
-    # the process's executable mappings while it was held: (start, end, file offset, path), as /proc/PID/maps says
-    executable: tuple[tuple[int, int, int, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Held:
+    """One probe: each thread's reading, when every thread was held (CLOCK_REALTIME, the clock the judge's messages
+    are stamped by), and the process's memory map then (empty where memory was not read)."""
+
+    readings: list[Reading]
+    held_ns: int
+    regions: tuple[proc_maps.Region, ...] = ()
 
 
 def counts(reading: Reading, own_code: list[tuple[int, int]]) -> bool:
@@ -155,16 +157,15 @@ def counts(reading: Reading, own_code: list[tuple[int, int]]) -> bool:
     return reading.mode.flushes or any(start <= reading.ip < end for start, end in own_code)
 
 
-def probe(pid: int, *, memory: bool = True) -> list[Reading] | None:
+def probe(pid: int, *, memory: bool = True) -> Held | None:
     """Each live thread's modes and instruction pointer, read with every thread held at once (none is left
     stopped). Each listing's threads are all asked to stop before the judge waits for any (a few microseconds each,
     where stopping them one by one took about 75 us each), and the threads are listed again until a listing finds
     none new (a thread not yet held can start another; a held one cannot), so a chain of short-lived threads cannot
     end one and start the next between the listing and the read (nineteenth red team: 1.11-1.14x). None when
-    tracing is refused (the machine's policy), [] when no thread could be read. Raises ProcessGone when the
+    tracing is refused (the machine's policy); no readings when no thread could be read. Raises ProcessGone when the
     process's leader ended during the probe and its status was reaped here (the caller's record of its exit must
-    take it). `memory`: each thread's stack and the process's executable mappings are read too (Reading.stack,
-    Reading.executable)."""
+    take it). `memory`: each thread's stack and the process's map are read too (Reading.stack, Held.regions)."""
     held: dict[int, int] = {}  # each held thread, with the signal to hand back on its detach
     asked: list[int] = []  # seized and asked to stop, not yet waited for
     try:
@@ -172,14 +173,17 @@ def probe(pid: int, *, memory: bool = True) -> list[Reading] | None:
             try:
                 listed = {int(name) for name in os.listdir(f"/proc/{pid}/task")}
             except OSError:
-                return []
+                return Held([], 0)
             new = sorted(listed - held.keys())
             if not new:
                 break
             for tid in new:
                 if _libc.ptrace(_PTRACE_SEIZE, tid, None, None) != 0:
-                    if ctypes.get_errno() != errno.ESRCH:
-                        return None
+                    if ctypes.get_errno() != errno.ESRCH and not held and not asked:
+                        return None  # the first thread refused: the machine's policy
+                    # gone, or ending: ptrace refuses a thread past its exit with EPERM. (Taking that as "refused"
+                    # and returning left the threads already asked to stop un-waited and traced: threaded
+                    # candidates died of SIGTRAP now and then, twentieth session)
                     continue
                 asked.append(tid)
                 _libc.ptrace(_PTRACE_INTERRUPT, tid, None, None)
@@ -188,16 +192,19 @@ def probe(pid: int, *, memory: bool = True) -> list[Reading] | None:
                 signal_back = _stopped(tid, leader=pid)
                 held[tid] = signal_back  # a thread that ended is detached harmlessly (ESRCH)
         held_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
-        stacks = _Stacks(pid if memory else None)
+        regions = tuple(proc_maps.read(pid)) if memory else ()
+        stacks = _Stacks(pid if memory else None, regions)
         try:
-            return [reading for tid in held if (reading := _read(tid, stacks, held_ns)) is not None]
+            return Held([reading for tid in held if (reading := _read(tid, stacks)) is not None], held_ns, regions)
         finally:
             stacks.close()
     finally:
         for tid, signal_back in held.items():
             _libc.ptrace(_PTRACE_DETACH, tid, None, ctypes.c_void_p(signal_back or None))
-        for tid in asked:  # left by an exception: let them go too
-            _libc.ptrace(_PTRACE_DETACH, tid, None, None)
+        for tid in asked:  # left by an exception (the leader ended): waited for, then let go (a thread asked to
+            # stop and detached before its stop stays traced, and stops later with no one to let it go)
+            with contextlib.suppress(ProcessGone):
+                _libc.ptrace(_PTRACE_DETACH, tid, None, ctypes.c_void_p(_stopped(tid, leader=pid) or None))
 
 
 # Listings of a process's threads one probe makes at most: a process that starts threads faster than the probe
@@ -218,15 +225,11 @@ def _stopped(tid: int, *, leader: int) -> int:
                 raise ProcessGone(status)
             return 0  # one thread of it ended (its status is not the process's)
         if os.WIFSTOPPED(status):
-            # the interrupt's own stop, or a signal arriving first: that signal is handed back on detach. Never a
-            # SIGTRAP: ptrace's own stops report it, and handing one back killed a candidate whose threads were
-            # created and joined within its calls ("died of SIGTRAP", once in a CI run of the twentieth session;
-            # cause not found); a kernel has no use for a trap signal of its own
-            signal_back = os.WSTOPSIG(status) if status >> 16 != _EVENT_STOP else 0
-            return 0 if signal_back == signal.SIGTRAP else signal_back
+            # the interrupt's own stop, or a signal arriving first: that signal is handed back on detach
+            return os.WSTOPSIG(status) if status >> 16 != _EVENT_STOP else 0
 
 
-def _read(tid: int, stacks: _Stacks, held_ns: int) -> Reading | None:
+def _read(tid: int, stacks: _Stacks) -> Reading | None:
     fpregs, regs = ctypes.create_string_buffer(_FPREGS_BYTES), ctypes.create_string_buffer(_REGS_BYTES)
     if (_libc.ptrace(_PTRACE_GETFPREGS, tid, None, fpregs) != 0
             or _libc.ptrace(_PTRACE_GETREGS, tid, None, regs) != 0):
@@ -234,33 +237,20 @@ def _read(tid: int, stacks: _Stacks, held_ns: int) -> Reading | None:
     fp = fpregs.raw
     mode = FpMode(_MXCSR.unpack_from(fp, 24)[0] & MXCSR_MODE_BITS, _CWD.unpack_from(fp, 0)[0] & X87_MODE_BITS)
     return Reading(mode, _WORD.unpack_from(regs.raw, _RIP_OFFSET)[0],
-                   stacks.read(_WORD.unpack_from(regs.raw, _RSP_OFFSET)[0]), held_ns, stacks.executable)
+                   stacks.read(_WORD.unpack_from(regs.raw, _RSP_OFFSET)[0]))
 
 
 class _Stacks:
-    """The held process's memory (/proc/PID/mem: readable by its tracer) and its mappings: each thread's stack is read
-    from its stack pointer to the end of the writable mapping holding it (STACK_READ_BYTES at most), never into
-    whatever is mapped beyond it; `executable`: its executable mappings of files and of the kernel ([vdso])."""
+    """The held process's memory (/proc/PID/mem: readable by its tracer; not opened for pid None): each thread's
+    stack is read from its stack pointer to the end of the writable region holding it (STACK_READ_BYTES at most),
+    never into whatever is mapped beyond it."""
 
-    def __init__(self, pid: int | None) -> None:
+    def __init__(self, pid: int | None, regions: tuple[proc_maps.Region, ...]) -> None:
         self._mem: int | None = None
-        self._writable: list[tuple[int, int]] = []
-        executable = []
-        if pid is None:  # not read: no stacks, no mappings
-            self.executable: tuple[tuple[int, int, int, str], ...] = ()
-            return
-        try:
-            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-                parts = line.split(None, 5)
-                start, end = (int(v, 16) for v in parts[0].split("-"))
-                if parts[1].startswith("rw"):
-                    self._writable.append((start, end))
-                if "x" in parts[1]:
-                    executable.append((start, end, int(parts[2], 16), parts[5].strip() if len(parts) == 6 else ""))
-            self._mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
-        except (OSError, ValueError, IndexError):
-            pass
-        self.executable = tuple(executable)
+        self._writable = [(r.start, r.end) for r in regions if r.writable]
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                self._mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
 
     def read(self, sp: int) -> bytes:
         if self._mem is None:

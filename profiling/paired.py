@@ -269,7 +269,7 @@ class Pair:
         if self.watch is not None and process.code_moved:
             self.probed_routines[pc_samples.MOVED_MAPPINGS] += process.code_moved
             process.code_moved = 0
-        process.probe_readings, self.original.probe_readings = [], []  # the original's are not read
+        process.probe_readings = []
         if self.watch is not None and process.sampler is not None:
             self.was_sampled = True
             ips = process.sampler.drain()

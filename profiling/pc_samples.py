@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from profiling import sandbox
+from profiling.proc_maps import KERNEL_CODE, Region
+from profiling.proc_maps import read as read_regions
 
 if TYPE_CHECKING:
     from profiling.fp_probe import Reading
@@ -50,8 +52,6 @@ RING_PAGES = 32
 # up to this many bytes back (the function before it ends earlier).
 HELPER_GAP_BYTES = 16 << 10
 
-# The kernel's code mapped into every process (the vDSO: clock_gettime runs there, honestly)
-KERNEL_CODE = ("[vdso]", "[vsyscall]")
 OUTSIDE_MAPPINGS = "code outside every mapping it had when ready"
 MOVED_MAPPINGS = "code mapped, moved or unmapped since it was ready"
 
@@ -135,37 +135,18 @@ class Sampler:
         self._events = []
 
 
-@dataclass(frozen=True)
-class Mapping:
-    """An executable file mapping of a process (/proc/PID/maps)."""
-
-    start: int
-    end: int
-    offset: int
-    path: str
+def executable_mappings(pid: int) -> list[Region]:
+    """The process's code mappings (proc_maps.Region.code), read once it is ready (its filter refuses executable
+    mappings from then on): its files', and the kernel's [vdso] and [vsyscall] (named so, never read as a library)."""
+    return [region for region in read_regions(pid) if region.code]
 
 
-def executable_mappings(pid: int) -> list[Mapping]:
-    """The process's executable mappings, read once it is ready (its filter refuses executable mappings from then
-    on): its files', and the kernel's [vdso] and [vsyscall] (named so, never read as a library)."""
-    found = []
-    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-        parts = line.split(None, 5)
-        if len(parts) == 6 and "x" in parts[1] and (parts[5].startswith("/") or parts[5].strip() in KERNEL_CODE):
-            start, end = (int(v, 16) for v in parts[0].split("-"))
-            found.append(Mapping(start, end, int(parts[2], 16), parts[5].strip()))
-    return found
-
-
-def moved(ready: list[Mapping], now: tuple[tuple[int, int, int, str], ...]) -> bool:
-    """Whether a process's executable mappings of files and of the kernel (`now`: start, end, file offset, path, as a
-    probe read them with its threads held) differ from those it had when it was ready. Nothing an honest kernel
-    does moves, maps or unmaps code once it serves; a page of libc moved onto another library's code (mremap, or
-    munmap and a move the kernel places in the hole) is named by the mapping it replaced (the twentieth session's
-    red team: libc's _quicksort read as libgcc_s, 4.6-6.1x)."""
-    held = {(start, end, offset, path) for start, end, offset, path in now
-            if path.startswith("/") or path in KERNEL_CODE}
-    return held != {(m.start, m.end, m.offset, m.path) for m in ready}
+def moved(ready: list[Region], now: tuple[Region, ...]) -> bool:
+    """Whether a process's code mappings (`now`: its map as a probe read it with its threads held) differ from those
+    it had when it was ready. Nothing an honest kernel does moves, maps or unmaps code once it serves; a page of
+    libc moved onto another library's code (mremap, or munmap and a move the kernel places in the hole) is named by
+    the mapping it replaced (the twentieth session's red team: libc's _quicksort read as libgcc_s, 4.6-6.1x)."""
+    return {region for region in now if region.code} != set(ready)
 
 
 @dataclass(frozen=True)
@@ -176,7 +157,7 @@ class Watch:
     pattern: re.Pattern[str]
     exempt: frozenset[str]
 
-    def routines(self, ips: list[int], mappings: list[Mapping]) -> Counter[str]:
+    def routines(self, ips: list[int], mappings: list[Region]) -> Counter[str]:
         """How many of `ips` landed in each watched routine (library file name and routine), and outside every
         mapping the process had when it was ready (OUTSIDE_MAPPINGS: code moved or copied since, such as a
         library's text remapped by mremap, where no routine is named: the nineteenth red team sorted with a copy
@@ -195,7 +176,7 @@ class Watch:
                     hits[OUTSIDE_MAPPINGS] += 1
         return hits
 
-    def probed(self, readings: list[Reading], mappings: list[Mapping]) -> Counter[str]:
+    def probed(self, readings: list[Reading], mappings: list[Region]) -> Counter[str]:
         """How many of a probe's thread readings (fp_probe.py) were inside each watched routine: stopped in it, or
         called from it (a return address into it on the thread's stack: the kernel's own comparator called by
         libc's qsort found by hand is the candidate's code; counted once per reading)."""
@@ -204,7 +185,7 @@ class Watch:
             hits.update(set(self.routines([reading.ip], mappings)) | self.called_from(reading.stack, mappings))
         return hits
 
-    def called_from(self, stack: bytes, mappings: list[Mapping]) -> set[str]:
+    def called_from(self, stack: bytes, mappings: list[Region]) -> set[str]:
         """The watched routines a stack's words return into: a word in a library's mapping, inside a watched
         routine, right after a call instruction there (a stale word or a data pointer rarely is one; a function's
         own address never follows a call)."""
@@ -271,12 +252,7 @@ def _watched_ranges(path: str, pattern: str) -> list[tuple[int, int, str]]:
     """(start, end, name) of each exported function of the library whose name fullmatches `pattern`, its start
     moved back over the gap after the previous function (HELPER_GAP_BYTES at most), and of the unexported helpers
     it calls (_called_helpers, under its name), sorted by start."""
-    functions = []
-    for line in _tool(["nm", "-D", "--defined-only", "-S", path]).splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[2] in "TtWwi":
-            functions.append((int(parts[0], 16), int(parts[1], 16), parts[3].split("@")[0]))
-    functions.sort()
+    functions = _functions(path)
     watched = re.compile(pattern)
     ranges, before, ends = [], 0, 0  # the end of the functions that start before this one (aliases share a start)
     for index, (start, size, name) in enumerate(functions):
@@ -289,9 +265,29 @@ def _watched_ranges(path: str, pattern: str) -> list[tuple[int, int, str]]:
     return sorted(ranges)
 
 
-# A direct call's target in objdump's listing: `call   40230 <putenv@@GLIBC_2.2.5+0x100>`
+@functools.cache
+def _functions(path: str) -> tuple[tuple[int, int, str], ...]:
+    """The library's exported functions, (start, size, unversioned name), sorted by start."""
+    functions = []
+    for line in _tool(["nm", "-D", "--defined-only", "-S", path]).splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "TtWwi":
+            functions.append((int(parts[0], 16), int(parts[1], 16), parts[3].split("@")[0]))
+    return tuple(sorted(functions))
+
+
+def _direct_targets(path: str, start: int, end: int, *, jumps: bool = False) -> list[tuple[int, str]]:
+    """(target, objdump's symbol for it) of each direct call in the library's code [start, end), and of each direct
+    jump with `jumps`."""
+    listing = _tool(["objdump", "-d", "--no-show-raw-insn", f"--start-address={start:#x}",
+                     f"--stop-address={end:#x}", path])
+    found = _DIRECT_CALL.findall(listing) + (_DIRECT_JUMP.findall(listing) if jumps else [])
+    return [(int(target, 16), symbol) for target, symbol in found]
+
+
+# A direct call's or jump's target in objdump's listing: `call   40230 <putenv@@GLIBC_2.2.5+0x100>`
 _DIRECT_CALL = re.compile(r"\bcall\s+([0-9a-f]+) <([^>]*)>")
-_DIRECT_JUMP = re.compile(r"\b(?:call|jmp)\s+([0-9a-f]+) <")
+_DIRECT_JUMP = re.compile(r"\bjmp\s+([0-9a-f]+) <([^>]*)>")
 
 
 @functools.cache
@@ -301,20 +297,14 @@ def _exempt_in(path: str, pattern: str, exempt: frozenset[str]) -> frozenset[str
     session's red team: identical code on such a task refused 5 of 5)."""
     ranges = _watched_ranges(path, pattern)
     reached = set(exempt)
-    for line in _tool(["nm", "-D", "--defined-only", "-S", path]).splitlines():
-        parts = line.split()
-        if len(parts) != 4 or parts[3].split("@")[0] not in exempt:
-            continue
-        start, size = int(parts[0], 16), int(parts[1], 16)
-        listing = _tool(["objdump", "-d", "--no-show-raw-insn", f"--start-address={start:#x}",
-                         f"--stop-address={start + size:#x}", path])
-        for target_hex in _DIRECT_JUMP.findall(listing):
-            target = int(target_hex, 16)
-            reached.update(name for first, last, name in ranges if first <= target < last)
+    for start, size, routine in _functions(path):
+        if routine in exempt:
+            for target, _ in _direct_targets(path, start, start + size, jumps=True):
+                reached.update(name for first, last, name in ranges if first <= target < last)
     return frozenset(reached)
 
 
-def _called_helpers(path: str, functions: list[tuple[int, int, str]],
+def _called_helpers(path: str, functions: tuple[tuple[int, int, str], ...],
                     watched: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     """The library's unexported functions a watched routine calls directly, each from its start to the next
     exported function (HELPER_GAP_BYTES at most): glibc's qsort_r calls its static `_quicksort`, which sits after
@@ -324,10 +314,7 @@ def _called_helpers(path: str, functions: list[tuple[int, int, str]],
     inside = [(start, start + size) for start, size, _ in functions]
     helpers = []
     for start, end, name in watched:
-        listing = _tool(["objdump", "-d", "--no-show-raw-insn", f"--start-address={start:#x}",
-                         f"--stop-address={end:#x}", path])
-        for target_hex, symbol in _DIRECT_CALL.findall(listing):
-            target = int(target_hex, 16)
+        for target, symbol in _direct_targets(path, start, end):
             if "@plt" in symbol or any(a <= target < b for a, b in inside):
                 continue
             following = starts[bisect.bisect_right(starts, target):]

@@ -56,8 +56,9 @@ def test_each_thread_is_read_in_its_own_mode_and_runs_on(spinner: Path) -> None:
     process = subprocess.Popen([str(spinner), "8040", "0"])  # main: FTZ|DAZ; the worker: the default
     try:
         time.sleep(0.2)
-        readings = fp_probe.probe(process.pid)
-        assert readings is not None
+        held = fp_probe.probe(process.pid)
+        assert held is not None and held.held_ns
+        readings = held.readings
         own = fp_probe.own_code(process.pid)
         assert own and all(fp_probe.counts(r, own) for r in readings)  # both spin in its own code
         assert Counter(r.mode for r in readings) == Counter({FpMode(0x8040, DEFAULT.x87): 1, DEFAULT: 1})
@@ -95,7 +96,8 @@ def test_a_rounding_mode_is_named() -> None:
 def test_a_process_gone_reads_nothing() -> None:
     process = subprocess.Popen(["true"])
     process.wait()
-    assert fp_probe.probe(process.pid) == []
+    held = fp_probe.probe(process.pid)
+    assert held is not None and held.readings == []
 
 
 def test_a_mode_the_original_runs_in_is_the_tasks_own() -> None:
@@ -106,8 +108,7 @@ def test_a_mode_the_original_runs_in_is_the_tasks_own() -> None:
     from profiling.paired import Pair
 
     toward_zero, ftz = FpMode(0x6000, DEFAULT.x87), FpMode(0x8040, DEFAULT.x87)
-    original = SimpleNamespace(fp_modes=Counter({toward_zero: 3, DEFAULT: 1}), fp_probes=4, sampler=None,
-                               probe_readings=[])
+    original = SimpleNamespace(fp_modes=Counter({toward_zero: 3, DEFAULT: 1}), fp_probes=4, sampler=None)
     candidate = SimpleNamespace(fp_modes=Counter({toward_zero: 2, ftz: 1, DEFAULT: 1}), fp_probes=4, sampler=None,
                                 probe_readings=[])
     pair = Pair(task=None, config=None, original=original, candidate=candidate,  # type: ignore[arg-type]
@@ -159,8 +160,9 @@ def test_a_comparator_called_by_a_library_sort_is_read_inside_the_sort(sorter: P
     process = subprocess.Popen([str(sorter)] + (["kept"] if kept_only else []))
     try:
         time.sleep(0.2)
-        readings = fp_probe.probe(process.pid)
-        assert readings and all(r.stack for r in readings)
+        held = fp_probe.probe(process.pid)
+        assert held is not None and held.readings and all(r.stack for r in held.readings)
+        readings = held.readings
         mappings = pc_samples.executable_mappings(process.pid)
         own = fp_probe.own_code(process.pid)
         assert all(any(start <= r.ip < end for start, end in own) for r in readings)  # in its own code
@@ -209,9 +211,10 @@ def test_code_mapped_differently_from_ready_is_seen(tmp_path: Path, unmaps: bool
         time.sleep(0.05)
         ready = pc_samples.executable_mappings(process.pid)
         time.sleep(0.4)
-        readings = fp_probe.probe(process.pid)
-        assert readings and readings[0].executable
-        assert pc_samples.moved(ready, readings[0].executable) is unmaps
+        held = fp_probe.probe(process.pid)
+        assert held is not None and held.regions
+        assert pc_samples.moved(ready, held.regions) is unmaps
+        assert not fp_probe.probe(process.pid, memory=False).regions  # not read unless asked
     finally:
         process.kill()
         process.wait()
