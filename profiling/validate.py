@@ -351,7 +351,8 @@ def _served(session: _Session, verdict: Verdict, timing: bool, phase: _Phases) -
                 session.filtered = pair.filtered if session.filtered is None else session.filtered and pair.filtered
                 session.on_device = pair.candidate.staged  # a staged process copies buffers to a device
                 with phase("correctness"):
-                    _served_correctness(session, pair, verdict)
+                    _served_correctness(session, pair, verdict,
+                                        probed_after=timing and config.name == default.name)
                 if timing and config.name == default.name:
                     with phase("timing"):
                         _served_timing(session, pair, verdict)
@@ -376,6 +377,14 @@ MAX_EXTRA_PROBED_CALLS = 200
 # short bodies, judged beside another test on the 2-core VM, fell short of 8 in 90 calls and was held (twice, in
 # a full run of the suite).
 MIN_PROBES_IN_BODY_FOR_A_WIN = 2
+
+# The same for the correctness calls where no probed timing round follows (a verdict without timing, or a
+# configuration not timed): their bodies are the edge and plain draws', often shorter than the judge's wake-up and
+# hold on a loaded host (decay's 20-70 us calls held 110-450 us after "start" on the 2-core VM: FTZ set within each
+# call, and put back, read in 1 call of 22 and went unseen in about 1 verdict in 4). Checked calls are added, each
+# probed, until this many probes held the candidate mid-body: one reading in a foreign mode refuses.
+MIN_CORRECTNESS_PROBES_IN_BODY = 4
+MAX_EXTRA_CHECKED_CALLS = 100
 
 # perf samples in one watched routine that refuse a candidate: one could be a misattributed helper beside it (a
 # sample's instruction pointer can skid past the instruction interrupted). One probe's reading refuses: it is read
@@ -466,10 +475,11 @@ def _protocol_failures(config: TaskConfig) -> Iterator[None]:
         raise _Stop(status, f"config {config.name!r}: {error.reason}") from None
 
 
-def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None:
+def _served_correctness(session: _Session, pair: Pair, verdict: Verdict, *, probed_after: bool) -> None:
     """seeds x calls input sets (edge values in half of them, at places drawn under the judge's secret key), each
     on both sides; the candidate's first call made twice (the same inputs must give the same outputs); the oracle's
-    outputs checked for a degenerate test."""
+    outputs checked for a degenerate test. Without probed timing rounds to follow (`probed_after`), checked calls
+    are added until the candidate was probed mid-body often enough (_probe_until_read_mid_body)."""
     task, config = session.task, pair.config
     oracle_runs = []
     calls = task.validate.seeds * task.validate.calls
@@ -502,10 +512,31 @@ def _served_correctness(session: _Session, pair: Pair, verdict: Verdict) -> None
             # read task_invalid in 4 of 6 verdicts once edge calls could come first)
             oracle_runs.append({name: values.copy() for name, values in want.outputs.items()})
         verdict.checked_runs.append(f"{config.name}/call{call}")
+    if not probed_after:
+        _probe_until_read_mid_body(session, pair, verdict)
     reason = degenerate_reason(task.outputs, oracle_runs)
     if reason:
         raise _Stop(Status.TASK_INVALID, f"degenerate test in config {config.name!r}: {reason}; fix the harness's "
                                          "inputs or outputs before judging candidates")
+
+
+def _probe_until_read_mid_body(session: _Session, pair: Pair, verdict: Verdict) -> None:
+    """Plain checked calls, both sides, every one probed, until the candidate's threads were held inside a body
+    MIN_CORRECTNESS_PROBES_IN_BODY times or MAX_EXTRA_CHECKED_CALLS were added (a process whose calls are probed,
+    where ptrace allows)."""
+    candidate = pair.candidate
+    if not (candidate.probe_calls and candidate.probing):
+        return
+    task, config = session.task, pair.config
+    for extra in range(MAX_EXTRA_CHECKED_CALLS):
+        if candidate.probes_in_body >= MIN_CORRECTNESS_PROBES_IN_BODY or not candidate.probing:
+            return
+        inputs = pair.draw(edges=False, next_edges=False)
+        want = pair.run("original", inputs, timeout_s=task.validate.timeout_s)
+        got = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
+        assert got.outputs is not None and want.outputs is not None
+        _compare(task, got.outputs, want.outputs, f"probed call {extra}", verdict)
+        verdict.checked_runs.append(f"{config.name}/probed{extra}")
 
 
 def _edge_calls(plan: np.random.Generator, calls: int) -> list[int]:
