@@ -351,8 +351,7 @@ def _served(session: _Session, verdict: Verdict, timing: bool, phase: _Phases) -
                 session.filtered = pair.filtered if session.filtered is None else session.filtered and pair.filtered
                 session.on_device = pair.candidate.staged  # a staged process copies buffers to a device
                 with phase("correctness"):
-                    _served_correctness(session, pair, verdict,
-                                        probed_after=timing and config.name == default.name)
+                    _served_correctness(session, pair, verdict, probed_after=timing)
                 if timing and config.name == default.name:
                     with phase("timing"):
                         _served_timing(session, pair, verdict)
@@ -378,11 +377,12 @@ MAX_EXTRA_PROBED_CALLS = 200
 # a full run of the suite).
 MIN_PROBES_IN_BODY_FOR_A_WIN = 2
 
-# The same for the correctness calls where no probed timing round follows (a verdict without timing, or a
-# configuration not timed): their bodies are the edge and plain draws', often shorter than the judge's wake-up and
-# hold on a loaded host (decay's 20-70 us calls held 110-450 us after "start" on the 2-core VM: FTZ set within each
-# call, and put back, read in 1 call of 22 and went unseen in about 1 verdict in 4). Checked calls are added, each
-# probed, until this many probes held the candidate mid-body: one reading in a foreign mode refuses.
+# The same for the correctness calls of a verdict without timing (with it, the probed timing rounds read the
+# default configuration's calls, the only ones a mode could speed up): their bodies are the edge and plain draws',
+# often shorter than the judge's wake-up and hold on a loaded host (decay's 20-70 us calls held 110-450 us after
+# "start" on the 2-core VM: FTZ set within each call, and put back, read in 1 call of 22 and went unseen in about 1
+# verdict in 4). Checked calls are added, each probed, until this many probes held the candidate mid-body: one
+# reading in a foreign mode refuses.
 MIN_CORRECTNESS_PROBES_IN_BODY = 4
 MAX_EXTRA_CHECKED_CALLS = 100
 
@@ -478,8 +478,8 @@ def _protocol_failures(config: TaskConfig) -> Iterator[None]:
 def _served_correctness(session: _Session, pair: Pair, verdict: Verdict, *, probed_after: bool) -> None:
     """seeds x calls input sets (edge values in half of them, at places drawn under the judge's secret key), each
     on both sides; the candidate's first call made twice (the same inputs must give the same outputs); the oracle's
-    outputs checked for a degenerate test. Without probed timing rounds to follow (`probed_after`), checked calls
-    are added until the candidate was probed mid-body often enough (_probe_until_read_mid_body)."""
+    outputs checked for a degenerate test. Without probed timing rounds in the verdict (`probed_after`), checked
+    calls are added until the candidate was probed mid-body often enough (_probe_until_read_mid_body)."""
     task, config = session.task, pair.config
     oracle_runs = []
     calls = task.validate.seeds * task.validate.calls
