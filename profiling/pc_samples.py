@@ -163,11 +163,12 @@ class Watch:
         library's text remapped by mremap, where no routine is named: the nineteenth red team sorted with a copy
         of libc's qsort so, 7.33-7.37x)."""
         hits: Counter[str] = Counter()
+        exempt = self._exempt(mappings)
         for ip in ips:
             for mapping in mappings:
                 if mapping.start <= ip < mapping.end:
                     name = "" if mapping.path in KERNEL_CODE else \
-                        self._routine_at(mapping.path, ip - mapping.start + mapping.offset)
+                        self._routine_at(mapping.path, ip - mapping.start + mapping.offset, exempt)
                     if name:
                         hits[f"{Path(mapping.path).name}'s {name}"] += 1
                     break
@@ -191,22 +192,29 @@ class Watch:
         own address never follows a call)."""
         words = np.frombuffer(stack, dtype="<u8", count=len(stack) // 8)
         found = set()
+        exempt = self._exempt(mappings)
         for mapping in mappings:
             if mapping.path in KERNEL_CODE:
                 continue
             for word in set(words[(words >= mapping.start) & (words < mapping.end)].tolist()):
                 file_offset = word - mapping.start + mapping.offset
-                name = self._routine_at(mapping.path, file_offset)
+                name = self._routine_at(mapping.path, file_offset, exempt)
                 if name and _follows_call(mapping.path, file_offset):
                     found.add(f"{Path(mapping.path).name}'s {name}")
         return found
 
-    def _routine_at(self, path: str, file_offset: int) -> str:
+    def _exempt(self, mappings: list[Region]) -> frozenset[str]:
+        """The original's imports and the routines of other libraries their code calls (_imports_reached), over the
+        process's mapped libraries."""
+        paths = sorted({m.path for m in mappings if m.path.startswith("/") and m.path not in KERNEL_CODE})
+        return self.exempt.union(*(_imports_reached(path, self.exempt) for path in paths))
+
+    def _routine_at(self, path: str, file_offset: int, exempt: frozenset[str]) -> str:
         address = _address_of(path, file_offset)
         if address is None:
             return ""
         # a few dozen ranges, which may overlap (a helper inside the gap before its routine)
-        exempt = _exempt_in(path, self.pattern.pattern, self.exempt)
+        exempt = _exempt_in(path, self.pattern.pattern, exempt)
         for start, end, name in _watched_ranges(path, self.pattern.pattern):
             if start <= address < end and name not in exempt:
                 return name
@@ -301,6 +309,37 @@ def _exempt_in(path: str, pattern: str, exempt: frozenset[str]) -> frozenset[str
         if routine in exempt:
             for target, _ in _direct_targets(path, start, start + size, jumps=True):
                 reached.update(name for first, last, name in ranges if first <= target < last)
+    return frozenset(reached)
+
+
+@functools.cache
+def _imports_reached(path: str, exempt: frozenset[str]) -> frozenset[str]:
+    """The routines this library imports (calls through its PLT) from the code of its exempt routines, and from the
+    unexported helpers they call directly: glibc's clog near the unit circle computes |z|^2 - 1 in libm's static
+    __x2y2m1, which sorts its terms with libc's qsort; an original that imports clog has its calls run in qsort_r
+    (the twentieth session's red team: identical code refused 3 of 3). Empty for a file that is not a library."""
+    if ".so" not in Path(path).name:  # a shared library (libm.so.6), never the kernel's own executable
+        return frozenset()
+    functions = _functions(path)
+    starts = sorted(start for start, _, _ in functions)
+    inside = [(start, start + size) for start, size, _ in functions]
+    reached: set[str] = set()
+
+    def imported(targets: list[tuple[int, str]]) -> list[int]:  # names the PLT calls; returns the other targets
+        others = []
+        for target, symbol in targets:
+            if symbol.endswith("@plt"):  # a named import; an ifunc's slot reads `*ABS*+0x2ff50@plt`
+                reached.add(symbol.removesuffix("@plt"))
+            elif not any(a <= target < b for a, b in inside):
+                others.append(target)
+        return others
+
+    for start, size, routine in functions:
+        if routine in exempt:
+            for helper in set(imported(_direct_targets(path, start, start + size, jumps=True))):
+                following = starts[bisect.bisect_right(starts, helper):]
+                stop = min(following[0] if following else helper + HELPER_GAP_BYTES, helper + HELPER_GAP_BYTES)
+                imported(_direct_targets(path, helper, stop, jumps=True))
     return frozenset(reached)
 
 

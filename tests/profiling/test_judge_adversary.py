@@ -1106,6 +1106,46 @@ def test_ftz_set_and_put_back_within_each_call_through_setcontext_is_refused(tmp
     assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
 
 
+CLOG_KERNEL = r"""
+#include <complex.h>
+/* the real part of the complex log of points near the unit circle: glibc's clog computes |z|^2 - 1 exactly in
+ * libm's static __x2y2m1, which sorts its terms with libc's qsort */
+void geosum(const float *x, float *out, int n, int steps, float d) {
+    (void)steps; (void)d;
+    for (int i = 0; i < n; i++) {
+        double re = 0.55 + 0.4 * (x[i] < 0 ? -x[i] : x[i]), im = 0.8;
+        out[i] = (float)creal(clog(CMPLX(re, im)));
+    }
+}
+"""
+
+
+def _libm_sorts() -> bool:
+    """Whether this machine's libm calls libc's qsort (glibc's __x2y2m1 does)."""
+    import subprocess
+
+    libm = subprocess.run(["gcc", "-print-file-name=libm.so.6"], capture_output=True, text=True).stdout.strip()
+    listing = subprocess.run(["nm", "-D", libm], capture_output=True, text=True).stdout
+    return any(line.split()[-1].startswith("qsort") for line in listing.splitlines() if " U " in line)
+
+
+@pytest.mark.skipif(not perf_events_available() or not _libm_sorts(),
+                    reason="needs perf events and a libm that calls qsort")
+def test_an_original_whose_libm_routine_sorts_is_not_refused_for_the_sort(tmp_path: Path) -> None:
+    """Twentieth session's red team, a false rejection: identical code calling clog near the unit circle (so
+    catanh, casinh, cacosh, clog10) was refused 3 of 3 for libc's qsort_r, which libm's own __x2y2m1 calls: the
+    perf samples named it (6-9 of 26-29). A routine the original imports exempts what its library's code for it
+    imports in turn (pc_samples._imports_reached: clog's helper calls qsort through libm's PLT)."""
+    geosum = RARE_INPUTS / "geosum_subnormal_tail"
+    task_dir = tmp_path / "task"
+    task_dir.mkdir()
+    for name in ("harness.c", "fast.c", "task.toml"):
+        (task_dir / name).write_text((geosum / name).read_text())
+    (task_dir / "kernel.c").write_text(CLOG_KERNEL)
+    verdict = validate(load_task(task_dir), task_dir / "kernel.c", tmp_path / "work", timing=False)
+    assert verdict.status is Status.CORRECT, verdict.reason
+
+
 def test_an_accumulator_wrong_only_where_two_buffers_sit_at_opposite_ends_is_incorrect(tmp_path: Path) -> None:
     """Seventeenth red team, second round: a per-row sum of |a - b| of two int32 signals of 21-bit samples,
     summed by the candidate in 32 bits, wraps only where a row's a sits near one end of the range and b near the
