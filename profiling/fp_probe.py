@@ -158,7 +158,7 @@ def counts(reading: Reading, own_code: list[tuple[int, int]]) -> bool:
     return reading.mode.flushes or any(start <= reading.ip < end for start, end in own_code)
 
 
-def probe(pid: int, *, memory: bool = True) -> Held | None:
+def probe(pid: int, *, memory: bool = True, leader_first: bool = True) -> Held | None:
     """Each live thread's modes and instruction pointer, read with every thread held at once (none is left
     stopped). Each listing's threads are all asked to stop before the judge waits for any (a few microseconds each,
     where stopping them one by one took about 75 us each), and the threads are listed again until a listing finds
@@ -166,7 +166,10 @@ def probe(pid: int, *, memory: bool = True) -> Held | None:
     end one and start the next between the listing and the read (nineteenth red team: 1.11-1.14x). None when
     tracing is refused (the machine's policy); no readings when no thread could be read. Raises ProcessGone when the
     process's leader ended during the probe and its status was reaped here (the caller's record of its exit must
-    take it). `memory`: each thread's stack and the process's map are read too (Reading.stack, Held.regions)."""
+    take it). `memory`: each thread's stack and the process's map are read too (Reading.stack, Held.regions).
+    `leader_first`: the leader is asked to stop before the first listing, about 10 us sooner; for a process last
+    seen with more threads the caller passes False, so that none of them is asked a listing's time after the leader
+    (a worker watching the leader would have that much longer to put its modes back)."""
     held: dict[int, int] = {}  # each held thread, with the signal to hand back on its detach
     asked: list[int] = []  # seized and asked to stop, not yet waited for
     held_ns = 0  # when the threads of the first listing were all held (a later listing's are threads started since)
@@ -174,8 +177,9 @@ def probe(pid: int, *, memory: bool = True) -> Held | None:
         for listing in range(MAX_LISTINGS):
             # the leader asked first, before any listing: its stop lands about 10 us sooner (a listing takes 7-10 us
             # on the 2-core VM, and a call's body can be over in 20)
+            first = listing == 0 and leader_first
             try:
-                listed = {int(name) for name in os.listdir(f"/proc/{pid}/task")} if listing else {pid}
+                listed = {pid} if first else {int(name) for name in os.listdir(f"/proc/{pid}/task")}
             except OSError:
                 return Held([], 0)
             new = sorted(listed - held.keys() - set(asked))
@@ -191,7 +195,7 @@ def probe(pid: int, *, memory: bool = True) -> Held | None:
                     continue
                 asked.append(tid)
                 _libc.ptrace(_PTRACE_INTERRUPT, tid, None, None)
-            if listing == 0:
+            if first:
                 continue  # the first listing's threads asked too before the judge waits for any
             while asked:
                 tid = asked.pop()
