@@ -206,8 +206,7 @@ class Watch:
     def _exempt(self, mappings: list[Region]) -> frozenset[str]:
         """The original's imports and the routines of other libraries their code calls (_imports_reached), over the
         process's mapped libraries."""
-        paths = sorted({m.path for m in mappings if m.path.startswith("/") and m.path not in KERNEL_CODE})
-        return self.exempt.union(*(_imports_reached(path, self.exempt) for path in paths))
+        return _exempt_everywhere(self.exempt, frozenset(m.path for m in mappings if m.path.startswith("/")))
 
     def _routine_at(self, path: str, file_offset: int, exempt: frozenset[str]) -> str:
         address = _address_of(path, file_offset)
@@ -269,7 +268,7 @@ def _watched_ranges(path: str, pattern: str) -> list[tuple[int, int, str]]:
         if watched.fullmatch(name):
             ranges.append((max(before, start - HELPER_GAP_BYTES), start + size, name))
         ends = max(ends, start + size)
-    ranges += _called_helpers(path, functions, [r for r in ranges])
+    ranges += _called_helpers(path, ranges)
     return sorted(ranges)
 
 
@@ -313,6 +312,11 @@ def _exempt_in(path: str, pattern: str, exempt: frozenset[str]) -> frozenset[str
 
 
 @functools.cache
+def _exempt_everywhere(exempt: frozenset[str], paths: frozenset[str]) -> frozenset[str]:
+    return exempt.union(*(_imports_reached(path, exempt) for path in paths))
+
+
+@functools.cache
 def _imports_reached(path: str, exempt: frozenset[str]) -> frozenset[str]:
     """The routines this library imports (calls through its PLT) from the code of its exempt routines, and from the
     unexported helpers they call directly: glibc's clog near the unit circle computes |z|^2 - 1 in libm's static
@@ -320,46 +324,38 @@ def _imports_reached(path: str, exempt: frozenset[str]) -> frozenset[str]:
     (the twentieth session's red team: identical code refused 3 of 3). Empty for a file that is not a library."""
     if ".so" not in Path(path).name:  # a shared library (libm.so.6), never the kernel's own executable
         return frozenset()
-    functions = _functions(path)
-    starts = sorted(start for start, _, _ in functions)
-    inside = [(start, start + size) for start, size, _ in functions]
     reached: set[str] = set()
-
-    def imported(targets: list[tuple[int, str]]) -> list[int]:  # names the PLT calls; returns the other targets
-        others = []
-        for target, symbol in targets:
-            if symbol.endswith("@plt"):  # a named import; an ifunc's slot reads `*ABS*+0x2ff50@plt`
-                reached.add(symbol.removesuffix("@plt"))
-            elif not any(a <= target < b for a, b in inside):
-                others.append(target)
-        return others
-
-    for start, size, routine in functions:
+    for start, size, routine in _functions(path):
         if routine in exempt:
-            for helper in set(imported(_direct_targets(path, start, start + size, jumps=True))):
-                following = starts[bisect.bisect_right(starts, helper):]
-                stop = min(following[0] if following else helper + HELPER_GAP_BYTES, helper + HELPER_GAP_BYTES)
-                imported(_direct_targets(path, helper, stop, jumps=True))
+            targets = _direct_targets(path, start, start + size, jumps=True)
+            for helper, helper_end in {(t, e) for t, symbol in targets if (e := _helper_end(path, t, symbol))}:
+                targets += _direct_targets(path, helper, helper_end, jumps=True)
+            # an ifunc's slot reads `*ABS*+0x2ff50@plt`: a name no routine has
+            reached.update(symbol.split("@plt")[0] for _, symbol in targets if "@plt" in symbol)
     return frozenset(reached)
 
 
-def _called_helpers(path: str, functions: tuple[tuple[int, int, str], ...],
-                    watched: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """The library's unexported functions a watched routine calls directly, each from its start to the next
-    exported function (HELPER_GAP_BYTES at most): glibc's qsort_r calls its static `_quicksort`, which sits after
-    putenv, far from qsort_r (nineteenth red team: called by hand there, 6.37-6.43x with no sample named). Calls
-    through the library's PLT and to exported functions are not followed."""
-    starts = sorted(start for start, _, _ in functions)
-    inside = [(start, start + size) for start, size, _ in functions]
+def _called_helpers(path: str, watched: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The library's unexported functions a watched routine calls directly (_helper_end): glibc's qsort_r calls its
+    static `_quicksort`, which sits after putenv, far from qsort_r (nineteenth red team: called by hand there,
+    6.37-6.43x with no sample named)."""
     helpers = []
     for start, end, name in watched:
         for target, symbol in _direct_targets(path, start, end):
-            if "@plt" in symbol or any(a <= target < b for a, b in inside):
-                continue
-            following = starts[bisect.bisect_right(starts, target):]
-            stop = min(following[0] if following else target + HELPER_GAP_BYTES, target + HELPER_GAP_BYTES)
-            helpers.append((target, stop, name))  # named as the routine: its exemption is the routine's
+            if stop := _helper_end(path, target, symbol):
+                helpers.append((target, stop, name))  # named as the routine: its exemption is the routine's
     return sorted(set(helpers))
+
+
+def _helper_end(path: str, target: int, symbol: str) -> int | None:
+    """Where the unexported function a direct call or jump reaches at `target` ends: at the next exported function
+    (HELPER_GAP_BYTES at most). None for a call through the library's PLT or into an exported function."""
+    functions = _functions(path)
+    if "@plt" in symbol or any(start <= target < start + size for start, size, _ in functions):
+        return None
+    following = bisect.bisect_right(functions, (target, float("inf")))
+    return min(functions[following][0] if following < len(functions) else target + HELPER_GAP_BYTES,
+               target + HELPER_GAP_BYTES)
 
 
 def _tool(argv: list[str]) -> str:

@@ -80,6 +80,9 @@ GUARD_BYTE = 0xA5
 GUARD = bytes([GUARD_BYTE]) * GUARD_BYTES
 HANDSHAKE_TIMEOUT_S = 60.0  # starting the process and the harness's set-up (a large fixed buffer filled on the CPU)
 STOP_TIMEOUT_S = 5.0  # every thread of a stopped process reports stopped long before this
+# How long the judge polls for a probed correctness call's "start" before it sleeps on it: the harness says it
+# within 10-50 us of being resumed on the 2-core VM; a process slower than this is waited for as usual.
+START_SPIN_S = 0.002
 MAX_BUFFER_BYTES = 16 << 30  # all buffers of one process: more is a harness bug, not a task
 MESSAGE_BYTES = 512
 # Kernel receive timestamps on the judge's end of the channel (Linux's SO_TIMESTAMPNS and its SCM message, which
@@ -600,11 +603,6 @@ class KernelProcess:
             raise ProtocolError(f"the {self.who} has {len(others)} other process(es) running (pids "
                                 f"{', '.join(map(str, sorted(others)[:5]))}): a kernel process must be alone, since a "
                                 "process of its own is not stopped between calls", "deviation")
-
-
-# How long the judge polls for a probed correctness call's "start" before it sleeps on it: the harness says it
-# within 10-50 us of being resumed on the 2-core VM; a process slower than this is waited for as usual.
-START_SPIN_S = 0.002
 
 
 def work_after_done_ms(awake: dict[int, int], stopped: dict[int, int], *, main: int, waking_ns: int,

@@ -52,7 +52,7 @@ from profiling.kernel_coverage import (
     reference_kernel_forms,
 )
 from profiling.machine import describe_machine, describe_tools, gpu_peaks
-from profiling.paired import Mismatch, OriginalFailed, Pair
+from profiling.paired import Inputs, Mismatch, OriginalFailed, Pair, SideResult
 from profiling.score import SpeedupEstimate, estimate_speedup, plausibility_problems
 from profiling.served import CallTime, ProtocolError
 from profiling.static_checks import run_static_checks
@@ -494,11 +494,7 @@ def _served_correctness(session: _Session, pair: Pair, verdict: Verdict, *, prob
         # the last one draws ahead for the first timed call (edges off), unused when no timing follows
         inputs = pair.draw(edges=call in edge_calls, side=sides.get(call),
                            next_edges=call + 1 < calls and call + 1 in edge_calls, next_side=sides.get(call + 1))
-        want = pair.run("original", inputs, timeout_s=task.validate.timeout_s)
-        session.note_original(want.duration_ms / 1e3)
-        got = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
-        assert got.outputs is not None and want.outputs is not None
-        _compare(task, got.outputs, want.outputs, f"call {call}", verdict)
+        want, got = _checked_call(session, pair, inputs, f"call {call}", verdict)
         if call == 0:
             first = {name: values.copy() for name, values in got.outputs.items()}  # the next call overwrites them
             again = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
@@ -527,16 +523,23 @@ def _probe_until_read_mid_body(session: _Session, pair: Pair, verdict: Verdict) 
     candidate = pair.candidate
     if not (candidate.probe_calls and candidate.probing):
         return
-    task, config = session.task, pair.config
     for extra in range(MAX_EXTRA_CHECKED_CALLS):
         if candidate.probes_in_body >= MIN_CORRECTNESS_PROBES_IN_BODY or not candidate.probing:
             return
-        inputs = pair.draw(edges=False, next_edges=False)
-        want = pair.run("original", inputs, timeout_s=task.validate.timeout_s)
-        got = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
-        assert got.outputs is not None and want.outputs is not None
-        _compare(task, got.outputs, want.outputs, f"probed call {extra}", verdict)
-        verdict.checked_runs.append(f"{config.name}/probed{extra}")
+        _checked_call(session, pair, pair.draw(edges=False, next_edges=False), f"probed call {extra}", verdict)
+        verdict.checked_runs.append(f"{pair.config.name}/probed{extra}")
+
+
+def _checked_call(session: _Session, pair: Pair, inputs: Inputs, where: str,
+                  verdict: Verdict) -> tuple[SideResult, SideResult]:
+    """One call of each side on `inputs`, the candidate's outputs compared with the original's: (original's,
+    candidate's)."""
+    want = pair.run("original", inputs, timeout_s=session.task.validate.timeout_s)
+    session.note_original(want.duration_ms / 1e3)
+    got = pair.run("candidate", inputs, timeout_s=session.candidate_timeout_s())
+    assert got.outputs is not None and want.outputs is not None
+    _compare(session.task, got.outputs, want.outputs, where, verdict)
+    return want, got
 
 
 def _edge_calls(plan: np.random.Generator, calls: int) -> list[int]:
