@@ -141,9 +141,8 @@ class Reading:
 
 @dataclass(frozen=True)
 class Held:
-    """One probe: each thread's reading, when the threads it first found were all held (CLOCK_REALTIME, the clock
-    the judge's messages are stamped by; threads started since are held later), and the process's memory map once
-    all were (empty where memory was not read)."""
+    """One probe: each thread's reading, when every thread was held (CLOCK_REALTIME, the clock the judge's messages
+    are stamped by), and the process's memory map then (empty where memory was not read)."""
 
     readings: list[Reading]
     held_ns: int
@@ -172,7 +171,6 @@ def probe(pid: int, *, memory: bool = True, leader_first: bool = True) -> Held |
     (a worker watching the leader would have that much longer to put its modes back)."""
     held: dict[int, int] = {}  # each held thread, with the signal to hand back on its detach
     asked: list[int] = []  # seized and asked to stop, not yet waited for
-    held_ns = 0  # when the threads of the first listing were all held (a later listing's are threads started since)
     try:
         for listing in range(MAX_LISTINGS):
             # the leader asked first, before any listing: its stop lands about 10 us sooner (a listing takes 7-10 us
@@ -201,7 +199,11 @@ def probe(pid: int, *, memory: bool = True, leader_first: bool = True) -> Held |
                 tid = asked.pop()
                 signal_back = _stopped(tid, leader=pid)
                 held[tid] = signal_back  # a thread that ended is detached harmlessly (ESRCH)
-            held_ns = held_ns or time.clock_gettime_ns(time.CLOCK_REALTIME)
+        # stamped once every thread is held, not when the first listing's were: the later stamp is the judge's
+        # cautious measure of its own cost (the probed rounds skip a probe that cannot hold the threads before the
+        # body's expected end by it; stamped at the first listing, `qsort_until_a_probe_is_seen.c`, which cheats
+        # until it sees a stop, read improved 5.1x in a CI run of 61dd0f4)
+        held_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
         regions = tuple(proc_maps.read(pid)) if memory else ()
         stacks = _Stacks(pid if memory else None, regions)
         try:
