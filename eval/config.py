@@ -59,6 +59,10 @@ class EvalConfig:
     seeds: list[int] = field(default_factory=lambda: [0], metadata={"help": "sampling seeds, one run each"})
     temperature: float = field(default=0.8, metadata={"help": "sampling temperature"})
     max_tokens: int = field(default=1024, metadata={"help": "tokens each candidate may generate"})
+    constrain: bool = field(default=True, metadata={
+        "help": "enforce the answer format while sampling (the in-process transformers backend; "
+                "inference/constrained.py); --no-constrain: free generation, to measure what the format costs or "
+                "saves (write it to another --out: runs are resumed by model, variant and seed alone)"})
     token_budget: int = field(default=400, metadata={"help": "tokens of the profile summary in the prompt"})
     generalise: bool = field(default=True, metadata={
         "help": "re-measure each best candidate (and the reference) on every input configuration of its task"})

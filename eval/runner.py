@@ -212,7 +212,7 @@ class Evaluation:
             task=item.task.root, out=out, backend="openai", candidates=1 if replay else variant.candidates,
             rounds=1 if replay else variant.rounds, temperature=self.config.temperature,
             max_tokens=self.config.max_tokens, seed=seed, sources=variant.sources.split(","),
-            token_budget=self.config.token_budget, bundle=self.config.bundle)
+            token_budget=self.config.token_budget, bundle=self.config.bundle, constrain=self.config.constrain)
         log = log or self.log
         run = run_loop(item.task, loop_config, lambda: self._backend(configuration, item),
                        self.judge(out / "work", time_configs=False, log=log), _indented(log))

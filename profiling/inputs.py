@@ -55,9 +55,15 @@ EDGE_SHARE = 1 / 32
 # The most of an edge call's elements the marks may take when there are more of them than EDGE_SHARE holds: a
 # small-only task whose original holds a 120-breakpoint table has 1,086 marks with their neighbours against 32
 # places in 1,024 elements, and a candidate wrong on one breakpoint read correct 6 of 6 (seventeenth red team,
-# second round); with half the elements, a mark is missed by all of 10 edge calls with probability (1 - 512 /
-# 1086)^10 = 0.2%. Edge calls only: plain calls keep the task's distribution.
+# second round). With half the elements, the marks are split into parts of at most that many and each edge call
+# takes one (draw's `mark_part`): 1,086 marks in 3 parts, so a configuration's 5 edge calls of 10 checked calls
+# carry every one (a subset drawn per call missed a given mark in (1 - 512 / 1086)^5 = 4% of verdicts). Edge calls
+# only: plain calls keep the task's distribution.
 EDGE_MARKS_MOST_SHARE = 1 / 2
+# Below this many copies per mark, a call's marks go to distinct elements: drawn with replacement, 512 places in
+# 1,024 elements overwrite a fifth of each other, and a mark placed once was lost from its only call (179 of 1,086
+# marks on none of the 3 edge calls meant to carry them all).
+DISTINCT_PLACES_BELOW = 4
 # Share of a buffer's elements the task's marks (and their neighbours) take on a call that is not an edge call,
 # timed ones included: a candidate careful only where a call carries them would be careful on every call, and one
 # wrong only near a threshold is wrong on plain calls too (a red team's double-compared-in-float candidate took a
@@ -111,12 +117,14 @@ def _secret_key() -> bytes:
 
 def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator, *, edges: bool,
          distribution: Distribution = Distribution.UNIFORM, marks: Sequence[float] = (),
-         side: Side | None = None) -> np.ndarray:
+         side: Side | None = None, mark_part: int | None = None) -> np.ndarray:
     """`count` values of `dtype` (the harness's layout: bfloat16 as uint16), edges sprinkled when asked: uniform in
     [lo, hi), or for floats with Distribution.MIXED one of MIXED_POOL's (folded to |x| when lo >= 0). `marks`:
     the task's numbers (task_marks()) with their neighbours, where they lie in the range: on EDGE_SHARE of the
     elements of an edge call, PLAIN_MARK_SHARE of any other's. `side`: an edge call's part of the range, else drawn
-    (ONE_SIDED_SHARE); the generator is used alike either way."""
+    (ONE_SIDED_SHARE); the generator is used alike either way. `mark_part`: an edge call's place in its
+    configuration's run of edge calls (from a first part drawn under the key): where the marks outnumber what the
+    call holds, it carries their part `mark_part` modulo the number of parts (_marks); None: a subset drawn."""
     if dtype in FLOAT_DTYPES:
         one_sided = edges and distribution is not Distribution.MIXED
         drawn = _side(rng) if one_sided else Side.BOTH
@@ -132,7 +140,7 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
             _float_edges(values, lo, hi, rng)
         _extreme_ties(values, rng)  # every call: the buffer's own values, nothing a timing notices
         _marks(values, _with_neighbours(tuple(marks), values.dtype.name, lo, hi), rng,
-               EDGE_SHARE if edges else PLAIN_MARK_SHARE)
+               EDGE_SHARE if edges else PLAIN_MARK_SHARE, mark_part if edges else None)
         return _to_dtype(values, dtype)
     low, high = math.floor(lo), max(math.ceil(hi), math.floor(lo) + 1)
     drawn = _side(rng) if edges else Side.BOTH
@@ -144,7 +152,7 @@ def draw(dtype: str, count: int, lo: float, hi: float, rng: np.random.Generator,
         _integer_edges(values, low, high, rng)
     _extreme_ties(values, rng)
     _marks(values, [int(m) for m in marks if m == int(m) and low <= m < high], rng,
-           EDGE_SHARE if edges else PLAIN_MARK_SHARE)
+           EDGE_SHARE if edges else PLAIN_MARK_SHARE, mark_part if edges else None)
     return values.astype(NUMPY_DTYPE[dtype])
 
 
@@ -446,20 +454,30 @@ def _derived(parameters: Sequence[float]) -> set[float]:
     return {v for v in found if math.isfinite(v)}
 
 
-def _marks(values: np.ndarray, marks: Sequence[float], rng: np.random.Generator, share: float) -> None:
+def _marks(values: np.ndarray, marks: Sequence[float], rng: np.random.Generator, share: float,
+           part: int | None = None) -> None:
     """Each mark on its part of `share` of the elements; where there are more marks than that share holds (a small
     buffer, a long table of constants), an edge call gives them up to EDGE_MARKS_MOST_SHARE of the elements, and
-    past that a subset is drawn per call, so every mark comes over the calls."""
+    past that it takes one of ceil(marks / budget) parts, every parts-th mark from `part` modulo parts (an edge
+    call's place in its configuration: successive edge calls carry every mark), or a subset drawn per call where
+    no part is given (plain calls: every mark comes over the calls)."""
     if not marks or not values.size:
         return
     budget = max(1, int(values.size * share))
     if share >= EDGE_SHARE and len(marks) > budget:
         budget = max(budget, min(len(marks), int(values.size * EDGE_MARKS_MOST_SHARE)))
     chosen = np.asarray(marks, dtype=values.dtype)
-    if len(chosen) > budget:
+    if len(chosen) > budget and part is not None:
+        parts = -(-len(chosen) // budget)
+        chosen = chosen[part % parts::parts]
+    elif len(chosen) > budget:
         chosen = chosen[rng.choice(len(chosen), size=budget, replace=False)]
     per_mark = budget // len(chosen)
-    values[rng.integers(0, values.size, size=per_mark * len(chosen))] = np.repeat(chosen, per_mark)
+    if per_mark < DISTINCT_PLACES_BELOW:  # a mark placed once or twice must not be overwritten by another
+        places = rng.choice(values.size, size=per_mark * len(chosen), replace=False)
+    else:  # cheaper (a 64M-element buffer's 2M places drawn distinct took 1.2 s); a few of many copies lost
+        places = rng.integers(0, values.size, size=per_mark * len(chosen))
+    values[places] = np.repeat(chosen, per_mark)
 
 
 def _uniform(rng: np.random.Generator, count: int, lo: float, hi: float, dtype: str) -> np.ndarray:

@@ -90,10 +90,15 @@ Outputs = dict[str, np.ndarray]
 
 @dataclass(frozen=True)
 class Draw:
-    """What one call's inputs are asked to be: edge values or not, and an edge call's side of the range."""
+    """What one call's inputs are asked to be: edge values or not, an edge call's side of the range, and its part
+    of the task's marks where one edge call cannot hold them all (inputs.draw's `mark_part`)."""
 
     edges: bool
     side: Side | None = None
+    mark_part: int | None = None
+
+
+PLAIN = Draw(edges=False)  # a call drawn from the task's distribution alone (a few marks, no edge values)
 
 
 NVIDIA_CONTROL = "/dev/nvidiactl"  # present where an NVIDIA driver is: a flusher is worth starting
@@ -313,31 +318,28 @@ class Pair:
 
     # ---- one call
 
-    def draw(self, *, edges: bool, next_edges: bool | None = None, side: Side | None = None,
-             next_side: Side | None = None) -> Inputs:
-        """Fresh values for every drawn buffer (inputs and in-out ones); `side`: an edge call's float buffers all
-        drawn from that part of their range (else each buffer's own draw decides). With `next_edges`, a staged
-        (device) pair starts drawing the next call's set on a background thread: the host is idle while the device
-        runs, and a draw of 256 MB took a third of a large CUDA verdict (bench/bench_verdict.py). A CPU pair never
-        draws ahead (the draw would compete with the timed kernel for the host). The generator is used in the same
-        order either way, so the same verdict draws the same inputs."""
+    def draw(self, asked: Draw = PLAIN, following: Draw | None = None) -> Inputs:
+        """Fresh values for every drawn buffer (inputs and in-out ones), as `asked` (Draw). With `following` (the
+        next call's Draw), a staged (device) pair starts drawing the next call's set on a background thread: the
+        host is idle while the device runs, and a draw of 256 MB took a third of a large CUDA verdict
+        (bench/bench_verdict.py). A CPU pair never draws ahead (the draw would compete with the timed kernel for the
+        host). The generator is used in the same order either way, so the same verdict draws the same inputs."""
         self.poison_byte = JUDGE_POISON_BYTES[int(self.plan.integers(len(JUDGE_POISON_BYTES)))]
-        asked = Draw(edges, side)
         ahead, self._ahead = self._ahead, None
         drawn = ahead[1].result() if ahead is not None else None  # waited for even when unused: one rng user
         inputs = drawn if ahead is not None and ahead[0] == asked else None
         if inputs is None:
             inputs = self._draw_now(asked)
-        if next_edges is not None and self.candidate.staged:
+        if following is not None and self.candidate.staged:
             if self._drawer is None:
                 self._drawer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pf-draw-ahead")
-            following = Draw(next_edges, next_side)
             self._ahead = (following, self._drawer.submit(self._draw_now, following))
         return inputs
 
     def _draw_now(self, asked: Draw) -> Inputs:
         return {b.name: draw(b.dtype, b.count, b.lo, b.hi, self.rng, edges=asked.edges, side=asked.side,
-                             distribution=self.task.validate.distribution, marks=self.marks)
+                             distribution=self.task.validate.distribution, marks=self.marks,
+                             mark_part=asked.mark_part)
                 for b in self.original.buffers if b.role in (Role.INPUT, Role.INOUT)}
 
     def run(self, side: str, inputs: Inputs, *, timeout_s: float, flush: bool = False,

@@ -1158,17 +1158,25 @@ def test_an_accumulator_wrong_only_where_two_buffers_sit_at_opposite_ends_is_inc
     assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
 
 
-@pytest.mark.parametrize("candidate", ["strict_one_10.c", "strict_one_50.c", "strict_one_110.c"])
+@pytest.mark.parametrize("strict_at", [0, 10, 50, 110, 119])
 def test_a_comparison_wrong_at_one_of_many_breakpoints_of_a_small_task_is_incorrect(tmp_path: Path,
-                                                                                     candidate: str) -> None:
+                                                                                     strict_at: int) -> None:
     """Seventeenth red team, second round: a task whose only configuration is small (1,024 elements) and whose
     original scans a table of 120 breakpoints: with their neighbours 1,086 marks, against 32 places an edge call
     gave them, so a candidate strict at exactly one breakpoint read correct 6 of 6. An edge call gives the marks
-    up to half its elements now when there are more of them (inputs.EDGE_MARKS_MOST_SHARE)."""
+    up to half its elements now when there are more of them (inputs.EDGE_MARKS_MOST_SHARE). Twenty-second session:
+    strict at breakpoint 110 read correct on 110 checked runs, 3 of 3, on the H200 host (gcc 13, where these tests
+    pass here with gcc 12): the 5 edge calls each drew their 512 marks at random, with repeats, and none held
+    that one; successive edge calls now take successive parts of the marks, on distinct elements. Each breakpoint
+    from first to last, strict alone, is caught."""
     task_dir = RARE_INPUTS / "bucketize_120_small"
-    verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
+    template = (task_dir / "strict_one_110.c").read_text()
+    candidate = tmp_path / f"strict_one_{strict_at}.c"
+    candidate.write_text(template.replace("probe - 1 != 110 ?", f"probe - 1 != {strict_at} ?"))
+    verdict = validate(load_task(task_dir), candidate, tmp_path / "work", timing=False)
     assert verdict.status is Status.INCORRECT, verdict.reason
-    assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
+    if strict_at == 110:
+        assert validate(load_task(task_dir), task_dir / "fast.c", tmp_path / "fast", timing=False).correct
 
 
 @pytest.mark.skipif(not perf_events_available(), reason="perf events unavailable (perf_event_paranoid)")
@@ -1299,6 +1307,10 @@ def test_a_library_sort_run_where_no_routine_is_named_is_caught(tmp_path: Path, 
     move fails, and the candidate's fallback, libc's qsort in place, is named."""
     task_dir = RARE_INPUTS / "sort_copy"
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=False)
+    if verdict.status is Status.CRASHED and candidate == "quicksort_helper_called_by_hand.c":
+        # it decodes glibc 2.36's qsort_r to find _quicksort; glibc 2.37 replaced that sort (introsort), and on
+        # the H200 host's glibc 2.39 the decoded call lands elsewhere: the attack cannot run there (seen 2026-11-28)
+        pytest.skip(f"this glibc has no _quicksort where the candidate looks for it: {verdict.reason}")
     assert verdict.status is Status.REJECTED and said in verdict.reason, verdict.reason
 
 
