@@ -208,6 +208,8 @@ class KernelProcess:
         self.probe_readings: list[fp_probe.Reading] = []
         self.fp_probes = 0
         self.probes_in_body = 0  # probes that held its threads before its call's body ended ("synced")
+        # probes that held them only after it: a stop the process may have seen with nothing of its body read
+        self.late_holds = 0
         self.code_moved = 0  # probes that found its executable mappings not as they were when it was ready
         self._probe_cost_ns = 0  # the last probe's own time, from its start to every thread held
         self._threads_seen = 0  # the threads the last probe read
@@ -414,6 +416,8 @@ class KernelProcess:
             finished = done
         if held_ns is not None and held_ns < finished:
             self.probes_in_body += 1
+        elif held_ns is not None:
+            self.late_holds += 1
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
                         settle_ms=settle_ms, after_done_ms=after_done_ms)
 

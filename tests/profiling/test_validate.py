@@ -74,17 +74,28 @@ def test_every_timing_round_runs_on_fresh_processes(cpu_task_dir: Path, tmp_path
     timed call the plan draws (their times unused; no perf events in any timing round)."""
     from profiling.paired import Pair
 
-    renewed: list[tuple[int, int, bool, bool | None, bool | None]] = []
+    renewed: list[tuple[int, int, bool, bool | None, bool | None]] = []  # one per round
+    late: list[tuple[bool, bool | None, bool | None]] = []  # within a probed round, after a probe held it late
     renew = Pair.renew
 
-    in_body: list[tuple[int, int]] = []  # per timing process of the candidate's: probes held mid-body, calls
+    in_body: list[tuple[int, int]] = []  # per timing round of the candidate's: probes held mid-body, calls
+    this_round = [0, 0]
 
     def spy(self: Pair, *, swap: bool = False, sample_pcs: bool | None = None,
             probe_calls: bool | None = None) -> None:
-        if self.candidate.probe_calls is False:  # a timing round's process, about to be replaced
-            in_body.append((self.candidate.probes_in_body, self.candidate.calls))
+        timing = self.candidate.probe_calls is False  # a timing round's process, about to be replaced
+        within = timing and self.candidate.late_holds > 0
+        if timing:
+            this_round[0] += self.candidate.probes_in_body
+            this_round[1] += self.candidate.calls
+            if not within:
+                in_body.append((this_round[0], this_round[1]))
+                this_round[:] = [0, 0]
         renew(self, swap=swap, sample_pcs=sample_pcs, probe_calls=probe_calls)
-        renewed.append((self.original.pid, self.candidate.pid, swap, sample_pcs, probe_calls))
+        if within:
+            late.append((swap, sample_pcs, probe_calls))
+        else:
+            renewed.append((self.original.pid, self.candidate.pid, swap, sample_pcs, probe_calls))
 
     monkeypatch.setattr(Pair, "renew", spy)
     verdict = judge(cpu_task_dir, tmp_path, FAST_C, timing=True)
@@ -94,6 +105,9 @@ def test_every_timing_round_runs_on_fresh_processes(cpu_task_dir: Path, tmp_path
     assert [swap for _, _, swap, _, _ in renewed] == [r % 2 == 1 for r in range(total)]
     assert len({pid for pids in renewed for pid in pids[:2]}) == 2 * total
     assert not any(sample for *_, sample, _ in renewed)  # no perf events in any timing round
+    # a probed round's processes replaced after a late hold stay timing processes: no perf events, no probe of
+    # every call
+    assert all(sample_pcs is False and probe_calls is False for _, sample_pcs, probe_calls in late), late
     if fp_probe.available():  # each probed round held the candidate mid-body MIN_PROBES_IN_BODY times, or ran out
         spec = load_task(cpu_task_dir).validate
         probed = [(held, calls) for held, calls in in_body if held or calls > spec.warmup + spec.trials]
