@@ -10,9 +10,14 @@ correctness calls, the extra sampled timing round, and a share of every round's 
 profiling/validate.py), it holds every thread of the process at once at a random point of the body, reads each
 one's FP registers and instruction pointer, and lets them go on:
 
-    per thread: PTRACE_SEIZE (no stop, no signal)  ->  PTRACE_INTERRUPT  ->  waitpid(__WALL)
-    (listed again until no new thread appears)  ->  PTRACE_GETFPREGS, PTRACE_GETREGS, its stack from its stack
-    pointer up (/proc/PID/mem)  ->  PTRACE_DETACH
+    SIGSTOP to the process, every thread stopped  ->  per thread: PTRACE_SEIZE  ->  PTRACE_INTERRUPT  ->
+    waitpid(__WALL)  (listed again until no new thread appears)  ->  PTRACE_GETFPREGS, PTRACE_GETREGS, its stack
+    from its stack pointer up (/proc/PID/mem)  ->  PTRACE_DETACH  ->  SIGCONT
+
+The SIGSTOP stops every thread at once (the kernel's group stop: each running thread is interrupted within
+microseconds of the others), before any is seized: held one after another, a worker that watched the leader's
+heartbeat put its modes back in the tens of microseconds between the leader's stop and its own (twenty-first
+session's red team, 30 idle threads made first so the worker was asked last: correct 4 of 4).
 
 The threads are held for tens to hundreds of microseconds, by the kernel, between two instructions; the process
 cannot refuse it or see it coming (its filter is in, it never traces itself), and a probed call is not told from
@@ -33,6 +38,7 @@ import ctypes
 import errno
 import os
 import platform
+import signal
 import struct
 import time
 from dataclasses import dataclass
@@ -157,27 +163,24 @@ def counts(reading: Reading, own_code: list[tuple[int, int]]) -> bool:
     return reading.mode.flushes or any(start <= reading.ip < end for start, end in own_code)
 
 
-def probe(pid: int, *, memory: bool = True, leader_first: bool = True) -> Held | None:
+def probe(pid: int, *, memory: bool = True) -> Held | None:
     """Each live thread's modes and instruction pointer, read with every thread held at once (none is left
-    stopped). Each listing's threads are all asked to stop before the judge waits for any (a few microseconds each,
-    where stopping them one by one took about 75 us each), and the threads are listed again until a listing finds
-    none new (a thread not yet held can start another; a held one cannot), so a chain of short-lived threads cannot
-    end one and start the next between the listing and the read (nineteenth red team: 1.11-1.14x). None when
-    tracing is refused (the machine's policy); no readings when no thread could be read. Raises ProcessGone when the
-    process's leader ended during the probe and its status was reaped here (the caller's record of its exit must
-    take it). `memory`: each thread's stack and the process's map are read too (Reading.stack, Held.regions).
-    `leader_first`: the leader is asked to stop before the first listing, about 10 us sooner; for a process last
-    seen with more threads the caller passes False, so that none of them is asked a listing's time after the leader
-    (a worker watching the leader would have that much longer to put its modes back)."""
+    stopped). The process is group-stopped first (_stop_all: every thread at once); where that does not complete
+    in time, each listing's threads are asked to stop before the judge waits for any, as they are in any case (a
+    few microseconds each), and the threads are listed again until a listing finds none new (a thread not yet held
+    can start another; a held one cannot), so a chain of short-lived threads cannot end one and start the next
+    between the listing and the read (nineteenth red team: 1.11-1.14x). None when tracing is refused (the
+    machine's policy); no readings when no thread could be read. Raises ProcessGone when the process's leader ended
+    during the probe and its status was reaped here (the caller's record of its exit must take it). `memory`: each
+    thread's stack and the process's map are read too (Reading.stack, Held.regions)."""
     held: dict[int, int] = {}  # each held thread, with the signal to hand back on its detach
     asked: list[int] = []  # seized and asked to stop, not yet waited for
+    gone = False
+    stopped_ns = _stop_all(pid)
     try:
-        for listing in range(MAX_LISTINGS):
-            # the leader asked first, before any listing: its stop lands about 10 us sooner (a listing takes 7-10 us
-            # on the 2-core VM, and a call's body can be over in 20)
-            first = listing == 0 and leader_first
+        for _ in range(MAX_LISTINGS):
             try:
-                listed = {pid} if first else {int(name) for name in os.listdir(f"/proc/{pid}/task")}
+                listed = {int(name) for name in os.listdir(f"/proc/{pid}/task")}
             except OSError:
                 return Held([], 0)
             new = sorted(listed - held.keys() - set(asked))
@@ -193,23 +196,24 @@ def probe(pid: int, *, memory: bool = True, leader_first: bool = True) -> Held |
                     continue
                 asked.append(tid)
                 _libc.ptrace(_PTRACE_INTERRUPT, tid, None, None)
-            if first:
-                continue  # the first listing's threads asked too before the judge waits for any
             while asked:
                 tid = asked.pop()
                 signal_back = _stopped(tid, leader=pid)
                 held[tid] = signal_back  # a thread that ended is detached harmlessly (ESRCH)
-        # stamped once every thread is held, not when the first listing's were: the later stamp is the judge's
-        # cautious measure of its own cost (the probed rounds skip a probe that cannot hold the threads before the
-        # body's expected end by it; stamped at the first listing, `qsort_until_a_probe_is_seen.c`, which cheats
-        # until it sees a stop, read improved 5.1x in a CI run of 61dd0f4)
-        held_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        # when every thread was held: the group stop's start (each thread asked, a running one interrupted), or
+        # where it did not start in time, once every thread is seized and stopped. Not when a thread was only asked
+        # one by one: stamped at the first listing's interrupts, the probed rounds' skip of probes too late for the
+        # body let `qsort_until_a_probe_is_seen.c` (cheats until it sees a stop) read improved 5.1x in a CI run
+        held_ns = stopped_ns if stopped_ns is not None else time.clock_gettime_ns(time.CLOCK_REALTIME)
         regions = tuple(proc_maps.read(pid)) if memory else ()
         stacks = _Stacks(pid if memory else None, regions)
         try:
             return Held([reading for tid in held if (reading := _read(tid, stacks)) is not None], held_ns, regions)
         finally:
             stacks.close()
+    except ProcessGone:
+        gone = True
+        raise
     finally:
         for tid, signal_back in held.items():
             _libc.ptrace(_PTRACE_DETACH, tid, None, ctypes.c_void_p(signal_back or None))
@@ -217,6 +221,52 @@ def probe(pid: int, *, memory: bool = True, leader_first: bool = True) -> Held |
             # stop and detached before its stop stays traced, and stops later with no one to let it go)
             with contextlib.suppress(ProcessGone):
                 _libc.ptrace(_PTRACE_DETACH, tid, None, ctypes.c_void_p(_stopped(tid, leader=pid) or None))
+        if not gone:  # the group stop ended (a detached thread stays in it until then; its pid is ours to signal
+            # until reaped: where the probe reaped it, the caller records the exit and signals nothing more)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+# How long a probe waits for the process to take its SIGSTOP (one of its threads dequeues it and asks every other
+# to stop: a running one is interrupted at once, a sleeping one stops when it next wakes): microseconds when a
+# thread is running, longer when all sleep on a busy machine. Past it the probe holds the threads one by one, as
+# it always did.
+GROUP_STOP_WAIT_NS = 5_000_000
+_SIGSTOP_BIT = 1 << (signal.SIGSTOP - 1)  # in /proc/PID/status's ShdPnd mask: a SIGSTOP not yet taken
+
+
+def _stop_all(pid: int) -> int | None:
+    """SIGSTOP to the process, then wait (yielding the judge's core: a thread must run to take it) until the
+    process took it: from then on every thread is asked to stop, a running one interrupted at once, and none runs
+    its own code again before it stops. Waiting matters: a thread seized before the signal was taken would take it
+    as a ptrace signal stop, and no group stop would begin. Returns when it was seen taken (CLOCK_REALTIME ns: the
+    threads are held from then on, give or take an interrupt's microseconds), or None when the process is gone or
+    did not take it within GROUP_STOP_WAIT_NS. The caller's SIGCONT ends the stop either way."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        return None
+    deadline = time.monotonic_ns() + GROUP_STOP_WAIT_NS
+    while time.monotonic_ns() < deadline:
+        pending = _shared_pending(pid)
+        if pending is None:
+            return None
+        if not pending & _SIGSTOP_BIT:
+            return time.clock_gettime_ns(time.CLOCK_REALTIME)
+        os.sched_yield()
+    return None
+
+
+def _shared_pending(pid: int) -> int | None:
+    """The process's shared pending signals (ShdPnd of /proc/PID/status); None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"ShdPnd:"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 # Listings of a process's threads one probe makes at most: a process that starts threads faster than the probe

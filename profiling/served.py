@@ -212,7 +212,6 @@ class KernelProcess:
         self.late_holds = 0
         self.code_moved = 0  # probes that found its executable mappings not as they were when it was ready
         self._probe_cost_ns = 0  # the last probe's own time, from its start to every thread held
-        self._threads_seen = 0  # the threads the last probe read
         self.probe_fp = probe_fp
         self._probing = probe_fp and fp_probe.available()
         self._probe_at = random.Random(os.urandom(16))  # where in the body each probe lands: nothing it can predict
@@ -454,8 +453,7 @@ class KernelProcess:
             # the candidate's stacks and map are read in the probed timing rounds only: correctness calls are
             # perf-sampled too, and reading them while held, on every call of a candidate whose threads are made
             # within its calls, came with a "died of SIGTRAP" in 2 CI runs (cause not found)
-            held = fp_probe.probe(self._process.pid, memory=timing_round and candidate,
-                                  leader_first=self._threads_seen <= 1)
+            held = fp_probe.probe(self._process.pid, memory=timing_round and candidate)
         except fp_probe.ProcessGone as gone:
             self._process.reaped(gone.status)
             return None
@@ -463,7 +461,6 @@ class KernelProcess:
             self._probing = False
             return None
         self.fp_probes += 1
-        self._threads_seen = len(held.readings)
         self.fp_modes.update(r.mode if fp_probe.counts(r, self._own_code) else fp_probe.DEFAULT
                              for r in held.readings)
         if not held.readings:

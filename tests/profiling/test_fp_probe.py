@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -44,6 +45,72 @@ def spinner(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (directory / "spin.c").write_text(SPINNER)
     subprocess.run(["gcc", "-O1", "-pthread", "spin.c", "-o", "spin"], cwd=directory, check=True)
     return directory / "spin"
+
+
+# The twenty-first session's red team: a worker that watches the leader and puts its modes back when the leader is
+# held. Here the watcher polls the leader's state (/proc/self/task/PID/stat) and writes "S" each time two reads in a
+# row find it stopped (one read can be stale: begun before a group stop held the watcher itself). 30 idle threads
+# are made first, so held one after another in thread-id order the watcher would be asked last, tens of
+# microseconds after the leader.
+WATCHER = r"""
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+static char path[64];
+static char leader_state(void) {
+    char buf[512];
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return '?';
+    int n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return '?';
+    buf[n] = 0;
+    char *end = strrchr(buf, ')');
+    return end && end[1] ? end[2] : '?';
+}
+static int stopped(char s) { return s == 't' || s == 'T'; }
+static void *idle(void *arg) { for (;;) pause(); return arg; }
+static void *watcher(void *arg) {
+    for (;;)
+        if (stopped(leader_state()) && stopped(leader_state())) write(1, "S", 1);
+    return arg;
+}
+int main(void) {
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", getpid());
+    pthread_t t;
+    for (int i = 0; i < 30; i++) pthread_create(&t, 0, idle, 0);
+    pthread_create(&t, 0, watcher, 0);
+    write(1, "R", 1);
+    for (;;) pause();
+}
+"""
+
+
+@needs_ptrace
+def test_a_thread_watching_the_leader_is_held_before_it_sees_the_leader_held(tmp_path: Path) -> None:
+    """Every thread is held at once (a group stop, then the reads): held one after another, a watcher listed last
+    saw the leader held for tens of microseconds before its own turn (and could put its modes back meanwhile:
+    correct 4 of 4 on the H200 host's 16 cores before, rejected 2 of 4 correctness-only and 2 of 2 timed after)."""
+    (tmp_path / "watch.c").write_text(WATCHER)
+    subprocess.run(["gcc", "-O1", "-pthread", "watch.c", "-o", "watch"], cwd=tmp_path, check=True)
+    process = subprocess.Popen([str(tmp_path / "watch")], stdout=subprocess.PIPE)
+    try:
+        assert process.stdout is not None and process.stdout.read(1) == b"R"
+        time.sleep(0.05)
+        os.set_blocking(process.stdout.fileno(), False)
+        for _ in range(20):
+            held = fp_probe.probe(process.pid, memory=False)
+            assert held is not None and len(held.readings) == 32
+            time.sleep(0.002)
+        time.sleep(0.05)
+        seen = process.stdout.read() or b""
+        assert seen.count(b"S") == 0, f"the watcher saw the leader held before its own stop {seen.count(b'S')} times"
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait()
 
 
 def _cpu_ticks(pid: int) -> int:
