@@ -368,7 +368,9 @@ PROBED_ROUNDS = 2
 # A probed timing round's probes that must hold the candidate's threads inside its calls' bodies (before its
 # "synced"), and the calls it may add, all probed, to get them: a probe lands after a fast body has ended as often as
 # not (0.25 ms bodies: 11 of 19 inside on the 2-core VM), and a round whose first probe was drawn late had one or two
-# (a candidate sorting with libc's qsort in the round it saw unwatched passed 1 verdict in about 10, 8.4x).
+# (a candidate sorting with libc's qsort in the round it saw unwatched passed 1 verdict in about 10, 8.4x). Each hold
+# is on a process never stopped before (the pair is renewed after every hold); with 4 the twenty-second session's
+# qsort_in_short_calls_after_honest_long_ones.c read improved in 2 of 7 runs of its test (2.53x), with 8 in none of 11.
 MIN_PROBES_IN_BODY = 8
 MAX_EXTRA_PROBED_CALLS = 200
 # Fewer mid-body probes than this in a probed round hold a win for review: its calls were too short for the probe
@@ -662,13 +664,17 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
                 for side in times:
                     times[side][-1].append(results[side].time)
                     follows_other[side].append(follows[side])
-            if sampling and pair.candidate.late_holds:
-                # a probe held the candidate only after its body had ended: it may have seen the stop, and nothing
-                # of the body was read. Fresh processes have seen none, and their first probe is drawn again over
-                # a round's timed calls from here: a candidate that cheats until it sees a stop cheats again where
-                # the next probe can read it (before, a skip of probes estimated too late for the body was the
-                # only defence, and a probe it let through showed a stop unread: qsort_until_a_probe_is_seen.c
-                # read improved 5.1x in a CI run)
+            if sampling and (pair.candidate.late_holds or pair.candidate.probes_in_body):
+                # a probe held the candidate: it may have seen the stop, whatever the probe read (after its body:
+                # nothing; inside it: one moment). Fresh processes have seen none, and their first probe is drawn
+                # again over a round's timed calls from here, so each hold reads a process that has never been
+                # stopped: a candidate that cheats until it sees a stop cheats again where the next probe can read
+                # it. Renewed after late holds only, `qsort_until_a_probe_is_seen.c` was caught (a skip of probes
+                # estimated too late had been the only defence: improved 5.1x in a CI run), but the twenty-second
+                # session's red team alternated long calls with an honest prefix and short cheating ones: the
+                # probe, drawn within the last call's body, held the long one in its prefix, and the process
+                # stayed honest for good while the timed rounds cheated (improved 13 of 28). Renewed after every
+                # hold: rejected 14 of 14, at about 8 x (warmup + trials / 2) calls a probed round
                 in_body_before += pair.candidate.probes_in_body
                 pair.renew(swap=round_index % 2 == 1, sample_pcs=False, probe_calls=False)
                 first_probed = trial + 1 + spec.warmup + int(pair.plan.integers(spec.trials))

@@ -1270,6 +1270,7 @@ def test_integer_bounds_folded_into_comparisons_and_a_long_float64_table_are_dra
     ("sort_copy", "qsort_after_an_unprobed_warm_up.c", "qsort_r"),
     ("sort_copy", "qsort_with_a_busy_comparator_where_unwatched.c", "qsort_r"),
     ("sort_copy", "qsort_until_a_probe_is_seen.c", "qsort_r"),
+    ("sort_copy", "qsort_in_short_calls_after_honest_long_ones.c", "qsort_r"),
 ])
 def test_tricks_kept_to_the_processes_it_thinks_unwatched_are_caught(tmp_path: Path, task_name: str,
                                                                     candidate: str, said: str) -> None:
@@ -1288,7 +1289,10 @@ def test_tricks_kept_to_the_processes_it_thinks_unwatched_are_caught(tmp_path: P
     probe reads the held threads' stacks for return addresses into watched routines now, and a probed round goes on
     until 8 probes held the candidate mid-body (busy comparator: qsort's own code in 1-3 of 8-10 readings). The same
     session's red team cheated in every call until it saw a stop: a probe landing after a body showed one and read
-    nothing (6 of 16 improved); a probe is made only while the body can still be held now."""
+    nothing (6 of 16 improved); a probe is made only while the body can still be held now. Twenty-second session:
+    a probed round renews the pair after every probe that held the candidate (a process that has seen a stop is
+    never read again), since its red team's calls alternated an honest-prefixed long call with a short cheating
+    one, and the probe, placed within the last call's body, held the long one in its prefix (improved 13 of 28)."""
     task_dir = RARE_INPUTS / task_name
     verdict = validate(load_task(task_dir), task_dir / candidate, tmp_path / "work", timing=True)
     assert verdict.status is Status.REJECTED and said in verdict.reason, verdict.reason
