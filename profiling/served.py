@@ -207,9 +207,8 @@ class KernelProcess:
         # the probes' thread readings not yet taken (the candidate's only: the original's are never read)
         self.probe_readings: list[fp_probe.Reading] = []
         self.fp_probes = 0
-        self.probes_in_body = 0  # probes that held its threads before its call's body ended ("synced")
-        # probes that held them only after it: a stop the process may have seen with nothing of its body read
-        self.late_holds = 0
+        self.holds = 0  # probes that held its threads (a stop it may have seen, whatever they read)
+        self.probes_in_body = 0  # those that held them before its call's body ended ("synced")
         self.code_moved = 0  # probes that found its executable mappings not as they were when it was ready
         self._probe_cost_ns = 0  # the last probe's own time, from its start to every thread held
         self.probe_fp = probe_fp
@@ -413,10 +412,9 @@ class KernelProcess:
             after_done_ms = 0.0
         if not self.windowed:
             finished = done
-        if held_ns is not None and held_ns < finished:
-            self.probes_in_body += 1
-        elif held_ns is not None:
-            self.late_holds += 1
+        if held_ns is not None:
+            self.holds += 1
+            self.probes_in_body += held_ns < finished
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
                         settle_ms=settle_ms, after_done_ms=after_done_ms)
 

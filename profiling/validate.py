@@ -497,8 +497,8 @@ def _served_correctness(session: _Session, pair: Pair, verdict: Verdict, *, prob
     # per call, a 120-breakpoint table's 1,086 marks in 5 edge calls of 512 missed one breakpoint in about 4% of
     # verdicts: a candidate strict at breakpoint 110 read correct 3 of 3 on the H200 host)
     first_part = int(pair.plan.integers(1 << 16))
-    asked = [Draw(True, sides.get(call), first_part + sorted(edge_calls).index(call)) if call in edge_calls
-             else PLAIN for call in range(calls)]
+    parts = {call: first_part + ordinal for ordinal, call in enumerate(sorted(edge_calls))}
+    asked = [Draw(True, sides.get(call), parts[call]) if call in parts else PLAIN for call in range(calls)]
     for call in range(calls):
         # the last one draws ahead for the first timed call (edges off), unused when no timing follows
         inputs = pair.draw(asked[call], following=asked[call + 1] if call + 1 < calls else PLAIN)
@@ -620,14 +620,16 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
         # unwatched); every call from there on is probed. A candidate that cheats in a share s of each round's
         # timed calls escapes a round when its first probe lands on a call it spent honest: 1 - s, under a half for
         # any cheat that moves the median (PROBED_ROUNDS)
-        first_probed = spec.warmup + int(pair.plan.integers(spec.trials)) if sampling else None
+        def first_probe_after(trial: int) -> int:  # warm-up calls unprobed, then a draw over the trials
+            return trial + spec.warmup + int(pair.plan.integers(spec.trials))
+
+        first_probed = first_probe_after(0) if sampling else None
         if not sampling:
             times["original"].append([])
             times["candidate"].append([])
         calls = spec.warmup + spec.trials
-        in_body_before = 0  # mid-body holds of this round's candidate processes replaced after a late hold
+        in_body = 0  # this round's probes that held the candidate inside a body (each on a process of its own)
         for trial in itertools.count():
-            in_body = in_body_before + pair.candidate.probes_in_body
             if trial >= calls and not (sampling and in_body < MIN_PROBES_IN_BODY
                                        and trial < calls + MAX_EXTRA_PROBED_CALLS):
                 break
@@ -664,7 +666,7 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
                 for side in times:
                     times[side][-1].append(results[side].time)
                     follows_other[side].append(follows[side])
-            if sampling and (pair.candidate.late_holds or pair.candidate.probes_in_body):
+            if sampling and pair.candidate.holds:
                 # a probe held the candidate: it may have seen the stop, whatever the probe read (after its body:
                 # nothing; inside it: one moment). Fresh processes have seen none, and their first probe is drawn
                 # again over a round's timed calls from here, so each hold reads a process that has never been
@@ -675,11 +677,10 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
                 # probe, drawn within the last call's body, held the long one in its prefix, and the process
                 # stayed honest for good while the timed rounds cheated (improved 13 of 28). Renewed after every
                 # hold: rejected 14 of 14, at about 8 x (warmup + trials / 2) calls a probed round
-                in_body_before += pair.candidate.probes_in_body
+                in_body += pair.candidate.probes_in_body
                 pair.renew(swap=round_index % 2 == 1, sample_pcs=False, probe_calls=False)
-                first_probed = trial + 1 + spec.warmup + int(pair.plan.integers(spec.trials))
+                first_probed = first_probe_after(trial + 1)
                 last_side = ""
-        in_body = in_body_before + pair.candidate.probes_in_body
         if sampling and pair.candidate.probing and in_body < MIN_PROBES_IN_BODY_FOR_A_WIN:
             # a body shorter than a probe takes to hold the threads (about 60 us on the 2-core VM) is never read
             # mid-call: a win there is held for review (the twentieth session's red team sorted 512 values, 40-55

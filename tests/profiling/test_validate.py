@@ -84,7 +84,7 @@ def test_every_timing_round_runs_on_fresh_processes(cpu_task_dir: Path, tmp_path
     def spy(self: Pair, *, swap: bool = False, sample_pcs: bool | None = None,
             probe_calls: bool | None = None) -> None:
         timing = self.candidate.probe_calls is False  # a timing round's process, about to be replaced
-        within = timing and (self.candidate.late_holds > 0 or self.candidate.probes_in_body > 0)  # after a hold
+        within = timing and self.candidate.holds > 0  # after a probe held it
         if timing:
             this_round[0] += self.candidate.probes_in_body
             this_round[1] += self.candidate.calls
