@@ -31,8 +31,8 @@ from perfforge.records import Profile
 # ones that decide the ranking between rules on the external set's misses: which lines count as hot, how much
 # vectorising is assumed to save, how much a linear scan saves, how efficient threads are, and the two unmeasured
 # costs of the dependence rules that rank against others on the same kernels (a memory accumulator's saving
-# against cache misses and vectorising, a call's cost against its branches), and how many dependent operations a
-# step make an arithmetic chain a dependency_chain (a two-operation update, a carry, a shift-xor generator), and the
+# against cache misses and vectorising, a call's cost against its branches), and how many cycles of latency a step
+# make an arithmetic chain a dependency_chain (a carry, a floating-point reduction, a shift-xor generator), and the
 # share of a histogram's updates assumed to repeat a recent index (store_forwarding_dependency: not measured).
 GRID: dict[str, tuple[float, ...]] = {
     "min_line_share": (0.02, 0.05, 0.1),
@@ -41,7 +41,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "parallel_efficiency": (0.5, 0.8),
     "accumulator_saving": (0.25, 0.5, 0.75),
     "call_overhead_cycles": (5.0, 10.0, 20.0),
-    "min_chain_operations": (2.0, 3.0, 4.0),
+    "min_chain_latency_cycles": (3.0, 4.0, 6.0),
     "update_repeat_share": (0.1, 0.25, 0.5),
 }
 # CUDA: the thresholds that decide which rule fires or ranks first on the external set's misses: how narrow a

@@ -20,12 +20,16 @@ What it finds, with 1-based line numbers:
   into the loop's next division (Euclid's `a %= b; swap(a, b)`, `h = (h * 31 + x[i]) % p`). An integer division
   takes 10-90 cycles of latency where an add takes one, and the chain makes every iteration wait for the last one's;
 - arithmetic chains: a value an innermost loop updates from its own previous value, in the loop's body, in
-  statements that together run several dependent operations each iteration (xorshift's `x ^= x << 13; x ^= x >> 17;
-  x ^= x << 5`, four `memory[0] += ...` a step), or the state a function keeps across calls (a member, a global, a
-  static local, a parameter's field) updated the same way: each iteration (each call) waits for the last one's
-  result, so the chain's latency is paid one step after another whatever the core's width. Updates that add an
-  independent term (`t += e`, e not reading t) can be cut into that many partial results; the others only overlap
-  with another, independent chain (a second generator, a second accumulator);
+  statements whose dependent operations take together at least two cycles of latency each iteration (xorshift's
+  `x ^= x << 13; x ^= x >> 17; x ^= x << 5`, four `memory[0] += ...` a step, one floating-point add `s += a[i] *
+  b[i]`, `v = std::min(v, x + y)` on floats, two multiplications `acc = (acc * d[i]) * d[i + 1]`), or the state a
+  function keeps across calls (a member, a global, a static local, a parameter's field) updated the same way: each
+  iteration (each call) waits for the last one's result, so the chain's latency is paid one step after another
+  whatever the core's width. The latency is estimated from each operation's kind and the type of the value the chain
+  carries (operation_latency: the declared type, through typedefs; an unknown type counts as an integer). Updates
+  that add an independent term (`t += e`, `t = t * e`, `v = std::min(v, e)`: e not reading t) can be cut into that
+  many partial results; the others only overlap with another, independent chain (a second generator, a second
+  accumulator);
 - writes to per-thread slots: inside an OpenMP parallel region, a loop writing an element of an array declared
   outside the region at an index derived from omp_get_thread_num() (directly, through a variable, or through a
   reference or pointer bound to that element), at an address an enclosing loop does not change; the same in a
@@ -123,6 +127,7 @@ class ArithmeticChain:
     operations: int  # dependent operations on the chain per iteration (per call)
     reassociable: int  # updates adding an independent term (`t += e`, e not reading t): partial results it splits into
     callee: str = ""  # the function of the file whose state chain the loop's call (at lines) advances
+    latency_cycles: float = 0.0  # the latency of its longest path per iteration (per call): operation_latency's sum
 
 
 @dataclass(frozen=True)
@@ -593,11 +598,73 @@ def carried_divisions(function: tree_sitter.Node, loop_nodes: LoopNodes) -> list
 # compound assignments whose independent terms can be combined in any order (integer wrap-around, or floating point
 # under -ffast-math, which is how such code is built to be split): `t += a; t += b` is `t += (a + b)`
 _REASSOCIABLE = frozenset({"+=", "-=", "*=", "&=", "|=", "^="})
+# the same operators written out (`t = t * e`), and the minimum and maximum (`v = std::min(v, e)`)
+_ASSOCIATIVE = frozenset({"+", "*", "&", "|", "^"})
 _UPDATES = frozenset({"assignment_expression", "update_expression"})
-# A single update a step (`s += x[i]`, `i++`) is a reduction or a counter, which loops.py's carried scalars name;
-# chains are reported from two dependent operations a step (dependency_chain's threshold decides from how many it
-# is a bottleneck).
-MIN_CHAIN_OPERATIONS = 2
+# A single integer update a step (`s += x[i]`, `i++`: one cycle) is a reduction or a counter, which loops.py's carried
+# scalars name; chains are reported from two cycles of latency a step (dependency_chain's threshold decides from how
+# much latency a step one is a bottleneck).
+MIN_CHAIN_LATENCY_CYCLES = 2.0
+
+# Latency in cycles of one operation on a loop-carried chain, by what it does and the type it works on: integer add,
+# subtract, logic, shift, compare and select 1, integer multiply 3; floating-point add, subtract, multiply, fused
+# multiply-add, minimum, maximum and compare 4 (Skylake to Golden Cove, Zen 2 to 4: 3-5; uops.info, Agner Fog's
+# instruction tables). Divisions are counted as the cheaper class's operation, a lower bound: an integer one's 10-90
+# cycles are slow_integer_division's (it reads them), a floating-point one's 11-20 are not estimated.
+INTEGER_OPERATION_CYCLES = 1.0
+INTEGER_MULTIPLY_CYCLES = 3.0
+FLOATING_OPERATION_CYCLES = 4.0
+# calls that are one operation of their operands' type once inlined (minss/maxss, vfmadd, cmp + cmov)
+_ONE_OPERATION_CALLS = re.compile(r"^(std::)?(min|max|fmin[fl]?|fmax[fl]?|fma[fl]?)$")
+_FLOATING_CALLS = re.compile(r"^(std::)?(fmin|fmax|fma)[fl]?$")
+# Words that make a declared type a floating-point one (`double`, `std::vector<float>`, `float32_t`).
+_FLOATING_TYPE_WORDS = frozenset({"float", "double", "_Float16", "_Float32", "_Float64", "__fp16", "__bf16",
+                                  "float16_t", "float32_t", "float64_t", "half", "bfloat16"})
+
+
+def operation_latency(operator: str, floating: bool) -> float:
+    """Cycles of latency of one operation (an operator as written, or `min` for a minimum, maximum or fma call) on
+    a value of a floating-point type or not (integer, pointer, or unknown: counted as an integer, the lower
+    bound)."""
+    if floating:
+        return FLOATING_OPERATION_CYCLES
+    return INTEGER_MULTIPLY_CYCLES if operator.rstrip("=") == "*" else INTEGER_OPERATION_CYCLES
+
+
+def floating_variables(root: tree_sitter.Node, function: tree_sitter.Node) -> set[str]:
+    """Names declared with a floating-point type (through the file's typedefs and using aliases: `data_t`):
+    scalars, arrays and pointers (their elements), members. The function's own declarations hide the file's."""
+    aliases = {}
+    for node in _walk(root):
+        if node.type == "type_definition":
+            for declarator in _declarators(node):
+                aliases[_declared_name(declarator) or _text(declarator)] = _text(node.child_by_field_name("type"))
+        elif node.type == "alias_declaration":
+            aliases[_text(node.child_by_field_name("name"))] = _text(node.child_by_field_name("type"))
+
+    def floating(type_text: str) -> bool:
+        for _ in range(8):  # typedefs of typedefs
+            words = set(re.findall(r"[A-Za-z_]\w*", type_text))
+            if words & _FLOATING_TYPE_WORDS:
+                return True
+            named = [w for w in words if w in aliases]
+            if not named:
+                return False
+            type_text = " ".join(aliases[w] for w in named)
+        return False
+
+    found: dict[str, bool] = {}
+    for scope in (root, function):
+        for node in _walk(scope):
+            if node.type not in ("declaration", "parameter_declaration", "field_declaration"):
+                continue
+            kind = floating(_text(node.child_by_field_name("type")))
+            for declarator in _declarators(node) or [node.child_by_field_name("declarator")]:
+                name = _declared_name(declarator) or next(
+                    (_text(n) for n in _walk(declarator) if n.type == "field_identifier"), "") if declarator else ""
+                if name:
+                    found[name] = kind
+    return {name for name, kind in found.items() if kind}
 
 
 def _reads(node: tree_sitter.Node | None, target: str) -> bool:
@@ -607,24 +674,80 @@ def _reads(node: tree_sitter.Node | None, target: str) -> bool:
                                     if n.type == "identifier" or n.type in _MEMORY_TARGETS)
 
 
-def _chain_operations(update: tree_sitter.Node, target: str) -> tuple[int, bool] | None:
-    """(dependent operations on the target's chain, whether the update only adds an independent term) of an update
-    of target from its own value; None when it sets the target without reading it (the chain restarts there).
-    `t op= e` is one operation, plus the operators of e that read t (`x ^= x << 13`: two); `t = e` the operators of
-    e on a path from t (`x = x * a + c`: two); a constant step (`t++`, `t -= 4`) none."""
+def _one_operation_call(node: tree_sitter.Node) -> bool:
+    return node.type == "call_expression" and bool(
+        _ONE_OPERATION_CALLS.match(_text(node.child_by_field_name("function")).replace(" ", "")))
+
+
+def _path_latency(node: tree_sitter.Node | None, target: str, floating: bool) -> float | None:
+    """Cycles of the longest path of operations from the target's value to the expression's; None when the
+    expression does not read it. Parentheses, casts, loads and other calls add nothing (a lower bound)."""
+    if node is None or not _reads(node, target):
+        return None
+    if _text(node) == target and (node.type == "identifier" or node.type in _MEMORY_TARGETS):
+        return 0.0
+    inner = [latency for child in node.named_children
+             if (latency := _path_latency(child, target, floating)) is not None]
+    longest = max(inner, default=0.0)
+    if node.type == "binary_expression":
+        return longest + operation_latency(_text(node.child_by_field_name("operator")), floating)
+    if node.type == "unary_expression":
+        return longest + INTEGER_OPERATION_CYCLES  # negation, not, complement: one cycle in either unit
+    if _one_operation_call(node):
+        call_floating = floating or bool(_FLOATING_CALLS.match(_text(node.child_by_field_name("function"))))
+        return longest + operation_latency("min", call_floating)
+    return longest
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One update's part of a chain: its dependent operations, their latency, whether it only adds an independent
+    term."""
+
+    operations: int
+    latency_cycles: float
+    reassociable: int  # updates adding an independent term (one for an update, a count for a path)
+
+
+def _chain_operations(update: tree_sitter.Node, target: str, floating: bool) -> _Step | None:
+    """The dependent operations on the target's chain of an update of target from its own value, their latency
+    (the longest path through them: operation_latency of each, by the target's type) and whether the update only
+    adds an independent term (`t += e`, `t = t * e`, `v = std::min(v, e)`: e not reading t); None when it sets
+    the target without reading it (the chain restarts there). `t op= e` is one operation, plus the operators of e
+    that read t (`x ^= x << 13`: two); `t = e` the operators and minimum/maximum/fma calls of e on a path from t
+    (`x = x * a + c`: two); a constant step (`t++`, `t -= 4`) none."""
     if update.type == "update_expression":
-        return 0, False  # a constant step: an induction variable, see below
+        return _Step(0, 0.0, 0)  # a constant step: an induction variable, see below
     operator = _text(update.child_by_field_name("operator"))
     right = update.child_by_field_name("right")
     if operator in ("+=", "-=") and _stripped(right) is not None and _stripped(right).type == "number_literal":
         # Constant steps (`p++` four times, `i += 4`) are an induction variable: the compiler folds them into one
         # add a step, or into the addressing offsets of the accesses (`*a_to++ = x` four times: one add of 32).
-        return 0, False
-    on_path = sum(1 for n in _walk(right) if n.type in ("binary_expression", "unary_expression")
-                  and _reads(n, target)) if right is not None else 0
+        return _Step(0, 0.0, 0)
+    on_path = sum(1 for n in _walk(right) if (n.type in ("binary_expression", "unary_expression")
+                                              or _one_operation_call(n)) and _reads(n, target)) \
+        if right is not None else 0
+    latency = _path_latency(right, target, floating) or 0.0
     if operator == "=":
-        return (on_path, False) if on_path else None
-    return 1 + on_path, operator in _REASSOCIABLE and not on_path
+        return _Step(on_path, latency, int(_associative_step(_stripped(right), target))) if on_path else None
+    return _Step(1 + on_path, operation_latency(operator, floating) + latency,
+                 int(operator in _REASSOCIABLE and not on_path))
+
+
+def _associative_step(right: tree_sitter.Node | None, target: str) -> bool:
+    """`t = t op e` or `t = e op t` with op associative, `t = std::min(t, e)`: e not reading t, so the updates
+    can keep partial results."""
+    if right is None:
+        return False
+    if right.type == "binary_expression" and _text(right.child_by_field_name("operator")) in _ASSOCIATIVE:
+        operands = [_stripped(right.child_by_field_name(side)) for side in ("left", "right")]
+    elif _one_operation_call(right) and not _text(right.child_by_field_name("function")).endswith(("fma", "fmaf",
+                                                                                                   "fmal")):
+        operands = [_stripped(a) for a in right.child_by_field_name("arguments").named_children]
+    else:
+        return False
+    own = [o for o in operands if o is not None and _text(o) == target]
+    return len(own) == 1 and len(operands) == 2 and not any(_reads(o, target) for o in operands if o is not own[0])
 
 
 def _scope_updates(scope: tree_sitter.Node, skip: Sequence[tree_sitter.Node]) -> list[tuple[str, tree_sitter.Node]]:
@@ -645,24 +768,27 @@ def _scope_updates(scope: tree_sitter.Node, skip: Sequence[tree_sitter.Node]) ->
     return found
 
 
-def _longest_path(node: tree_sitter.Node, steps: dict[tuple[int, int], tuple[int, bool] | None]) -> tuple[int, int]:
-    """(operations, reassociable updates) of the steps on the longest path through node: statements in sequence add
-    up, the two branches of an `if` do not (one runs: `if (V == 0) {...} else {...}` counts the longer)."""
+def _longest_path(node: tree_sitter.Node, steps: dict[tuple[int, int], _Step | None]) -> _Step:
+    """The steps on the longest path through node (the operations, their latency, the reassociable updates):
+    statements in sequence add up, the two branches of an `if` do not (one runs: `if (V == 0) {...} else {...}`
+    counts the one of more latency)."""
     step = steps.get((node.start_byte, node.end_byte)) if node.type in _UPDATES else None
     if step is not None:
-        return step[0], int(step[1])
+        return step
     if node.type == "if_statement":
         branches = [_longest_path(b, steps) for b in (node.child_by_field_name("consequence"),
                                                       node.child_by_field_name("alternative")) if b is not None]
-        return max(branches, default=(0, 0))
+        return max(branches, default=_Step(0, 0.0, 0), key=lambda b: (b.latency_cycles, b.operations))
     totals = [_longest_path(child, steps) for child in node.children]
-    return sum(t[0] for t in totals), sum(t[1] for t in totals)
+    return _Step(sum(t.operations for t in totals), sum(t.latency_cycles for t in totals),
+                 sum(t.reassociable for t in totals))
 
 
 def _chains_in(scope: tree_sitter.Node, updates: list[tuple[str, tree_sitter.Node]], changed: set[str],
-               loop_line: int) -> list[ArithmeticChain]:
+               loop_line: int, floating: set[str]) -> list[ArithmeticChain]:
     """The chains among a scope's updates: per target whose address the scope does not change (an element indexed
-    by the loop is a new value each iteration) and that no update sets without reading it."""
+    by the loop is a new value each iteration) and that no update sets without reading it. A target's operations
+    take its declared type (floating: the names declared floating point)."""
     by_target: dict[str, list[tree_sitter.Node]] = {}
     for target, node in updates:
         by_target.setdefault(target, []).append(node)
@@ -671,12 +797,13 @@ def _chains_in(scope: tree_sitter.Node, updates: list[tuple[str, tree_sitter.Nod
         head = _written_target(nodes[0])
         if head is None or (head.type != "identifier" and _identifiers(head) & changed):
             continue
-        steps = {(node.start_byte, node.end_byte): _chain_operations(node, target) for node in nodes}
+        is_floating = (_text(head) if head.type == "identifier" else _base(head)) in floating
+        steps = {(node.start_byte, node.end_byte): _chain_operations(node, target, is_floating) for node in nodes}
         if any(step is None for step in steps.values()):
             continue
-        operations, reassociable = _longest_path(scope, steps)
-        found.append(ArithmeticChain(target, loop_line, tuple(sorted({_line(n) for n in nodes})), operations,
-                                     reassociable))
+        path = _longest_path(scope, steps)
+        found.append(ArithmeticChain(target, loop_line, tuple(sorted({_line(n) for n in nodes})), path.operations,
+                                     path.reassociable, latency_cycles=path.latency_cycles))
     return found
 
 
@@ -703,7 +830,8 @@ def arithmetic_chains(root: tree_sitter.Node, function: tree_sitter.Node,
     it; outside every loop of the function, the state it keeps across calls (not its locals: a member, a global, a
     static local, a parameter's field or element); and in each innermost loop, the state chain of a function of the
     file it calls (`rng.gen()`, `next()`: reported at the call, with the callee's operations). Chains of
-    MIN_CHAIN_OPERATIONS and more are reported; the diagnosis's threshold says how long one must be."""
+    MIN_CHAIN_LATENCY_CYCLES and more a step are reported; the diagnosis's threshold says how long one must be."""
+    floating = floating_variables(root, function)
     found = []
     for node, loop in loop_nodes:
         if not loop.innermost:
@@ -715,13 +843,14 @@ def arithmetic_chains(root: tree_sitter.Node, function: tree_sitter.Node,
                     if n.type == "init_declarator"} | {_declared_name(d) for n in _walk(body)
                                                        if n.type == "declaration" for d in _declarators(n)}
         updates = [(t, u) for t, u in _scope_updates(body, ()) if t not in declared]
-        found += _chains_in(body, updates, _written_names(node), loop.start_line)
+        found += _chains_in(body, updates, _written_names(node), loop.start_line, floating)
         found += _called_state_chains(root, body, loop.start_line)
-    found += state_chains(function, [n for n, _ in loop_nodes])
-    return [chain for chain in found if chain.operations >= MIN_CHAIN_OPERATIONS]
+    found += state_chains(root, function, [n for n, _ in loop_nodes])
+    return [chain for chain in found if chain.latency_cycles >= MIN_CHAIN_LATENCY_CYCLES]
 
 
-def state_chains(function: tree_sitter.Node, loops: Sequence[tree_sitter.Node]) -> list[ArithmeticChain]:
+def state_chains(root: tree_sitter.Node, function: tree_sitter.Node,
+                 loops: Sequence[tree_sitter.Node]) -> list[ArithmeticChain]:
     """Chains of the state a function keeps across calls, updated outside its loops (loop_line 0): each call's
     first update waits for the last call's result."""
     body = function.child_by_field_name("body")
@@ -729,7 +858,7 @@ def state_chains(function: tree_sitter.Node, loops: Sequence[tree_sitter.Node]) 
         return []
     locals_ = _function_locals(function)
     updates = [(t, u) for t, u in _scope_updates(body, loops) if not (_identifiers(_written_target(u)) & locals_)]
-    return _chains_in(body, updates, set(), 0)
+    return _chains_in(body, updates, set(), 0, floating_variables(root, function))
 
 
 def _definition_name(node: tree_sitter.Node) -> str:
@@ -755,9 +884,10 @@ def _called_state_chains(root: tree_sitter.Node, body: tree_sitter.Node, loop_li
         if name not in callees:
             continue
         loops = [n for n in _walk(definition) if n.type in _LOOP_TYPES]
-        for chain in state_chains(definition, loops):
+        for chain in state_chains(root, definition, loops):
             found.append(ArithmeticChain(chain.target, loop_line, tuple(sorted(set(callees[name]))),
-                                         chain.operations, chain.reassociable, callee=name))
+                                         chain.operations, chain.reassociable, callee=name,
+                                         latency_cycles=chain.latency_cycles))
     return found
 
 

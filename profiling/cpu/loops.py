@@ -781,12 +781,16 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
     first line when it recurses on a node loaded through a pointer), `static.carried_divisions` (integer divisions on
     the line whose result feeds the loop's next division), `static.carried_division_loop` (the start line of the
     loop of such a division whose span holds the line), `static.thread_slot_writes` (writes on the line, in a
-    parallel region, to a shared array's element selected by the thread id) and, for the longest arithmetic chain
-    with an update on the line, `static.chain_operations` (its dependent operations per iteration or call),
-    `static.chain_reassociable` (its updates that add an independent term) and `static.chain_line` (its first
-    update's line, which names the chain: its lines share it); and `static.serial_chain_loop_operations` (the
-    operations of the longest chain without such updates that the innermost loop around the line carries, its
-    calls' state chains included); `static.indexed_updates` (updates on the line of an array element at an index
+    parallel region, to a shared array's element selected by the thread id) and, for the arithmetic chain of most
+    latency with an update on the line or carried by the loop the line heads (a chain's own lines may hold no
+    instruction callgrind gives them: `v = std::min(v, z)` runs as the header file's code), its estimated
+    `static.chain_latency_cycles` (the latency of its dependent operations per iteration or call, by their kinds
+    and its value's type: dependences.operation_latency), `static.chain_operations` (how many),
+    `static.chain_reassociable` (its updates that add an independent term), `static.chain_line` (its first update's
+    line, which names the chain: its lines share it) and `static.chain_loop_line` (the loop carrying it, 0 for the
+    state a function keeps across calls); and `static.serial_chain_loop_latency_cycles` (the latency of the longest
+    chain without such updates that the innermost loop around the line carries, its calls' state chains
+    included); `static.indexed_updates` (updates on the line of an array element at an index
     its innermost loop loads: a histogram's `hist[x[i]]++`) and `static.indexed_update_loop` (the start line of the
     innermost loop holding such an update whose span holds the line)."""
     facts: list[tuple[str, float, str]] = []
@@ -808,16 +812,19 @@ def dependence_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float
         facts.append(("static.thread_slot_writes", float(len(slots)), "expr"))
     facts += _on_line_and_in_loop(analysis.indexed_updates, line, "static.indexed_updates",
                                   "static.indexed_update_loop")
-    serial = [c.operations for c in analysis.chains if loop is not None and c.loop_line == loop.start_line
+    serial = [c.latency_cycles for c in analysis.chains if loop is not None and c.loop_line == loop.start_line
               and not c.reassociable]
     if serial:
-        facts.append(("static.serial_chain_loop_operations", float(max(serial)), "op"))
-    chains = [c for c in analysis.chains if line in c.lines and not c.callee]  # a call's chain is the callee's lines
+        facts.append(("static.serial_chain_loop_latency_cycles", float(max(serial)), "cycle"))
+    # a call's chain is the callee's lines
+    chains = [c for c in analysis.chains if (line in c.lines or c.loop_line == line) and not c.callee]
     if chains:
-        chain = max(chains, key=lambda c: c.operations)
-        facts += [("static.chain_operations", float(chain.operations), "op"),
+        chain = max(chains, key=lambda c: (c.latency_cycles, c.operations))
+        facts += [("static.chain_latency_cycles", chain.latency_cycles, "cycle"),
+                  ("static.chain_operations", float(chain.operations), "op"),
                   ("static.chain_reassociable", float(chain.reassociable), "update"),
-                  ("static.chain_line", float(chain.lines[0]), "line")]
+                  ("static.chain_line", float(chain.lines[0]), "line"),
+                  ("static.chain_loop_line", float(chain.loop_line), "line")]
     return facts
 
 

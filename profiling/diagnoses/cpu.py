@@ -26,9 +26,11 @@ for the whole kernel, so severities of different rules compare (docs/cpu.md has 
   from missed_vectorization (the loop cannot be vectorised before the accumulator is in a register);
 - dependency_chain: the miss cycles of a pointer-chasing loop's lines, times the share walking independent chains
   together overlaps (1 - 1/independent_chains); it claims those lines from cache_miss_bound and
-  missed_vectorization; plus the own instructions of the lines of a value updated from its own last value in at
-  least min_chain_operations dependent operations an iteration (or a call: a generator's state), times the share
-  k independent chains overlap (1 - 1/k, k the updates adding independent terms, at least independent_chains);
+  missed_vectorization; plus the time of a value updated from its own last value through at least
+  min_chain_latency_cycles of latency an iteration (or a call: a generator's state), estimated as the loop's
+  iterations (its line's branches) x that latency (by the operations' kinds and types: not measured, callgrind
+  counts one cycle an instruction), times the share k independent chains overlap (1 - 1/k, k the updates adding
+  independent terms, at least independent_chains), against the kernel's cycles plus the latency callgrind missed;
 - call_overhead: a call's cost (call_overhead_cycles) against the estimated cycles of one call of the profiled
   function, when it is called often (min_calls);
 - slow_integer_division: the latency of integer divisions on a loop-carried chain, which callgrind counts as one
@@ -115,14 +117,14 @@ def _chase_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
 
 
 def _serial_chain_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
-    """Lines of loops carrying a serial recurrence of at least min_chain_operations (a generator's state, a hash:
+    """Lines of loops carrying a serial recurrence of at least min_chain_latency_cycles (a generator's state, a hash:
     no update adds an independent term): no vectoriser's loop, each iteration needs the last one's value, and
     vector lanes need chains of their own first (dependency_chain's fix). Claimed only when dependency_chain
     reports a chain."""
     if _check_chain(profile, th) is None:
         return set()
     return {line.line for line in profile.hot_lines
-            if _m(line, "static.serial_chain_loop_operations") >= th["min_chain_operations"].value}
+            if _m(line, "static.serial_chain_loop_latency_cycles") >= th["min_chain_latency_cycles"].value}
 
 
 def _search_claimed(profile: Profile) -> set[int]:
@@ -576,12 +578,18 @@ def _chase_part(profile: Profile, th: dict[str, Threshold], total: float) -> Par
 
 
 def _chain_groups(profile: Profile, th: dict[str, Threshold]) -> dict[int, list[HotLine]]:
-    """Hot lines of arithmetic chains of at least min_chain_operations dependent operations per iteration (or per
-    call), by chain (its first update's line)."""
+    """Hot lines of arithmetic chains of at least min_chain_latency_cycles of latency per iteration (or per call),
+    by the loop carrying them (a chain's loop overlaps its independent chains: the one of most latency names it), or
+    by chain for the state a function keeps across calls. A single update a step of a location in memory
+    (`C(0, 1) += a * b`) is accumulator_in_memory's: once in a register its chain is one add."""
+    accumulators = {int(_m(x, "static.chain_line")) for x in profile.hot_lines if _m(x, "static.memory_accumulators")
+                    and x.line == int(_m(x, "static.chain_line")) and _m(x, "static.chain_operations") < 2}
     groups: dict[int, list[HotLine]] = {}
     for line in profile.hot_lines:
-        if _m(line, "static.chain_operations") >= th["min_chain_operations"].value:
-            groups.setdefault(int(_m(line, "static.chain_line")), []).append(line)
+        if _m(line, "static.chain_latency_cycles") >= th["min_chain_latency_cycles"].value \
+                and int(_m(line, "static.chain_line")) not in accumulators:
+            loop = int(_m(line, "static.chain_loop_line"))
+            groups.setdefault(loop or int(_m(line, "static.chain_line")), []).append(line)
     return groups
 
 
@@ -591,31 +599,56 @@ def _reported_chains(profile: Profile, th: dict[str, Threshold], total: float) -
             if sum(_line_cycles(x, th) for x in lines) / total >= th["min_line_share"].value}
 
 
+def _chain_steps(lines: list[HotLine]) -> float | None:
+    """Iterations of a chain's loop: the conditional branches of its first line (gcc tests a loop's condition once
+    an iteration, at the bottom, on the loop's line); one a call for the state a function keeps across calls (the
+    profile counts one call); None when the loop's line is not among the hot lines."""
+    loop = int(_m(lines[0], "static.chain_loop_line"))
+    if not loop:
+        return 1.0
+    header = next((x for x in lines if x.line == loop), None)
+    return _m(header, "Bc") if header is not None and _m(header, "Bc") > 0 else None
+
+
 def _arithmetic_part(profile: Profile, th: dict[str, Threshold], total: float) -> Part | None:
-    """Arithmetic chains: their lines' own instructions, which run one after another (callgrind's one cycle an
-    instruction is their latency for integer and logic operations, less than it for multiplications and floating
-    point), of which cutting the chain into k independent ones overlaps 1 - 1/k: k the updates that add an
-    independent term (each can keep its own partial result), at least independent_chains (a second chain
-    interleaved with the first, as a second generator)."""
+    """Arithmetic chains: the chain's time, estimated as its loop's iterations x its latency a step (by the kinds
+    and the type of its operations: callgrind counts one cycle an instruction, which under-counts a floating-point
+    or multiplication chain), of which cutting the chain into k independent ones overlaps 1 - 1/k: k the updates
+    that add an independent term (each can keep its own partial result), at least independent_chains (a second
+    chain interleaved with the first, as a second generator). The latency callgrind did not count (the chain's time
+    beyond its lines' own instructions) is added to the kernel's cycles. When the loop's iterations are not known
+    (its line is not hot), the lines' own instructions stand for the chain's time."""
     groups = _reported_chains(profile, th, total)
     if not groups:
         return None
     severity, findings, extra = 0.0, [], []
     for _, lines in sorted(groups.items()):
-        operations, split = _m(lines[0], "static.chain_operations"), _m(lines[0], "static.chain_reassociable")
+        chain = max(lines, key=lambda x: _m(x, "static.chain_latency_cycles"))
+        latency, split = _m(chain, "static.chain_latency_cycles"), _m(chain, "static.chain_reassociable")
         parts = max(th["independent_chains"].value, split)
         own = sum(_m(x, "Ir_self") for x in lines)
-        severity += (1.0 - 1.0 / parts) * own / total
-        findings.append(finding("chain_operations", operations, th["min_chain_operations"], ">=",
+        steps = _chain_steps(lines)
+        chain_time = own if steps is None else steps * latency
+        lost = max(0.0, chain_time - own)
+        severity += (1.0 - 1.0 / parts) * chain_time / (total + lost)
+        findings.append(finding("chain_latency_cycles", latency, th["min_chain_latency_cycles"], ">=",
                                 [x.line for x in lines]))
-        extra.append(f"the value updated at line(s) {', '.join(str(x.line) for x in lines)} "
-                     f"({own / total:.0%} of the estimated cycles) depends on its own last value through "
-                     f"{operations:.0f} operations each iteration or call, which wait on each other: "
+        extra.append(f"the value updated at line {_m(chain, 'static.chain_line'):.0f} depends on its own last value "
+                     f"through {_m(chain, 'static.chain_operations'):.0f} operation(s) a step, about {latency:.0f} "
+                     "cycles of latency (an estimate from the operations' kinds and the value's type: integer "
+                     "add or logic 1, multiply 3, floating point 4), which the next step waits for: "
                      + " / ".join(x.code.strip() for x in lines))
+        if steps is None:
+            extra.append(f"the chain's time is not estimated (its loop's line is not hot): its lines' own "
+                         f"instructions ({own / total:.0%} of the estimated cycles) stand for it")
+        else:
+            extra.append(f"estimated time of the chain: {steps:.0f} steps x {latency:.0f} cycles = {chain_time:.0f} "
+                         f"cycles, where callgrind counts {own:.0f} instructions on its lines (an estimate: the "
+                         "steps are its loop's branches)")
         how = (f"{split:.0f} partial results (its updates add independent terms)"
                if split > th["independent_chains"].value
                else f"{parts:.0f} independent chains interleaved (independent_chains)")
-        extra.append(f"the saving assumes {how}: 1 - 1/{parts:.0f} of those lines' own instructions")
+        extra.append(f"the saving assumes {how}: 1 - 1/{parts:.0f} of the chain's time")
     return severity, findings, extra
 
 
@@ -795,7 +828,7 @@ register(Rule("missing_parallelism", TARGETS, (*_EVENTS, "cpu_cores", "static.op
               (*_COMMON, "min_cores", "dominant_nest_share", "min_parallel_time", "parallel_efficiency",
                "invariant_inlined_fraction", "search_saving", "vector_speedup", "line_d1_miss_rate",
                "line_ll_miss_rate", "d1_miss_amplification", "line_branch_mispredict_rate", "accumulator_saving",
-               "independent_chains", "min_chain_operations", "call_overhead_cycles", "min_calls",
+               "independent_chains", "min_chain_latency_cycles", "call_overhead_cycles", "min_calls",
                "integer_division_cycles", "division_instructions", "update_repeat_share", "store_forward_cycles",
                *_AOS),
               "share the independent iterations of the dominant loop among the cores (#pragma omp parallel for)",
@@ -812,7 +845,7 @@ register(Rule("branch_mispredictions", TARGETS, _EVENTS, (*_COMMON, "line_branch
 register(Rule("accumulator_in_memory", TARGETS, _EVENTS, (*_COMMON, "accumulator_saving"),
               "accumulate into a local variable (a register) inside the loop and store it to memory once after it",
               _check_accumulator, requires=_MEASURED))
-register(Rule("dependency_chain", TARGETS, _EVENTS, (*_COMMON, "independent_chains", "min_chain_operations"),
+register(Rule("dependency_chain", TARGETS, _EVENTS, (*_COMMON, "independent_chains", "min_chain_latency_cycles"),
               "advance several independent chains at once (several lists, or one list split in parts; several "
               "generators or partial sums) in the same loop so their latencies overlap, or store a list's elements "
               "contiguously in an array",

@@ -19,6 +19,11 @@ def _chains(source: str, function: str, language: str = "c") -> dict[str, tuple[
             for c in loops.analyze_loops(source, function, language).chains}
 
 
+def _latencies(source: str, function: str, language: str = "c") -> dict[str, float]:
+    """target -> estimated latency in cycles a step of the function's chains."""
+    return {c.target: c.latency_cycles for c in loops.analyze_loops(source, function, language).chains}
+
+
 # ---- static facts ---------------------------------------------------------------------------------------------------
 
 XORSHIFT = """\
@@ -79,8 +84,11 @@ void sum(double *m, const double *src, long n, int version) {
 def test_four_additions_into_one_location_a_step_are_a_reassociable_chain_of_four() -> None:
     """hardware-effects' data-dependency: four `memory[0] += ...` a step wait on each other; each adds a term that
     does not read memory[0], so the chain can be cut into four partial sums. Only one branch of an `if` runs:
-    the longer counts, not both. A single addition a step (m[1]) is a reduction, not reported."""
-    assert _chains(FOUR_ADDS, "sum") == {"m[0]": (2, 4, 4, "")}
+    the longer counts, not both. A single floating-point addition a step (m[1]) is a chain of one operation, four
+    cycles: reported, as a floating-point reduction is (the rule leaves a memory location's to
+    accumulator_in_memory)."""
+    assert _chains(FOUR_ADDS, "sum") == {"m[0]": (2, 4, 4, ""), "m[1]": (2, 1, 1, "")}
+    assert _latencies(FOUR_ADDS, "sum") == {"m[0]": 16.0, "m[1]": 4.0}
 
 
 def test_values_set_each_iteration_or_at_an_element_the_loop_moves_are_no_chain() -> None:
@@ -178,7 +186,8 @@ def test_a_loop_drawing_from_a_shift_xor_generator_is_a_dependency_chain(tmp_pat
     assert diagnosis_names(profile)[:1] == ["dependency_chain"], profile.diagnoses
     assert "missed_vectorization" not in diagnosis_names(profile), profile.diagnoses
     chain = profile.diagnoses[0]
-    assert any(f.metric == "chain_operations" and f.value == 6 for f in chain.findings), chain.evidence
+    assert any(f.metric == "chain_latency_cycles" and f.value == 6 for f in chain.findings), chain.evidence
+    assert any("an estimate" in line for line in chain.evidence), chain.evidence
 
 
 @needs_tools
@@ -243,9 +252,10 @@ def test_four_independent_accumulators_are_no_dependency_chain(tmp_path: Path) -
 
 def test_the_chain_threshold_is_documented() -> None:
     thresholds = registry.thresholds_for("cpu")
-    entry = thresholds["min_chain_operations"]
-    assert entry.unit == "op" and len(entry.reason) > 80
-    assert "min_chain_operations" in registry.get_rule("dependency_chain").thresholds
+    entry = thresholds["min_chain_latency_cycles"]
+    assert entry.unit == "cycle" and len(entry.reason) > 80
+    assert "min_chain_latency_cycles" in registry.get_rule("dependency_chain").thresholds
+    assert "min_chain_operations" not in thresholds  # replaced: one threshold, in cycles
 
 
 # ---- recursion down pointers ---------------------------------------------------------------------------------------
