@@ -845,20 +845,20 @@ def arithmetic_chains(root: tree_sitter.Node, function: tree_sitter.Node,
         updates = [(t, u) for t, u in _scope_updates(body, ()) if t not in declared]
         found += _chains_in(body, updates, _written_names(node), loop.start_line, floating)
         found += _called_state_chains(root, body, loop.start_line)
-    found += state_chains(root, function, [n for n, _ in loop_nodes])
+    found += state_chains(function, [n for n, _ in loop_nodes], floating)
     return [chain for chain in found if chain.latency_cycles >= MIN_CHAIN_LATENCY_CYCLES]
 
 
-def state_chains(root: tree_sitter.Node, function: tree_sitter.Node,
-                 loops: Sequence[tree_sitter.Node]) -> list[ArithmeticChain]:
+def state_chains(function: tree_sitter.Node, loops: Sequence[tree_sitter.Node],
+                 floating: set[str]) -> list[ArithmeticChain]:
     """Chains of the state a function keeps across calls, updated outside its loops (loop_line 0): each call's
-    first update waits for the last call's result."""
+    first update waits for the last call's result. floating: the names floating_variables finds for it."""
     body = function.child_by_field_name("body")
     if body is None:
         return []
     locals_ = _function_locals(function)
     updates = [(t, u) for t, u in _scope_updates(body, loops) if not (_identifiers(_written_target(u)) & locals_)]
-    return _chains_in(body, updates, set(), 0, floating_variables(root, function))
+    return _chains_in(body, updates, set(), 0, floating)
 
 
 def _definition_name(node: tree_sitter.Node) -> str:
@@ -884,7 +884,7 @@ def _called_state_chains(root: tree_sitter.Node, body: tree_sitter.Node, loop_li
         if name not in callees:
             continue
         loops = [n for n in _walk(definition) if n.type in _LOOP_TYPES]
-        for chain in state_chains(root, definition, loops):
+        for chain in state_chains(definition, loops, floating_variables(root, definition)):
             found.append(ArithmeticChain(chain.target, loop_line, tuple(sorted(set(callees[name]))),
                                          chain.operations, chain.reassociable, callee=name,
                                          latency_cycles=chain.latency_cycles))
