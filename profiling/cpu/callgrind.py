@@ -60,6 +60,9 @@ class LineCost:
 
     own: dict[str, float] = field(default_factory=dict)
     calls: dict[str, float] = field(default_factory=dict)
+    # calls this line made to functions of the source file other than the kernel (per kernel call): calls the
+    # compiler did not inline (a noinline helper, one too large to inline), each paying a call's overhead
+    source_calls: float = 0.0
 
     def total(self, event: str) -> float:
         return self.own.get(event, 0.0) + self.calls.get(event, 0.0)
@@ -74,6 +77,11 @@ class CallgrindResult:
     kernel_calls: int
     cache_config: list[str] = field(default_factory=list)  # callgrind's "desc:" lines: the simulated caches
     recursive_calls: int = 0  # of kernel_calls, those the kernel made to itself (recursion)
+
+    @property
+    def source_calls(self) -> float:
+        """Calls, per kernel call, from the source's lines to its other functions (LineCost.source_calls)."""
+        return sum(cost.source_calls for cost in self.lines.values())
 
 
 @dataclass
@@ -156,7 +164,7 @@ def parse_callgrind(text: str, source_name: str, kernel: str) -> CallgrindResult
             _header_line(header.group(1), header.group(2), state, names, totals, desc)
     kernel_calls = sum(c.cost.get("__count__", 0) for c in calls if c.callee == kernel) or 1
     recursive = sum(c.cost.get("__count__", 0) for c in calls if c.callee == kernel and c.caller == kernel)
-    lines = _line_costs(own, calls, fn_in_source, kernel_calls)
+    lines = _line_costs(own, calls, fn_in_source, kernel, kernel_calls)
     per_call = {event: count / kernel_calls for event, count in totals.items()}
     return CallgrindResult(totals=per_call, lines=lines, kernel_calls=kernel_calls, cache_config=desc,
                            recursive_calls=recursive)
@@ -222,13 +230,15 @@ def _reaches_source(calls: list[_Call], fn_in_source: set[str]) -> set[str]:
     return reached
 
 
-def _line_costs(own: dict[int, dict[str, int]], calls: list[_Call], fn_in_source: set[str],
+def _line_costs(own: dict[int, dict[str, int]], calls: list[_Call], fn_in_source: set[str], kernel: str,
                 kernel_calls: int) -> dict[int, LineCost]:
     reaching = _reaches_source(calls, fn_in_source)
     lines: dict[int, LineCost] = defaultdict(LineCost)
     for number, cost in own.items():
         lines[number].own = {event: count / kernel_calls for event, count in cost.items()}
     for call in calls:
+        if call.line is not None and call.callee in fn_in_source and call.callee != kernel:
+            lines[call.line].source_calls += call.cost.get("__count__", 0) / kernel_calls
         if call.line is None or call.callee in reaching:
             continue
         target = lines[call.line].calls
@@ -297,6 +307,8 @@ def counters(result: CallgrindResult) -> list[CounterValue]:
         CounterValue("LLd_miss_rate", _rate_pct(t.get("DLmr", 0.0) + t.get("DLmw", 0.0), data), "%"),
         CounterValue("branch_mispredict_rate", _rate_pct(t.get("Bcm", 0.0) + t.get("Bim", 0.0), branches), "%"),
         CounterValue("kernel_calls_profiled", float(result.kernel_calls), "call"),
+        # calls from the source's lines to its other functions, per kernel call: calls left out of line
+        CounterValue("source_calls", result.source_calls, "call"),
         # of those, the calls the kernel made to itself
         CounterValue("recursive_calls_profiled", float(result.recursive_calls), "call"),
     ]
@@ -327,6 +339,8 @@ def line_metrics(cost: LineCost) -> list[CounterValue]:
         CounterValue("Bim", bim, "mispredict"),
         # conditional and indirect together, as the kernel-wide rate
         CounterValue("branch_mispredict_rate", _rate_pct(bcm + bim, bc + bi), "%"),
+        # calls the line made to the source's other functions (not inlined); only on lines that made some
+        *([CounterValue("source_calls", cost.source_calls, "call")] if cost.source_calls else []),
     ]
 
 

@@ -2,7 +2,7 @@
 static_metrics): its loop nests, invariant work, structure layouts, carried scalars and OpenMP pragmas from the
 source (loops.py), the linear searches and recomputed expressions of its loops (loops.avoidable_work_facts), gcc's
 vectoriser verdict per loop (vectorize.py) under the flags the binary records
-(compile_command.py), and the cores.
+(compile_command.py), the integer divisions its lines compiled to (disassembly.py), and the cores.
 
 The function is named as callgrind reports it (`select(std::array<int, 4ul>&) [clone .constprop.0]`); its loops are
 looked up by its base name in the file holding most of its instructions, and when that file does not define it
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.records import CounterValue, HotLine
-from profiling.cpu import layout, loops, preprocess, vectorize
+from profiling.cpu import disassembly, layout, loops, preprocess, vectorize
 from profiling.cpu.compile_command import CompileCommand, compile_command, language_of
 from profiling.cpu.profile import static_metrics
 
@@ -43,6 +43,7 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
     """Add the static metrics to hot_lines (lines of source) and return the kernel counters. binary: the object
     holding the function; files: the user source files of its own instructions, costliest first."""
     command = compile_command(binary, files)
+    disassembly.add_division_counts(hot_lines, disassembly.line_code(binary, source.name))
     raw = source.read_text(encoding="utf-8", errors="replace")
     language = language_of(source, command)
     expanded = _expanded(command, source, raw, scratch / "preprocess")

@@ -32,10 +32,13 @@ for the whole kernel, so severities of different rules compare (docs/cpu.md has 
   counts one cycle an instruction), times the share k independent chains overlap (1 - 1/k, k the updates adding
   independent terms, at least independent_chains), against the kernel's cycles plus the latency callgrind missed;
 - call_overhead: a call's cost (call_overhead_cycles) against the estimated cycles of one call of the profiled
-  function, when it is called often (min_calls);
+  function, when it is called often (min_calls); or, for the calls its lines make to other functions of its source
+  file that were not inlined, their count times that cost against its estimated cycles (callee lines included);
 - slow_integer_division: the latency of integer divisions on a loop-carried chain, which callgrind counts as one
-  instruction each (not simulated: divisions x (integer_division_cycles - 1)), against the kernel's cycles plus
-  those; it claims the chain's loop from missed_vectorization (its iterations wait on each other);
+  instruction each (not simulated: divisions x (integer_division_cycles - 1)), plus the divider's throughput for
+  the other divisions the compiled code runs (the binary's div instructions x the line's runs:
+  integer_division_throughput_cycles - 1 each), against the kernel's cycles plus those; it claims the chain's
+  loop from missed_vectorization (its iterations wait on each other);
 - store_forwarding_dependency: the updates of array elements at an index the loop loads (a histogram), times the
   share assumed to find their element among the last few stores (update_repeat_share: not measured, callgrind
   sees no values), times the store-to-load forwarding latency they then wait (store_forward_cycles: not
@@ -657,7 +660,41 @@ def _arithmetic_part(profile: Profile, th: dict[str, Threshold], total: float) -
 def _check_calls(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     """A function doing little work per call and called very often (a comparator, an accessor through a
     pointer): the call itself (call, return, saving registers, passing arguments) is a large share of each call,
-    and the caller's loop cannot be optimised across it (no cmov, no vectorising, no hoisting)."""
+    and the caller's loop cannot be optimised across it (no cmov, no vectorising, no hoisting). Seen from either
+    side: the profiled function is that function (its own calls), or it calls such functions of its source file
+    that the compiler left out of line (their calls from its lines)."""
+    own = _own_call_overhead(profile, th)
+    made = _calls_made_overhead(profile, th)
+    if own is None or (made is not None and made.severity > own.severity):
+        return made
+    return own
+
+
+def _calls_made_overhead(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """The calls the profiled function's lines make to other functions of its source file (callgrind's call
+    counts; inlined calls leave none): each costs call_overhead_cycles on top of the callee's work, counted
+    against the function's estimated cycles, whose callees' lines are its own."""
+    made = _c(profile, "source_calls")  # per call of the profiled function
+    per_call = _total_cycles(profile, th)
+    total_made = made * _c(profile, "kernel_calls_profiled")
+    if total_made < th["min_calls"].value or per_call <= 0:
+        return None
+    overhead = made * th["call_overhead_cycles"].value
+    share = overhead / (per_call + overhead)
+    if share < th["min_line_share"].value:
+        return None
+    lines = [line for line in profile.hot_lines if _m(line, "source_calls") > 0]
+    findings = [finding("call_overhead_share", share, th["min_line_share"], ">=", [x.line for x in lines]),
+                finding("source_calls_profiled", total_made, th["min_calls"], ">=")]
+    extra = [f"{made:.0f} calls, per call of the profiled function, to functions of its source file that were "
+             f"not inlined, about {per_call / made:.0f} estimated cycles of work each: a call costs about "
+             f"{th['call_overhead_cycles'].value:.0f} more (call_overhead_cycles)"]
+    extra += [f"line {line.line} makes {_m(line, 'source_calls'):.0f} of them: {line.code.strip()}" for line in lines]
+    return make_diagnosis("call_overhead", share, findings, extra)
+
+
+def _own_call_overhead(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """The profiled function is the one called very often: a call's overhead against its own cycles a call."""
     calls = _c(profile, "kernel_calls_profiled")
     per_call = _total_cycles(profile, th)  # callgrind's totals are per call of the profiled function
     overhead = th["call_overhead_cycles"].value
@@ -699,21 +736,36 @@ def _division_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
 
 
 def _check_division(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
-    """Integer divisions by a variable, each waiting for the last one's result (Euclid's `a %= b; swap(a, b)`,
-    `h = (h * 31 + x) % p`): a division takes tens of cycles of latency where the other instructions take one,
-    and the chain leaves nothing to overlap with it. A division by a literal or a constant is a multiplication
-    once compiled and is not reported; nor are independent divisions (their latencies overlap)."""
-    lines, divisions = _carried_divisions(profile, th)
-    lost = divisions * (th["integer_division_cycles"].value - 1.0)  # callgrind counted one cycle of each
+    """Integer divisions the compiled code runs: each waiting for the last one's result (Euclid's `a %= b;
+    swap(a, b)`, `h = (h * 31 + x) % p`, read from the source) costs a division's latency, tens of cycles where
+    the other instructions take one, with nothing to overlap it; the others (a hash table's `key % buckets` a
+    lookup, read from the binary's `div` instructions: disassembly.py) cost the divider's throughput. A division
+    by a literal or a constant is a multiplication once compiled and is not reported."""
+    lines, carried = _carried_divisions(profile, th)
+    # callgrind counted one cycle of each division
+    latency_lost = carried * (th["integer_division_cycles"].value - 1.0)
+    on_chain = {line.line for line in lines}
+    free = [line for line in profile.hot_lines if line.line not in on_chain and _m(line, "binary.divisions") > 0]
+    divisions = sum(_m(line, "binary.divisions") for line in free)
+    throughput_lost = divisions * (th["integer_division_throughput_cycles"].value - 1.0)
+    lost = latency_lost + throughput_lost
     total = _total_cycles(profile, th) + lost
-    if not lines or total <= 0 or lost / total < th["min_line_share"].value:
+    if not (lines or free) or total <= 0 or lost / total < th["min_line_share"].value:
         return None
-    findings = [finding("division_latency_share", lost / total, th["min_line_share"], ">=", [x.line for x in lines])]
+    named = [line.line for line in lines + free]
+    findings = [finding("division_latency_share", lost / total, th["min_line_share"], ">=", named)]
     extra = [f"line {line.line} divides by a variable and its result feeds the loop's next division: "
              f"{line.code.strip()}" for line in lines]
-    extra.append(f"callgrind counts a division as one instruction: its latency is estimated as "
-                 f"{th['integer_division_cycles'].value:.0f} cycles (integer_division_cycles) for each of about "
-                 f"{divisions:.0f} divisions a call")
+    if lines:
+        extra.append(f"callgrind counts a division as one instruction: its latency is estimated as "
+                     f"{th['integer_division_cycles'].value:.0f} cycles (integer_division_cycles) for each of about "
+                     f"{carried:.0f} divisions a call")
+    extra += [f"line {line.line} runs about {_m(line, 'binary.divisions'):.0f} integer divisions a call (div "
+              f"instructions in its compiled code): {line.code.strip()}" for line in free]
+    if free:
+        extra.append(f"divisions that do not wait on each other still hold the divider "
+                     f"{th['integer_division_throughput_cycles'].value:.0f} cycles each "
+                     "(integer_division_throughput_cycles), where callgrind counts one")
     return make_diagnosis("slow_integer_division", lost / total, findings, extra)
 
 
@@ -856,10 +908,11 @@ register(Rule("call_overhead", TARGETS, (*_EVENTS, "kernel_calls_profiled"),
               "instead of qsort), make it static inline in the caller's file, or process many elements per call",
               _check_calls, requires=(*_MEASURED, "kernel_calls_profiled")))
 register(Rule("slow_integer_division", TARGETS, _EVENTS,
-              (*_COMMON, "integer_division_cycles", "division_instructions"),
+              (*_COMMON, "integer_division_cycles", "integer_division_throughput_cycles", "division_instructions"),
               "take the division off the chain: an algorithm without it (binary GCD: shifts, count-trailing-zeros "
-              "and subtraction), a divisor known at compile time (a multiplication once compiled), or a "
-              "precomputed reciprocal for a divisor that repeats (libdivide, Lemire's fastmod)",
+              "and subtraction), a divisor known at compile time (a multiplication once compiled), a power-of-two "
+              "size and a mask in place of a modulus, or a precomputed reciprocal for a divisor that repeats "
+              "(libdivide, Lemire's fastmod and fastrange)",
               _check_division, requires=_MEASURED))
 register(Rule("store_forwarding_dependency", TARGETS, _EVENTS,
               (*_COMMON, "update_repeat_share", "store_forward_cycles"),

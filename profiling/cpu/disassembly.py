@@ -1,0 +1,104 @@
+"""Integer divisions in the compiled code, per source line, from objdump's disassembly with line numbers.
+
+Callgrind counts a division as one instruction, and the source cannot say which divisions are left after
+compilation: one by a literal or a constant becomes a multiplication, one by a field, a parameter or a call's
+result stays a `div`/`idiv` whatever its syntax (a hash table's `key % buckets` in an inlined hasher). The binary
+says both: which lines hold division instructions, and how many instructions each line compiled to. A hot line's
+own executed instructions (callgrind's `Ir_self`, per kernel call) then give how many divisions it ran:
+
+    divisions = Ir_self x divisions in the line's code / instructions in the line's code
+
+which assumes the line's instructions run equally often: true of straight-line code (`h = key % n;`), an
+estimate for a line that also holds a loop's header or a branch.
+
+The hot lines get `binary.divisions` (where there are any); slow_integer_division reads it. A binary without line
+information, or no objdump, gives nothing: the divisions are then not measured, and the rule reads only the
+source's loop-carried divisions.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfforge.records import CounterValue, HotLine
+
+OBJDUMP_TIMEOUT_S = 120  # a large C++ binary disassembles in seconds; past this it is not worth the wait
+# `div`/`idiv` with or without an operand-size suffix: integer division (SSE's divss/divsd/divps/divpd are not)
+_DIVISION_RE = re.compile(r"i?div[bwlq]?")
+# objdump -l's location lines: "/path/file.c:12" or "file.c:12 (discriminator 3)"
+_LOCATION_RE = re.compile(r"^(\S.*):(\d+)(?: \(discriminator \d+\))?$")
+# an instruction line: "    1189:\tmnemonic operands" (--no-show-raw-insn)
+_INSTRUCTION_RE = re.compile(r"^\s+[0-9a-f]+:\t(\S+)")
+_PREFIXES = frozenset({"lock", "rep", "repz", "repnz", "repe", "repne", "notrack", "data16", "cs", "ds", "bnd"})
+
+
+@dataclass(frozen=True)
+class LineCode:
+    """What one source line compiled to: its instructions, and of those the integer divisions."""
+
+    instructions: int
+    divisions: int
+
+
+def line_code(binary: Path, source_name: str) -> dict[int, LineCode]:
+    """The code of each line of the source file named source_name (every file of that name counts, as callgrind's
+    hot lines do) in binary; {} where objdump is missing or fails."""
+    try:
+        stamp = binary.stat().st_mtime_ns
+    except OSError:
+        return {}
+    return _line_code(str(binary), stamp, source_name)
+
+
+@functools.lru_cache(maxsize=8)  # application mode asks once per profiled function of the same binary
+def _line_code(binary: str, _stamp: int, source_name: str) -> dict[int, LineCode]:
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        return {}
+    try:
+        listing = subprocess.run([objdump, "-d", "-l", "--no-show-raw-insn", binary], capture_output=True,
+                                 text=True, errors="replace", timeout=OBJDUMP_TIMEOUT_S, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return parse_listing(listing, source_name)
+
+
+def parse_listing(listing: str, source_name: str) -> dict[int, LineCode]:
+    """objdump -d -l --no-show-raw-insn output -> the code of each line of the source file named source_name."""
+    instructions: dict[int, int] = {}
+    divisions: dict[int, int] = {}
+    current: int | None = None
+    for text in listing.splitlines():
+        location = _LOCATION_RE.match(text)
+        if location:
+            current = int(location.group(2)) if Path(location.group(1)).name == source_name else None
+            continue
+        instruction = _INSTRUCTION_RE.match(text)
+        if instruction is None:
+            if text.endswith(">:"):  # a new symbol: its first location line comes next
+                current = None
+            continue
+        if current is None:
+            continue
+        words = [w for w in text.split("\t", 1)[1].split() if w not in _PREFIXES]
+        if not words or words[0].startswith("nop") or words[0] in ("(bad)", "int3"):
+            continue  # alignment padding after a function's return: never executed, it would dilute the line's count
+        instructions[current] = instructions.get(current, 0) + 1
+        if _DIVISION_RE.fullmatch(words[0]):
+            divisions[current] = divisions.get(current, 0) + 1
+    return {line: LineCode(count, divisions.get(line, 0)) for line, count in instructions.items()}
+
+
+def add_division_counts(hot_lines: list[HotLine], code: dict[int, LineCode]) -> None:
+    """`binary.divisions` on the hot lines whose code holds integer divisions: how many they ran a kernel call."""
+    for hot in hot_lines:
+        found = code.get(hot.line)
+        if found is None or not found.divisions:
+            continue
+        own = hot.metric("Ir_self") or 0.0
+        hot.metrics.append(CounterValue("binary.divisions", own * found.divisions / found.instructions, "division"))

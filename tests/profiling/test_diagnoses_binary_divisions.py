@@ -1,0 +1,115 @@
+"""Integer divisions read from the compiled code (issue 20, CPU side): johnysswlab's hash map spends its lookups
+in `key % size`, one division a lookup, none waiting on another, and slow_integer_division, which read only the
+source's loop-carried divisions, said nothing. The binary's `div` instructions per source line (objdump) times
+the line's runs now count every division the compiler left, at the divider's throughput. Real C programs built
+with gcc and profiled under callgrind, with twins that must not get it: a power-of-two table indexed by a mask,
+and a modulus by a constant, which gcc turns into a multiplication."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perfforge.records import Profile
+from profiling.application import profile_application
+from profiling.cpu.disassembly import LineCode, parse_listing
+from profiling.diagnoses import registry
+
+needs_tools = pytest.mark.skipif(any(shutil.which(tool) is None for tool in ("valgrind", "gcc", "objdump")),
+                                 reason="CPU profiles need gcc, valgrind and objdump")
+
+LISTING = """
+prog:     file format elf64-x86-64
+
+Disassembly of section .text:
+
+0000000000001200 <count_hits>:
+count_hits():
+/tmp/x/prog.c:11
+    1200:\tendbr64
+/tmp/x/prog.c:7 (discriminator 2)
+    1204:\tmov    (%rdi),%rcx
+    1207:\txor    %edx,%edx
+    1209:\tdivq   %rcx
+/tmp/x/other.c:7
+    120c:\tidivl  %esi
+    120e:\tdivsd  %xmm1,%xmm0
+/tmp/x/prog.c:8
+    1212:\tdivsd  %xmm1,%xmm0
+    1216:\tret
+    1217:\tnopw   0x0(%rax,%rax,1)
+"""
+
+
+def test_the_listing_gives_each_lines_instructions_and_integer_divisions() -> None:
+    """Lines of another file of the binary do not count; SSE's divsd is no integer division; padding after the
+    return is never executed."""
+    assert parse_listing(LISTING, "prog.c") == {11: LineCode(1, 0), 7: LineCode(3, 1), 8: LineCode(2, 0)}
+
+
+HASH = """#include <stdio.h>
+#include <stdlib.h>
+
+struct table { unsigned long buckets; int *slots; };
+
+static int lookup(const struct table *t, unsigned long key) {
+    unsigned long at = INDEX;
+    return t->slots[at];
+}
+
+long count_hits(const struct table *t, const unsigned long *keys, int n) {
+    long hits = 0;
+    for (int i = 0; i < n; i++)
+        hits += lookup(t, keys[i]);
+    return hits;
+}
+
+int main(int argc, char **argv) {
+    struct table t = {SIZE, 0};
+    t.slots = calloc(t.buckets, sizeof *t.slots);
+    for (unsigned long i = 0; i < t.buckets; i += 3) t.slots[i] = 1;
+    int n = 200000;
+    unsigned long *keys = malloc(n * sizeof *keys);
+    srand(2);
+    for (int i = 0; i < n; i++) keys[i] = (unsigned long)rand() * 7919u;
+    printf("%ld\\n", count_hits(&t, keys, n));
+    return 0;
+}
+"""
+
+
+def _hash_profile(tmp_path: Path, index: str, size: str) -> Profile:
+    (tmp_path / "prog.c").write_text(HASH.replace("INDEX", index).replace("SIZE", size))
+    subprocess.run(["gcc", "-O2", "-g", "prog.c", "-o", "prog"], cwd=tmp_path, check=True)
+    profiles = profile_application("./prog", tmp_path, target="cpu", top=2, work_dir=tmp_path / "work")
+    return next(p for p in profiles if p.kernel.split("(")[0] == "count_hits")
+
+
+@needs_tools
+def test_a_modulus_by_a_run_time_size_a_lookup_is_slow_integer_division(tmp_path: Path) -> None:
+    """The size is read from the table (and made unknowable at compile time by argc): one `div` a lookup."""
+    profile = _hash_profile(tmp_path, "key % t->buckets", "1021 + (argc > 5)")
+    line = next(x for x in profile.hot_lines if x.line == 7)
+    # 200,000 lookups; the estimate assumes the line's instructions run equally often (one is hoisted)
+    assert 100_000 < (line.metric("binary.divisions") or 0) <= 200_000
+    first = profile.diagnoses[0]
+    assert first.name == "slow_integer_division"
+    assert first.findings[0].lines == [7]
+    assert "fastrange" in registry.get_rule("slow_integer_division").hint
+
+
+@needs_tools
+def test_a_power_of_two_table_indexed_by_a_mask_has_no_division(tmp_path: Path) -> None:
+    profile = _hash_profile(tmp_path, "key & (t->buckets - 1)", "1024u << (argc > 5)")
+    assert not any(x.metric("binary.divisions") for x in profile.hot_lines)
+    assert "slow_integer_division" not in [d.name for d in profile.diagnoses]
+
+
+@needs_tools
+def test_a_modulus_by_a_constant_compiles_to_a_multiplication(tmp_path: Path) -> None:
+    profile = _hash_profile(tmp_path, "key % 1021", "1021")
+    assert not any(x.metric("binary.divisions") for x in profile.hot_lines)
+    assert "slow_integer_division" not in [d.name for d in profile.diagnoses]
