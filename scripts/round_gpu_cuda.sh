@@ -31,6 +31,9 @@
 #     poll      poll synth|measure|train|eval: wait up to WAIT_S for it, print its log's tail; the eval packed into
 #               $OUT/eval.tgz without build products, the synth's stats into $OUT
 #
+# A machine is also handed back after 30 minutes held, busy or not: session 24's third eval poll found a fresh
+# machine (and waited 195 s on nothing) 29 minutes after the first call. Plan the stages to end within it, and
+# let each poll return $OUT/eval.tgz so that the last one before the 30 minutes keeps what is done.
 # A gap of more than 30 s between calls loses the machine and /tmp with it (session 18 lost 600 s so: a poll waited
 # on a fresh machine for a process that was gone). Each `poll eval` returns $OUT/eval.tgz: untar its tasks/ into
 # /tmp/eval on a fresh machine and the originals' profiles are not measured again. Run from a `git archive` of a
