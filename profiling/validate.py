@@ -53,7 +53,14 @@ from profiling.kernel_coverage import (
 )
 from profiling.machine import describe_machine, describe_tools, gpu_peaks
 from profiling.paired import PLAIN, Draw, Inputs, Mismatch, OriginalFailed, Pair, SideResult
-from profiling.score import SpeedupEstimate, estimate_speedup, plausibility_problems
+from profiling.score import (
+    CONFIRMING_ROUNDS,
+    NOISY_FLOOR,
+    SpeedupEstimate,
+    estimate_speedup,
+    plausibility_problems,
+    rounds_wanted,
+)
 from profiling.served import CallTime, ProtocolError
 from profiling.static_checks import run_static_checks
 from profiling.timing import TimingRuns, time_interleaved
@@ -568,11 +575,12 @@ def _compare(task: Task, got: dict[str, np.ndarray], want: dict[str, np.ndarray]
 
 def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     """rounds x (warm-up + trials) calls per side, each pair of calls on fresh inputs of its own, the order flipping
-    every call (A B B A ...), a cache flush before each. The judge's clock times each call from resuming the process
-    to its 'done' (CUDA: from 'start' to 'synced', and the whole call too: _hidden_work). Outputs are compared for
-    every timed call, or when they are large for a share that the judge picks after both sides have made them
-    (TIMED_CHECK_SHARE, and the last call of every round; a CUDA process copies back only those), so nothing either
-    process knows tells it which.
+    every call (A B B A ...), a cache flush before each; up to CONFIRMING_ROUNDS rounds where the planned ones read
+    a noise floor above NOISY_FLOOR and every round runs on fresh processes (score.rounds_wanted). The judge's
+    clock times each call from resuming the process to its 'done' (CUDA: from 'start' to 'synced', and the whole
+    call too: _hidden_work). Outputs are compared for every timed call, or when they are large for a share that the
+    judge picks after both sides have made them (TIMED_CHECK_SHARE, and the last call of every round; a CUDA process
+    copies back only those), so nothing either process knows tells it which.
 
     An interpreted GPU candidate (a Python harness: Triton) can rewrite its own harness, so its 'start' and
     'synced' say nothing. Each call of both sides is three round trips (Pair.run): 'stage' copies the inputs up,
@@ -608,7 +616,22 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
         if pair.watch is not None else set()
     # (a probed round goes on past its trials, every call probed, until MIN_PROBES_IN_BODY of its probes held the
     # candidate's threads inside a body)
-    for round_index in range(spec.rounds + len(probed_rounds)):
+    # Where every round runs on fresh processes (all but staged and interpreted candidates, whose processes serve
+    # every round), a round is a placement: planned rounds whose noise floor is above NOISY_FLOOR (a loaded host, or
+    # a process slowed for its round) are followed by more, on fresh processes, never probed, up to
+    # CONFIRMING_ROUNDS timed rounds, and the verdict is made on all of them (score.rounds_wanted)
+    fresh_rounds = bool(probed_rounds) or not (pair.candidate.staged or pair.candidate.interpreted)
+    timed_rounds, first_reading = spec.rounds, None
+    for round_index in itertools.count():
+        if round_index >= timed_rounds + len(probed_rounds):
+            if not fresh_rounds or first_reading is not None:
+                break
+            first_reading = estimate_speedup(
+                *_timed_ms(times, overhead_ms, windows=windows, staged=pair.candidate.staged, whole_call=whole_call),
+                "judge_clock")
+            timed_rounds = rounds_wanted(first_reading)
+            if round_index >= timed_rounds + len(probed_rounds):
+                break
         sampling = round_index in probed_rounds
         if probed_rounds:  # the correctness phase's processes were watched: fresh ones every round
             pair.renew(swap=round_index % 2 == 1, sample_pcs=False, probe_calls=False)
@@ -688,15 +711,8 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
             verdict.review.append(f"a probed round held the candidate's threads inside a call's body "
                                   f"{in_body} times in {trial} calls, fewer than "
                                   f"{MIN_PROBES_IN_BODY_FOR_A_WIN}: its calls are too short to be read as they run")
-    # a CPU call is charged its work outside its window (_charged_windows); a staged (CUDA) one is timed from
-    # "start" to "synced" (its round trips around the window are checked by _hidden_work), an interpreted one whole
-    if windows and not pair.candidate.staged:
-        charged = _charged_windows(times)
-    else:
-        charged = {side: [[t.outer_ms if whole_call else t.duration_ms for t in r] for r in times[side]]
-                   for side in times}
-    baseline, candidate = ([[max(ms - overhead_ms, MIN_CALL_MS) for ms in r] for r in charged[side]]
-                           for side in ("original", "candidate"))
+    baseline, candidate = _timed_ms(times, overhead_ms, windows=windows, staged=pair.candidate.staged,
+                                    whole_call=whole_call)
     baseline_ms = statistics.median(x for r in baseline for x in r)
     if whole_call:  # work moved into the staging round trips, left running after a call, or left for good
         _hidden_work({side: [t.staging_ms for r in times[side] for t in r] for side in times}, baseline_ms,
@@ -720,6 +736,25 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
             else "call")
     verdict.reason += (f"; each {what} timed by the judge's clock, the protocol's round trip "
                        f"({overhead_ms * 1e3:.0f} us, {NULL_CALLS} null calls) taken off")
+    if first_reading is not None and timed_rounds > spec.rounds:
+        verdict.reason += (f"; the first {spec.rounds} timed rounds read {first_reading.speedup:.3f}x with a noise "
+                           f"floor of {first_reading.noise_floor:.1%}, above {NOISY_FLOOR:.0%}: judged over "
+                           f"{timed_rounds} timed rounds on fresh processes")
+
+
+def _timed_ms(times: dict[str, list[list[CallTime]]], overhead_ms: float, *, windows: bool, staged: bool,
+              whole_call: bool) -> tuple[list[list[float]], list[list[float]]]:
+    """Per side (original, candidate), each timed round's call times as charged, the protocol's round trip taken
+    off: a CPU call is charged its work outside its window (_charged_windows); a staged (CUDA) one is timed from
+    "start" to "synced" (its round trips around the window are checked by _hidden_work), an interpreted one whole."""
+    if windows and not staged:
+        charged = _charged_windows(times)
+    else:
+        charged = {side: [[t.outer_ms if whole_call else t.duration_ms for t in r] for r in times[side]]
+                   for side in times}
+    baseline, candidate = ([[max(ms - overhead_ms, MIN_CALL_MS) for ms in r] for r in charged[side]]
+                           for side in ("original", "candidate"))
+    return baseline, candidate
 
 
 def _lingering_work(durations: dict[str, list[list[float]]], follows_other: dict[str, list[bool]]) -> None:
@@ -891,7 +926,7 @@ def _score(session: _Session, verdict: Verdict, estimate: SpeedupEstimate, confi
               f"{estimate.baseline.p90_ms:.4g}], candidate {estimate.candidate.median_ms:.4g} ms [p10 "
               f"{estimate.candidate.p10_ms:.4g}, p90 {estimate.candidate.p90_ms:.4g}], speedup {estimate.speedup:.3f}x "
               f"(95% CI {estimate.ci_low:.3f}-{estimate.ci_high:.3f}, noise floor {estimate.noise_floor:.1%}) "
-              f"on config {config.name!r}")
+              f"on config {config.name!r}") + (f", {estimate.rounds_summary()}" if estimate.round_ratios else "")
     if estimate.faster:
         status = Status.NEEDS_REVIEW if verdict.review else Status.IMPROVED
     else:
@@ -956,7 +991,10 @@ def rule_table(task: Task, verdict: Verdict, timed: bool, *, served: bool,
         RuleCheck(12, "cache flushed between trials", timing_status,
                   "memset of 2x L2 before each call" if gpu else "write over 2x LLC (at most 64 MiB) before each call"),
         RuleCheck(13, "interleaved A/B with a noise floor", timing_status,
-                  "A B B A per call, noise floor from A vs A" if served else "ABBA rounds, noise floor from A vs A"),
+                  ("A B B A per call, noise floor from A vs A, interval drawn over rounds, every round agreeing (on "
+                   f"a noisy host, rounds of fresh processes extended to {CONFIRMING_ROUNDS} and a sign test)")
+                  if served else
+                  "ABBA rounds, noise floor from A vs A, interval drawn over rounds, every round agreeing"),
         RuleCheck(14, "plausibility gate (10x, roofline)", (E if gpu else P) if timed else N,
                   "10x gate; peak-throughput gate " + ("against the device's datasheet peaks" if gpu else
                                                       "not enforced: no peak known for this CPU")),
