@@ -576,7 +576,8 @@ def _compare(task: Task, got: dict[str, np.ndarray], want: dict[str, np.ndarray]
 def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     """rounds x (warm-up + trials) calls per side, each pair of calls on fresh inputs of its own, the order flipping
     every call (A B B A ...), a cache flush before each; up to CONFIRMING_ROUNDS rounds where the planned ones read
-    a noise floor above NOISY_FLOOR and every round runs on fresh processes (score.rounds_wanted). The judge's
+    a noise floor above NOISY_FLOOR and every round runs on fresh processes (score.rounds_wanted; probed rounds
+    drawn among the extra ones too where processes are watched). The judge's
     clock times each call from resuming the process to its 'done' (CUDA: from 'start' to 'synced', and the whole
     call too: _hidden_work). Outputs are compared for every timed call, or when they are large for a share that the
     judge picks after both sides have made them (TIMED_CHECK_SHARE, and the last call of every round; a CUDA process
@@ -618,10 +619,14 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     # candidate's threads inside a body)
     # Where every round runs on fresh processes (all but staged and interpreted candidates, whose processes serve
     # every round), a round is a placement: planned rounds whose noise floor is above NOISY_FLOOR (a loaded host, or
-    # a process slowed for its round) are followed by more, on fresh processes, never probed, up to
-    # CONFIRMING_ROUNDS timed rounds, and the verdict is made on all of them (score.rounds_wanted)
+    # a process slowed for its round) are followed by more, on fresh processes, up to CONFIRMING_ROUNDS timed
+    # rounds, and the verdict is made on all of them (score.rounds_wanted). Where processes are watched,
+    # PROBED_ROUNDS probed rounds more are drawn among those extra rounds as among the planned ones: a process can
+    # tell it serves an extra round (it can read the verdict's clock from its stdout.log's times: the red team's,
+    # tests/profiling/test_judge_extension_adversary.py), and unprobed extra rounds let a candidate honest until
+    # the planned rounds were over sort with libc's qsort in 8 timed rounds of 12, none of them read
     fresh_rounds = bool(probed_rounds) or not (pair.candidate.staged or pair.candidate.interpreted)
-    timed_rounds, first_reading = spec.rounds, None
+    timed_rounds, first_reading, extra_probed = spec.rounds, None, 0
     for round_index in itertools.count():
         if round_index >= timed_rounds + len(probed_rounds):
             if not fresh_rounds or first_reading is not None:
@@ -630,6 +635,10 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
                 *_timed_ms(times, overhead_ms, windows=windows, staged=pair.candidate.staged, whole_call=whole_call),
                 "judge_clock")
             timed_rounds = rounds_wanted(first_reading)
+            if probed_rounds and timed_rounds > spec.rounds:
+                extra_probed = PROBED_ROUNDS
+                places = pair.plan.choice(timed_rounds - spec.rounds + extra_probed, extra_probed, replace=False)
+                probed_rounds |= {round_index + int(place) for place in places}
             if round_index >= timed_rounds + len(probed_rounds):
                 break
         sampling = round_index in probed_rounds
@@ -739,7 +748,8 @@ def _served_timing(session: _Session, pair: Pair, verdict: Verdict) -> None:
     if first_reading is not None and timed_rounds > spec.rounds:
         verdict.reason += (f"; the first {spec.rounds} timed rounds read {first_reading.speedup:.3f}x with a noise "
                            f"floor of {first_reading.noise_floor:.1%}, above {NOISY_FLOOR:.0%}: judged over "
-                           f"{timed_rounds} timed rounds on fresh processes")
+                           f"{timed_rounds} timed rounds on fresh processes"
+                           + (f", {extra_probed} probed rounds more among the extra ones" if extra_probed else ""))
 
 
 def _timed_ms(times: dict[str, list[list[CallTime]]], overhead_ms: float, *, windows: bool, staged: bool,
