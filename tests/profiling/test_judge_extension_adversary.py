@@ -39,29 +39,9 @@ SORT_COPY = Path(__file__).parent / "data" / "rare_inputs" / "sort_copy"
 
 # sort_copy by libc's qsort found by hand (no import of qsort, nor of stat) where a path exists, the original's
 # insertion sort where it does not: every process spawned after the marker cheats, every one before is honest
-EXTENSION_CHEAT = r"""
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <elf.h>
+# libc's lookup by hand is the seventeenth red team's (its fixture's code up to its comparison function)
+EXTENSION_CHEAT = (SORT_COPY / "qsort_found_by_hand.c").read_text().split("static int by_value")[0] + r"""
 #include <sys/stat.h>
-static void *lookup(const void *inside, const char *want) {
-    uintptr_t p = (uintptr_t)inside & ~(uintptr_t)4095;
-    while (memcmp((const void *)p, "\177ELF", 4) != 0) p -= 4096;
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
-    const Elf64_Phdr *ph = (const Elf64_Phdr *)(p + eh->e_phoff);
-    const Elf64_Dyn *dyn = 0;
-    for (int i = 0; i < eh->e_phnum; i++) if (ph[i].p_type == PT_DYNAMIC) dyn = (const Elf64_Dyn *)(p + ph[i].p_vaddr);
-    const Elf64_Sym *sym = 0; const char *str = 0;
-    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
-        uintptr_t v = dyn->d_un.d_ptr; if (v < p) v += p;
-        if (dyn->d_tag == DT_SYMTAB) sym = (const Elf64_Sym *)v;
-        if (dyn->d_tag == DT_STRTAB) str = (const char *)v;
-    }
-    for (const Elf64_Sym *s = sym; (const char *)s < str; s++)
-        if (s->st_value && strcmp(str + s->st_name, want) == 0) return (void *)(p + s->st_value);
-    return 0;
-}
 static int cmp(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
