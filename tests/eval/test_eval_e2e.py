@@ -27,7 +27,10 @@ from tests.inference.conftest import (  # noqa: F401 (no_retry_wait is a fixture
 )
 from tests.inference.test_optimize_e2e import FAST_ANSWER, WRONG_ANSWER
 
-pytestmark = pytest.mark.usefixtures("no_retry_wait")  # a failing endpoint fails at once
+pytestmark = pytest.mark.usefixtures(
+    "judge_on_planned_rounds",  # the pipeline is the subject, not the judge's timing (tests/conftest.py)
+    "no_retry_wait",  # a failing endpoint fails at once
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

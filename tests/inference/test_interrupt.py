@@ -57,7 +57,7 @@ def test_an_interrupted_optimize_leaves_nothing_behind_and_resumes(how: str, end
     out = tmp_path / "out"
     argv = optimize_argv(task, out, endpoint, "--keep-going", "--no-profile-candidates", rounds=2)
     endpoint.script([FAST_ANSWER])
-    run = spawn_perfforge(argv, tmp_path)
+    run = spawn_perfforge(argv, tmp_path, planned_rounds=True)  # interruption is the subject, not timing
     assert endpoint.held.wait(180), run.process.communicate()
     if how == "sigint_to_group":  # every process of the run gets it, as from a terminal
         os.killpg(run.process.pid, signal.SIGINT)
@@ -77,7 +77,7 @@ def test_an_interrupted_optimize_leaves_nothing_behind_and_resumes(how: str, end
     endpoint.release.set()
     asked = len(endpoint.completions)
     endpoint.script([FAST_ANSWER])
-    resumed = spawn_perfforge(argv, tmp_path)
+    resumed = spawn_perfforge(argv, tmp_path, planned_rounds=True)
     stdout, stderr = resumed.process.communicate(timeout=300)
     assert resumed.process.returncode == 0, stderr
     assert len(endpoint.completions) == asked + 1  # only round 2 was asked again

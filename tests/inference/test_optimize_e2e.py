@@ -31,7 +31,10 @@ from tests.inference.conftest import (
 )
 from tests.profiling.conftest import FAST_C, HARNESS_C, SLOW_C
 
-pytestmark = pytest.mark.usefixtures("no_retry_wait")  # a failing endpoint fails at once
+pytestmark = pytest.mark.usefixtures(
+    "judge_on_planned_rounds",  # the pipeline is the subject, not the judge's timing (tests/conftest.py)
+    "no_retry_wait",  # a failing endpoint fails at once
+)
 
 FAST_ANSWER = f"""I will make the inner loop contiguous.
 

@@ -29,6 +29,9 @@ from tests.profiling.conftest import FAST_C, write_task
 
 TASK = "matvec_colwalk"
 
+# the rounds around the judge are the subject, not the judge's timing (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("judge_on_planned_rounds")
+
 
 @pytest.fixture(scope="module")
 def iterated(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:

@@ -60,7 +60,9 @@ def dask_cluster(tmp_path: Path) -> Iterator[DaskCluster]:
         for name, resources in (("w1", "CPU_TIMING=1"), ("w2", "CPU_TIMING=1")):
             process = _start([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
                               str(scheduler_file), "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name",
-                              name, "--resources", resources], tmp_path / f"{name}.log")
+                              name, "--resources", resources,
+                              # the cluster is the subject, not the judge's timing: verdicts never extended
+                              "--preload", "tests.judge_on_planned_rounds"], tmp_path / f"{name}.log")
             processes.append(process)
             cluster.workers[name] = process
         from distributed import Client

@@ -19,7 +19,7 @@ from tests.inference.conftest import (  # noqa: F401 (no_retry_wait is a fixture
 from tests.inference.test_optimize_e2e import FAST_ANSWER, WRONG_ANSWER
 from tests.scale.conftest import DaskCluster
 
-pytestmark = pytest.mark.usefixtures("no_retry_wait")
+pytestmark = pytest.mark.usefixtures("judge_on_planned_rounds", "no_retry_wait")  # as the workers (conftest.py)
 
 
 def test_an_evaluation_on_a_cluster_with_a_worker_killed_reads_as_a_local_one(tmp_path: Path,

@@ -368,6 +368,7 @@ def fenced(code: str) -> str:
     return f"Hypothesis: walk the matrix by row\nEvidence: cache_miss_bound\n```c\n{code}```\n"
 
 
+@pytest.mark.usefixtures("judge_on_planned_rounds")  # the reward is the subject, not the judge's timing
 def test_pipeline_reward_is_log2_of_the_verified_speedup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import profiling.judge
     from training.reward import PipelineReward
