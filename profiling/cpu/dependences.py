@@ -614,9 +614,23 @@ MIN_CHAIN_LATENCY_CYCLES = 2.0
 INTEGER_OPERATION_CYCLES = 1.0
 INTEGER_MULTIPLY_CYCLES = 3.0
 FLOATING_OPERATION_CYCLES = 4.0
-# calls that are one operation of their operands' type once inlined (minss/maxss, vfmadd, cmp + cmov)
-_ONE_OPERATION_CALLS = re.compile(r"^(std::)?(min|max|fmin[fl]?|fmax[fl]?|fma[fl]?)$")
-_FLOATING_CALLS = re.compile(r"^(std::)?(fmin|fmax|fma)[fl]?$")
+# calls that are one operation of their operands' type once inlined (minss/maxss, vfmadd, cmp + cmov), and the
+# SIMD intrinsics that are one instruction on a vector register: x86's `_mm256_fmadd_pd(a, b, c)`,
+# `_mm_add_ps`, `_mm512_mask_max_pd` (floating point, or an integer add, subtract, min, max, logic: `_epi32`), Arm
+# NEON's `vfmaq_f32`, `vaddq_s32`. A vector accumulator updated by one (`c0 = _mm256_fmadd_pd(a, b0, c0)` a step:
+# yzhai-dgemm's kernel6) is a chain as `c0 += a * b` is: each step waits for the last one's fused multiply-add.
+_X86_VECTOR_OPERATIONS = r"_mm(256|512)?_(mask_|maskz_)?(fn?m(add|sub)|add|sub|mul|min|max|and|or|xor)_"
+_X86_FLOATING_SUFFIX = r"(ps|pd|ss|sd|ph)"
+_ONE_OPERATION_CALLS = re.compile(r"^(std::)?(min|max|fmin[fl]?|fmax[fl]?|fma[fl]?)$"
+                                  rf"|^{_X86_VECTOR_OPERATIONS}({_X86_FLOATING_SUFFIX}|epi(8|16|32|64)|epu(8|16|32))$"
+                                  r"|^v(fma|fms|add|sub|mul|min|max|and|orr|eor)q?_[fsu](8|16|32|64)$")
+_FLOATING_CALLS = re.compile(rf"^(std::)?(fmin|fmax|fma)[fl]?$|^{_X86_VECTOR_OPERATIONS}{_X86_FLOATING_SUFFIX}$"
+                             r"|^v(fma|fms|add|sub|mul|min|max)q?_f(16|32|64)$")
+# one-operation calls whose two operands commute and associate (`v = std::min(v, e)`, `c = _mm256_add_pd(c, e)`):
+# their updates can keep partial results; fused multiply-adds (three operands), subtractions and masked forms
+# cannot; vector bit operations are left out (a one-cycle chain is never long enough to report alone)
+_ASSOCIATIVE_CALLS = re.compile(r"^(std::)?(min|max|fmin[fl]?|fmax[fl]?)$"
+                                r"|^_mm(256|512)?_(add|mul|min|max)_|^v(add|mul|min|max)q?_")
 # Words that make a declared type a floating-point one (`double`, `std::vector<float>`, `float32_t`).
 _FLOATING_TYPE_WORDS = frozenset({"float", "double", "_Float16", "_Float32", "_Float64", "__fp16", "__bf16",
                                   "float16_t", "float32_t", "float64_t", "half", "bfloat16"})
@@ -741,8 +755,7 @@ def _associative_step(right: tree_sitter.Node | None, target: str) -> bool:
         return False
     if right.type == "binary_expression" and _text(right.child_by_field_name("operator")) in _ASSOCIATIVE:
         operands = [_stripped(right.child_by_field_name(side)) for side in ("left", "right")]
-    elif _one_operation_call(right) and not _text(right.child_by_field_name("function")).endswith(("fma", "fmaf",
-                                                                                                   "fmal")):
+    elif _one_operation_call(right) and _ASSOCIATIVE_CALLS.match(_text(right.child_by_field_name("function"))):
         operands = [_stripped(a) for a in right.child_by_field_name("arguments").named_children]
     else:
         return False

@@ -90,6 +90,54 @@ def test_a_floating_point_sum_is_a_four_cycle_chain_an_integer_one_is_none() -> 
     assert _chains(DOT.replace("double", "int"), "dot") == {}
 
 
+# A 4 x 4 block of C kept in four AVX registers, the k loop unrolled by two: each register takes two fused
+# multiply-adds an iteration, each waiting on the last (yzhai-dgemm's kernel6 has this shape; the fix widens the
+# block so that more independent accumulators fill the FMA units' latency).
+VECTOR_ACCUMULATORS = """\
+#include <immintrin.h>
+void block4x4(int K, const double *A, int lda, const double *B, int ldb, double *C, int ldc) {
+    __m256d c0 = _mm256_setzero_pd(), c1 = _mm256_setzero_pd();
+    __m256d c2 = _mm256_setzero_pd(), c3 = _mm256_setzero_pd();
+    for (int k = 0; k < K; k += 2) {
+        const double *b = &B[k];
+        __m256d a = _mm256_loadu_pd(&A[k * lda]);
+        c0 = _mm256_fmadd_pd(a, _mm256_broadcast_sd(b), c0); c1 = _mm256_fmadd_pd(a, _mm256_broadcast_sd(b + ldb), c1);
+        c2 = _mm256_fmadd_pd(a, _mm256_broadcast_sd(b + 2 * ldb), c2);
+        c3 = _mm256_fmadd_pd(a, _mm256_broadcast_sd(b + 3 * ldb), c3);
+        a = _mm256_loadu_pd(&A[(k + 1) * lda]);
+        c0 = _mm256_fmadd_pd(a, _mm256_broadcast_sd(b + 1), c0);
+        c1 = _mm256_fmadd_pd(a, _mm256_broadcast_sd(b + 1 + ldb), c1);
+        c2 = _mm256_fmadd_pd(a, _mm256_broadcast_sd(b + 1 + 2 * ldb), c2);
+        c3 = _mm256_fmadd_pd(a, _mm256_broadcast_sd(b + 1 + 3 * ldb), c3);
+    }
+    _mm256_storeu_pd(&C[0], c0); _mm256_storeu_pd(&C[ldc], c1);
+    _mm256_storeu_pd(&C[2 * ldc], c2); _mm256_storeu_pd(&C[3 * ldc], c3);
+}
+"""
+
+
+def test_vector_accumulators_updated_by_fused_multiply_add_intrinsics_are_chains() -> None:
+    """`c0 = _mm256_fmadd_pd(a, b, c0)` is a call, no `+=`: before intrinsics were read as one operation each, the
+    update read as setting c0 anew, and a register-blocked GEMM's accumulators were no chain at all (yzhai-dgemm's
+    kernel6, labelled dependency_chain, got only cache_miss_bound). Two fused multiply-adds a step: 8 cycles; not
+    reassociable in place (three operands): the fix is more accumulators, independent_chains' saving."""
+    assert _chains(VECTOR_ACCUMULATORS, "block4x4") == {(f"c{r}", 5): (2, 8.0, 0) for r in range(4)}
+
+
+def test_vector_adds_split_and_integer_vector_adds_are_too_short_to_report() -> None:
+    """`_mm256_add_pd(s, x)` adds an independent term (partial sums split it); an integer vector add is one cycle,
+    under the chains' floor, as `s += x[i]` on an int is; a load into the accumulator restarts it: no chain."""
+    sums = ("#include <immintrin.h>\n__m256d sum(const double *x, int n) { __m256d s = _mm256_setzero_pd();\n"
+            " for (int i = 0; i < n; i += 4) s = _mm256_add_pd(s, _mm256_loadu_pd(x + i));\n return s; }\n")
+    assert _chains(sums, "sum") == {("s", 3): (1, 4.0, 1)}
+    integers = ("#include <immintrin.h>\n__m256i sum(const __m256i *x, int n) { __m256i s = _mm256_setzero_si256();\n"
+                " for (int i = 0; i < n; i++) s = _mm256_add_epi32(s, x[i]);\n return s; }\n")
+    assert _chains(integers, "sum") == {}
+    loads = ("#include <immintrin.h>\nvoid copy(double *o, const double *x, int n) { __m256d s;\n"
+             " for (int i = 0; i < n; i += 4) { s = _mm256_loadu_pd(x + i); _mm256_storeu_pd(o + i, s); } }\n")
+    assert _chains(loads, "copy") == {}
+
+
 def test_a_loop_carrying_nothing_has_no_chain() -> None:
     source = "void scale(float *o, const float *a, int n) {\n for (int i = 0; i < n; i++)\n  o[i] = a[i] * 2.0f;\n}\n"
     assert _chains(source, "scale") == {}
