@@ -137,10 +137,15 @@ def robust_noise_floor(rounds_ms: list[list[float]]) -> float:
     return max(MIN_NOISE_FLOOR, float(PLANNED_RANGE_SDS * spread / middle))
 
 
+def _paired_rounds(baseline_ms: list[list[float]],
+                   candidate_ms: list[list[float]]) -> list[tuple[list[float], list[float]]]:
+    """The two sides' rounds taken in pairs (round i of each), those where both sides hold calls."""
+    return [(a, b) for a, b in zip(baseline_ms, candidate_ms, strict=True) if len(a) and len(b)]
+
+
 def round_ratios(baseline_ms: list[list[float]], candidate_ms: list[list[float]]) -> tuple[float, ...]:
     """Per round (the two sides' rounds taken in pairs), the baseline's median over the candidate's."""
-    return tuple(float(np.median(a) / max(np.median(b), 1e-12))
-                 for a, b in zip(baseline_ms, candidate_ms, strict=True) if len(a) and len(b))
+    return tuple(float(np.median(a) / max(np.median(b), 1e-12)) for a, b in _paired_rounds(baseline_ms, candidate_ms))
 
 
 def _resampled_medians(rounds_ms: list[list[float]], picks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -163,7 +168,7 @@ def estimate_speedup(baseline_ms: list[list[float]], candidate_ms: list[list[flo
     sides' round i together: its processes share a placement and a stretch of the machine's load), then calls within
     each drawn round. Drawing calls pooled over rounds took a round's placement for independent evidence: identical
     code whose original was slowed in 3 of 4 rounds read 1.608x, CI 1.546-1.638."""
-    pairs = [(a, b) for a, b in zip(baseline_ms, candidate_ms, strict=True) if len(a) and len(b)]
+    pairs = _paired_rounds(baseline_ms, candidate_ms)
     a = np.concatenate([np.asarray(r, dtype=np.float64) for r in baseline_ms])
     b = np.concatenate([np.asarray(r, dtype=np.float64) for r in candidate_ms])
     rng = np.random.default_rng(seed)  # fixed seed: the same timings always give the same interval
