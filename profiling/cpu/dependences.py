@@ -619,12 +619,16 @@ FLOATING_OPERATION_CYCLES = 4.0
 # `_mm_add_ps`, `_mm512_mask_max_pd` (floating point, or an integer add, subtract, min, max, logic: `_epi32`), Arm
 # NEON's `vfmaq_f32`, `vaddq_s32`. A vector accumulator updated by one (`c0 = _mm256_fmadd_pd(a, b0, c0)` a step:
 # yzhai-dgemm's kernel6) is a chain as `c0 += a * b` is: each step waits for the last one's fused multiply-add.
-_X86_VECTOR_OPERATIONS = r"_mm(256|512)?_(mask_|maskz_)?(fn?m(add|sub)|add|sub|mul|min|max|and|or|xor)_"
+# (the arithmetic ones on floating-point lanes take FLOATING_OPERATION_CYCLES; the bit operations, on any lanes,
+# one cycle: `_mm256_and_pd` is a logic instruction)
+_X86_ARITHMETIC = r"_mm(256|512)?_(mask_|maskz_)?(fn?m(add|sub)|add|sub|mul|min|max)_"
+_X86_LOGIC = r"_mm(256|512)?_(mask_|maskz_)?(and|or|xor)_"
 _X86_FLOATING_SUFFIX = r"(ps|pd|ss|sd|ph)"
-_ONE_OPERATION_CALLS = re.compile(r"^(std::)?(min|max|fmin[fl]?|fmax[fl]?|fma[fl]?)$"
-                                  rf"|^{_X86_VECTOR_OPERATIONS}({_X86_FLOATING_SUFFIX}|epi(8|16|32|64)|epu(8|16|32))$"
-                                  r"|^v(fma|fms|add|sub|mul|min|max|and|orr|eor)q?_[fsu](8|16|32|64)$")
-_FLOATING_CALLS = re.compile(rf"^(std::)?(fmin|fmax|fma)[fl]?$|^{_X86_VECTOR_OPERATIONS}{_X86_FLOATING_SUFFIX}$"
+_ONE_OPERATION_CALLS = re.compile(
+    r"^(std::)?(min|max|fmin[fl]?|fmax[fl]?|fma[fl]?)$"
+    rf"|^({_X86_ARITHMETIC}|{_X86_LOGIC})({_X86_FLOATING_SUFFIX}|epi(8|16|32|64)|epu(8|16|32)|si(128|256|512))$"
+    r"|^v(fma|fms|add|sub|mul|min|max|and|orr|eor)q?_[fsu](8|16|32|64)$")
+_FLOATING_CALLS = re.compile(rf"^(std::)?(fmin|fmax|fma)[fl]?$|^{_X86_ARITHMETIC}{_X86_FLOATING_SUFFIX}$"
                              r"|^v(fma|fms|add|sub|mul|min|max)q?_f(16|32|64)$")
 # one-operation calls whose two operands commute and associate (`v = std::min(v, e)`, `c = _mm256_add_pd(c, e)`):
 # their updates can keep partial results; fused multiply-adds (three operands), subtractions and masked forms

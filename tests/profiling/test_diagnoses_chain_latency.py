@@ -133,6 +133,9 @@ def test_vector_adds_split_and_integer_vector_adds_are_too_short_to_report() -> 
     integers = ("#include <immintrin.h>\n__m256i sum(const __m256i *x, int n) { __m256i s = _mm256_setzero_si256();\n"
                 " for (int i = 0; i < n; i++) s = _mm256_add_epi32(s, x[i]);\n return s; }\n")
     assert _chains(integers, "sum") == {}
+    masks = integers.replace("__m256i", "__m256d").replace("_mm256_setzero_si256", "_mm256_setzero_pd") \
+        .replace("_mm256_add_epi32", "_mm256_and_pd")
+    assert _chains(masks, "sum") == {}  # a logic instruction on double lanes is one cycle, not a floating add's 4
     loads = ("#include <immintrin.h>\nvoid copy(double *o, const double *x, int n) { __m256d s;\n"
              " for (int i = 0; i < n; i += 4) { s = _mm256_loadu_pd(x + i); _mm256_storeu_pd(o + i, s); } }\n")
     assert _chains(loads, "copy") == {}
