@@ -53,9 +53,12 @@ _EVENT_STOP = 128  # PTRACE_EVENT_STOP: a seized thread's stop by PTRACE_INTERRU
 # struct user_fpregs_struct (x86-64, the FXSAVE layout): cwd at 0, mxcsr at 24; 512 bytes in all
 _FPREGS_BYTES = 512
 _CWD, _MXCSR = struct.Struct("<H"), struct.Struct("<I")
-# struct user_regs_struct (x86-64): 27 eight-byte registers, rip the 17th, rsp the 20th
-_REGS_BYTES, _WORD = 27 * 8, struct.Struct("<Q")
-_RIP_OFFSET, _RSP_OFFSET = 16 * 8, 19 * 8
+# struct user_regs_struct (x86-64): 27 eight-byte registers, orig_rax the 16th, rip the 17th, rsp the 20th.
+# orig_rax is the system call a thread was stopped in (or had just returned from: a new thread's clone3, 435, before
+# its first instruction) and -1 where it was stopped running its own instructions (the kernel's entry code sets it
+# so for interrupts and exceptions: "no syscall to restart")
+_REGS_BYTES, _WORD, _SIGNED = 27 * 8, struct.Struct("<Q"), struct.Struct("<q")
+_ORIG_RAX_OFFSET, _RIP_OFFSET, _RSP_OFFSET = 15 * 8, 16 * 8, 19 * 8
 # How much of a held thread's stack is read, from its stack pointer up to the end of the mapping holding it: the
 # live frames of the calls it is inside. A comparator of the kernel's own, called by libc's qsort found by hand,
 # holds its thread most of the time (the sort's own code took 1 reading in 2 to 3 on the 2-core VM: a candidate
@@ -138,11 +141,13 @@ class ProcessGone(Exception):
 @dataclass(frozen=True)
 class Reading:
     """One thread's modes, where it was stopped (its instruction pointer) and its stack from its stack pointer up
-    (its frames' return addresses among the words; empty where it was not read)."""
+    (its frames' return addresses among the words; empty where it was not read); in_system_call: it was stopped in a
+    system call (waiting in a futex, joining, a new thread not yet past its creation), not running instructions."""
 
     mode: FpMode
     ip: int
     stack: bytes = b""
+    in_system_call: bool = False
 
 
 @dataclass(frozen=True)
@@ -299,7 +304,20 @@ def _read(tid: int, stacks: _Stacks) -> Reading | None:
     fp = fpregs.raw
     mode = FpMode(_MXCSR.unpack_from(fp, 24)[0] & MXCSR_MODE_BITS, _CWD.unpack_from(fp, 0)[0] & X87_MODE_BITS)
     return Reading(mode, _WORD.unpack_from(regs.raw, _RIP_OFFSET)[0],
-                   stacks.read(_WORD.unpack_from(regs.raw, _RSP_OFFSET)[0]))
+                   stacks.read(_WORD.unpack_from(regs.raw, _RSP_OFFSET)[0]),
+                   in_system_call=_SIGNED.unpack_from(regs.raw, _ORIG_RAX_OFFSET)[0] >= 0)
+
+
+def reads_work(held: Held) -> bool:
+    """Whether a probe read the modes of the kernel's work: its only thread, wherever it was (the harness's thread
+    is a process's only one unless the kernel starts more), or, of several, one stopped running instructions. A
+    probe that finds every thread in a system call (waiting, joining, a new thread before its first instruction)
+    read nothing of any work: on a loaded host a chain of short-lived FTZ workers was held about 50 times mid-body
+    and never past its mode switch, each worker found in clone3 or rt_sigprocmask with its creator's clean mode
+    beside its creator in pthread_join (5 of 6 verdicts read correct when every mid-body hold counted, session 25).
+    Not "a thread in the kernel's own executable": honest single-threaded kernels whose bodies run in libc or libm
+    would be probed up to 100 calls more each (the suite's parallel part 9:49 -> 12:25)."""
+    return len(held.readings) == 1 or any(not r.in_system_call for r in held.readings)
 
 
 class _Stacks:

@@ -141,6 +141,53 @@ def test_each_thread_is_read_in_its_own_mode_and_runs_on(spinner: Path) -> None:
         process.wait()
 
 
+# A thread that only waits (a condition variable), the main thread joining a chain of short-lived threads that
+# each compute a moment, and, with argv[1] "spin", a thread that computes for good.
+WAITERS = r"""
+#include <pthread.h>
+#include <string.h>
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+static volatile double sink;
+static void *wait_for_good(void *p) { pthread_mutex_lock(&mu); for (;;) pthread_cond_wait(&never, &mu); return p; }
+static void *spin(void *p) { double a = 1; for (;;) { a = a * 1.0000001 + 1e-9; sink = a; } return p; }
+static void *brief(void *p) { double a = 1; for (int i = 0; i < 2000; i++) a = a * 1.0000001; sink = a; return p; }
+int main(int argc, char **argv) {
+    pthread_t t;
+    pthread_create(&t, 0, wait_for_good, 0);
+    if (argc > 1 && strcmp(argv[1], "spin") == 0) pthread_create(&t, 0, spin, 0);
+    for (;;) { pthread_create(&t, 0, brief, 0); pthread_join(t, 0); }
+}
+"""
+
+
+@needs_ptrace
+@pytest.mark.parametrize("spins", [True, False])
+def test_a_probe_reads_work_only_where_a_thread_runs_instructions(tmp_path: Path, spins: bool) -> None:
+    """A thread stopped in a system call (waiting, joining, a new thread not past its clone) reads as one; a probe
+    of several threads reads the kernel's work only where one was running instructions (the twenty-sixth session:
+    a chain of short-lived FTZ workers was found waiting to start in every probe on a loaded host)."""
+    (tmp_path / "waiters.c").write_text(WAITERS)
+    subprocess.run(["gcc", "-O1", "-pthread", "waiters.c", "-o", "waiters"], cwd=tmp_path, check=True)
+    process = subprocess.Popen([str(tmp_path / "waiters"), *(["spin"] if spins else [])])
+    try:
+        time.sleep(0.2)
+        held = [fp_probe.probe(process.pid, memory=False) for _ in range(20)]
+        assert all(h is not None and len(h.readings) >= 2 for h in held)
+        in_call = Counter(r.in_system_call for h in held for r in h.readings)
+        assert in_call[True] >= 20, in_call  # the waiter, in every probe
+        reads = [fp_probe.reads_work(h) for h in held]
+        if spins:
+            assert all(reads)
+        else:  # the main thread and the brief threads run instructions now and then, the waiter never
+            assert reads.count(False) >= 5, reads
+    finally:
+        process.kill()
+        process.wait()
+    # a lone thread is the harness's: its modes are its work's wherever it waits
+    assert fp_probe.reads_work(fp_probe.Held([fp_probe.Reading(DEFAULT, 0, in_system_call=True)], 1))
+
+
 def test_rounding_inside_a_library_routine_is_the_routines_own() -> None:
     """libm sets and restores rounding within some routines (glibc's fma fallback): only the kernel's own code's
     rounding counts; flush-to-zero counts wherever the thread was stopped."""
