@@ -25,6 +25,10 @@
 #     train     perfforge train on PAIRS (default the pairs stage's): LoRA r 16 (FINETUNE=full: every weight), STEPS
 #               steps, the held-out patterns
 #               recorded; in the background, polled with `poll train` (which copies its metrics into $OUT)
+#     iterate   perfforge iterate on ITER_TASKS (rendered training tasks: seeds 0-2 of the eval's patterns, carried):
+#               round 0 the train stage's recipe on PAIRS, then K candidates a task sampled, the judge-proven ones
+#               kept and the base fine-tuned again on both; in the background, `poll iterate`; eval then takes
+#               MODELS="ei=/tmp/iter/round_01/train"
 #     eval      one perfforge eval process, PR runs at once, MODELS (base and the SFT), SEEDS; held-out instances
 #               (seed 300 on) of EVAL_PATTERNS; in the background (after the measure stage's process, if any),
 #               polled with `poll eval`
@@ -88,11 +92,20 @@ pairs)
     tail -20 /tmp/pairs.log; cp /tmp/synth/stats.json "$OUT"/synth_stats.json 2>/dev/null || true
     python3 -c "import pandas; d = pandas.read_parquet('/tmp/synth/pairs.parquet'); print(len(d), 'pairs');
 print(d.groupby('pattern').size() if 'pattern' in d else d.columns.tolist())" ;;
-train)
+train|iterate)
     # shellcheck disable=SC2086 (one word per pattern)
     # FINETUNE=full: every weight at 2e-5 (session 19: fast_1 0.17 on held-out CUDA instances, where LoRA gave 0)
     if [ "${FINETUNE:-lora}" = full ]; then how="--finetune full --learning-rate 2e-5"
     else how="--learning-rate 2e-4 --lora-r 16 --lora-alpha 32"; fi
+    if [ "$stage" = iterate ]; then
+        # shellcheck disable=SC2086 (one path per task, one word per flag)
+        cd /tmp && rm -f /tmp/iterate.done && setsid nohup bash -c "python3 -m perfforge.cli iterate \
+            ${ITER_TASKS:?ITER_TASKS=the training tasks} --out /tmp/iter --base-model $BASE --seed-data $PAIRS \
+            ${HOLDOUT:+--holdout $HOLDOUT} --rounds 1 --samples ${K:-8} --seeds 1 --backend transformers $how \
+            --max-steps ${STEPS:-150} --batch-size 8 --max-length 2048 --jobs ${IJ:-12} ${CONSTRAIN:-} \
+            > /tmp/iterate.log 2>&1; touch /tmp/iterate.done" > /dev/null 2>&1 < /dev/null &
+        exit 0
+    fi
     cd /tmp && rm -f /tmp/train.done && setsid nohup bash -c "python3 -m perfforge.cli train $PAIRS --base-model \
         $BASE --out /tmp/train ${HOLDOUT:+--holdout $HOLDOUT} --eval-fraction 0 --max-steps ${STEPS:-80} \
         --batch-size 8 $how --max-length 2048 --logging-steps 10 \
@@ -104,12 +117,14 @@ eval)
         --base-model $BASE --models ${MODELS:-base sft=/tmp/train} $TASKS $LOOP --parallel-runs ${PR:-3} \
         --no-report --out /tmp/eval > /tmp/eval.log 2>&1; touch /tmp/eval.done" > /dev/null 2>&1 < /dev/null & ;;
 poll)
-    what=${2:?poll synth, measure, train or eval}
+    what=${2:?poll synth, measure, train, iterate or eval}
     for _ in $(seq 1 $((${WAIT_S:-500} / 5))); do [ -f "/tmp/$what.done" ] && break; sleep 5; done
     tail -"${LINES_SHOWN:-6}" "/tmp/$what.log"
     if [ "$what" = eval ]; then
         cd /tmp/eval && tar czf "$OUT/eval.tgz" --exclude='*.o' --exclude=bin --exclude='*.so' --exclude='*.ncu-rep' \
             --exclude=work --exclude=bundle . 2>/dev/null || true
+    elif [ "$what" = iterate ]; then
+        cp /tmp/iter/iterate.json "$OUT"/ 2>/dev/null || true
     elif [ "$what" = train ]; then
         grep "^sft:" /tmp/train.log || true
         cp /tmp/train/metrics.json /tmp/train/splits.json "$OUT"/ 2>/dev/null || true
@@ -117,5 +132,5 @@ poll)
         ls /tmp/synth/checks 2>/dev/null | wc -l
     fi ;;
 *)
-    echo "stage must be install, synth, measure, part, model, gemma, pairs, train, eval or poll" >&2; exit 2 ;;
+    echo "stage must be install, synth, measure, part, model, gemma, pairs, train, iterate, eval or poll" >&2; exit 2 ;;
 esac
