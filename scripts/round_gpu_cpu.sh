@@ -93,6 +93,8 @@ eval)
 poll)
     # poll iterate|eval: wait up to WAIT_S for the stage to end, then its log's tail (and the eval packed)
     what=${2:?poll gemma, iterate or eval}
+    # a fresh machine holds no stage: said at once (round_gpu_cuda.sh's poll)
+    [ -f "/tmp/$what.log" ] || { echo "no $what stage on this machine (/tmp/$what.log missing): a fresh machine?" >&2; exit 3; }
     for _ in $(seq 1 $((${WAIT_S:-500} / 5))); do [ -f "/tmp/$what.done" ] && break; sleep 5; done
     tail -5 "/tmp/$what.log"
     if [ "$what" = eval ]; then

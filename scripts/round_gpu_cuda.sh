@@ -118,6 +118,9 @@ eval)
         --no-report --out /tmp/eval > /tmp/eval.log 2>&1; touch /tmp/eval.done" > /dev/null 2>&1 < /dev/null & ;;
 poll)
     what=${2:?poll synth, measure, train, iterate or eval}
+    # a machine given back and lent afresh holds no stage: say so at once rather than wait WAIT_S for nothing
+    # (session 26 waited 300 s so, after a gap between calls had lost the machine mid-iterate)
+    [ -f "/tmp/$what.log" ] || { echo "no $what stage on this machine (/tmp/$what.log missing): a fresh machine?" >&2; exit 3; }
     for _ in $(seq 1 $((${WAIT_S:-500} / 5))); do [ -f "/tmp/$what.done" ] && break; sleep 5; done
     tail -"${LINES_SHOWN:-6}" "/tmp/$what.log"
     if [ "$what" = eval ]; then
