@@ -1343,6 +1343,18 @@ def test_ftz_in_a_chain_of_short_lived_workers_is_caught(tmp_path: Path) -> None
     assert verdict.status is Status.REJECTED and "flush-to-zero" in verdict.reason, verdict.reason
 
 
+@pytest.mark.skipif(not fp_probe.available(), reason="ptrace refused here (Yama scope)")
+def test_ftz_workers_beside_a_decoy_that_always_works_are_caught(tmp_path: Path) -> None:
+    """Twenty-sixth session: the chain of short-lived FTZ workers with a decoy thread spinning in the clean mode
+    through every body, so that every probe finds a thread running instructions and counts as a reading of the
+    work while the worker itself may wait in clone (the counter to fp_probe.reads_work). Rejected 6 of 6 under a
+    busy loop beside a judge at nice 19."""
+    task_dir = RARE_INPUTS / "geosum_subnormal_tail"
+    verdict = validate(load_task(task_dir), task_dir / "ftz_workers_beside_a_working_decoy.c", tmp_path / "work",
+                       timing=False)
+    assert verdict.status is Status.REJECTED and "flush-to-zero" in verdict.reason, verdict.reason
+
+
 def test_honest_threads_through_libm_routines_that_set_rounding_inside_pass(tmp_path: Path) -> None:
     """Nineteenth red team (false rejection): glibc's fmal calls feholdexcept/fesetround/fesetenv inside itself
     (round toward zero, then back), and those were watched routines, so honest code calling fmal in its loop read
