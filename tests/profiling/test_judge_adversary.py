@@ -1355,6 +1355,17 @@ def test_ftz_workers_beside_a_decoy_that_always_works_are_caught(tmp_path: Path)
     assert verdict.status is Status.REJECTED and "flush-to-zero" in verdict.reason, verdict.reason
 
 
+@pytest.mark.skipif(not fp_probe.available(), reason="ptrace refused here (Yama scope)")
+def test_ftz_set_once_the_calls_probe_was_seen_is_caught(tmp_path: Path) -> None:
+    """Twenty-sixth session's red team: honest until the call's one probe (seen as a gap in rdtsc), FTZ|DAZ after
+    it. Read correct 6 of 6 while a probe that read work was a call's last; a follow-up probe now comes with
+    served.FOLLOW_UP_CHANCE."""
+    task_dir = RARE_INPUTS / "geosum_subnormal_tail"
+    verdict = validate(load_task(task_dir), task_dir / "ftz_after_the_calls_probe.c", tmp_path / "work",
+                       timing=False)
+    assert verdict.status is Status.REJECTED and "flush-to-zero" in verdict.reason, verdict.reason
+
+
 def test_honest_threads_through_libm_routines_that_set_rounding_inside_pass(tmp_path: Path) -> None:
     """Nineteenth red team (false rejection): glibc's fmal calls feholdexcept/fesetround/fesetenv inside itself
     (round toward zero, then back), and those were watched routines, so honest code calling fmal in its loop read
