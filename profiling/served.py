@@ -217,10 +217,9 @@ class KernelProcess:
         self.probe_readings: list[fp_probe.Reading] = []
         self.fp_probes = 0
         self.holds = 0  # probes that held its threads (a stop it may have seen, whatever they read)
-        # those that held them before its call's body ended ("synced") where they could read its work's modes (its
-        # lone thread, or one running instructions: fp_probe.reads_work)
+        # calls of it held before their body ended ("synced") by a probe that could read its work's modes (its lone
+        # thread, or one running instructions: fp_probe.reads_work)
         self.probes_in_body = 0
-        self._last_probe_read_work = False
         self.code_moved = 0  # probes that found its executable mappings not as they were when it was ready
         self._probe_cost_ns = 0  # the last probe's own time, from its start to every thread held
         self.probe_fp = probe_fp
@@ -393,20 +392,7 @@ class KernelProcess:
             self._expect("start", deadline, during, spin_s=START_SPIN_S if probe and self.probe_calls else 0.0)
             started = self._stamp_ns
         # before the judge waits for "done": nothing of its protocol signals the process meanwhile
-        held_ns = self._probe_fp(started) if probe else None
-        # a correctness process's probe that found every one of its several threads in a system call read nothing of
-        # its work (fp_probe.reads_work): probed again, soon, while the body runs. On a loaded host a chain of
-        # short-lived FTZ workers ran its worker's instructions in about 1% of a 9.5-ms body (512 elements; the rest
-        # it waited for a core in clone), and 100 added calls of one probe each read its work 0-4 times: 2 of 6
-        # verdicts read correct. And, with FOLLOW_UP_CHANCE, once more after a probe that did: a body that waits for
-        # its call's one probe and sets FTZ after it (the twenty-sixth red team: a gap in rdtsc, no import) read
-        # correct 6 of 6 when the first probe was the last
-        for _ in range(MAX_PROBES_A_CALL - 1):
-            if not (probe and self.probe_calls and self.windowed and held_ns is not None) or (
-                    self._last_probe_read_work and self._probe_at.random() >= FOLLOW_UP_CHANCE) or select.select(
-                    [self._channel], [], [], 0)[0]:
-                break
-            held_ns = self._probe_fp(_realtime_ns(), span_ms=REPROBE_SPAN * self._probe_cost_ns / 1e6)
+        held_ns, read_ns = self._probe_call(started) if probe else (None, None)
         if self.windowed:
             self._expect("synced", deadline, during)
             finished = self._stamp_ns
@@ -437,17 +423,41 @@ class KernelProcess:
             after_done_ms = 0.0
         if not self.windowed:
             finished = done
-        if held_ns is not None:
-            self.holds += 1
-            self.probes_in_body += held_ns < finished and self._last_probe_read_work
+        self.holds += held_ns is not None
+        self.probes_in_body += read_ns is not None and read_ns < finished
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
                         settle_ms=settle_ms, after_done_ms=after_done_ms)
 
-    def _probe_fp(self, started_ns: int, *, span_ms: float | None = None) -> int | None:
+    def _probe_call(self, started_ns: int) -> tuple[int | None, int | None]:
+        """Probe this call while its body runs: when the last probe held its threads, and the same where that probe
+        read its work (fp_probe.reads_work; None: it did not). A correctness process's probe that found every one of
+        its several threads in a system call read nothing of its work and is followed by another, soon: on a loaded
+        host a chain of short-lived FTZ workers ran its worker's instructions in about 1% of a 9.5-ms body (512
+        elements; the rest it waited for a core in clone), and 100 added calls of one probe each read its work 0-4
+        times (2 of 6 verdicts read correct). One that did is followed with FOLLOW_UP_CHANCE: a body that waited
+        for its call's one probe and set FTZ after it (the twenty-sixth red team: a gap in rdtsc, no import) read
+        correct 6 of 6 while that probe was the last."""
+        held_ns = read_ns = None
+        held = self._probe_fp(started_ns)
+        for probes in range(1, MAX_PROBES_A_CALL + 1):
+            if held is None:  # a follow-up that held nothing read nothing; the stops before it were seen
+                read_ns = None
+                break
+            held_ns = held.held_ns
+            read = fp_probe.reads_work(held)
+            read_ns = held_ns if read else None  # the last probe's: a follow-up that read nothing counts nothing
+            if (probes == MAX_PROBES_A_CALL or not (self.probe_calls and self.windowed)
+                    or (read and self._probe_at.random() >= FOLLOW_UP_CHANCE)
+                    or select.select([self._channel], [], [], 0)[0]):  # "synced" sent: the body is over
+                break
+            held = self._probe_fp(_realtime_ns(), span_ms=REPROBE_SPAN * self._probe_cost_ns / 1e6)
+        return held_ns, read_ns
+
+    def _probe_fp(self, started_ns: int, *, span_ms: float | None = None) -> fp_probe.Held | None:
         """Read every thread's floating-point modes at a random point of this call's body (within the last call's
         body length from its start, the process it replaced gave its first call's; or within `span_ms` from
         `started_ns`), while it runs. A process found gone is left to the protocol's next read, with its exit status
-        where the probe reaped it. Returns when every thread was held (None: nothing was read)."""
+        where the probe reaped it. Returns what it held (None: nothing was read)."""
         assert self._process is not None
         # over the whole body (nineteenth red team: a cap at 50 ms let FTZ from 65 ms into 180 ms calls go unseen),
         # begun the probe's own time early (listing, seizing and stopping the threads: about 80 us on the 2-core VM).
@@ -487,7 +497,6 @@ class KernelProcess:
         self.fp_probes += 1
         self.fp_modes.update(r.mode if fp_probe.counts(r, self._own_code) else fp_probe.DEFAULT
                              for r in held.readings)
-        self._last_probe_read_work = fp_probe.reads_work(held)
         if not held.readings:
             return None
         if candidate:
@@ -495,7 +504,7 @@ class KernelProcess:
             if self.mappings and held.regions and pc_samples.moved(self.mappings, held.regions):
                 self.code_moved += 1
         self._probe_cost_ns = max(0, held.held_ns - begun_ns)
-        return held.held_ns
+        return held
 
     def _settle_main(self, woke_ns: int) -> None:
         """Wait (yielding the judge's core) until the harness's main thread is off a CPU, at most MAIN_SETTLE_NS

@@ -59,6 +59,10 @@ PAIRS=${PAIRS:-/tmp/synth/pairs.parquet}
 # the evaluation's tasks, shared by the measure and eval stages (the eval reads what measure wrote under /tmp/eval)
 TASKS="--suites catalogue --target cuda --patterns $EVAL_PATTERNS --instances ${EVAL_N:-5} --seed-base 300"
 LOOP="--seeds ${SEEDS:-0} --candidates ${CANDIDATES:-2} --rounds 1 --max-tokens 1024 --no-generalise ${HUMAN:---human}"
+# how train and iterate fine-tune; FINETUNE=full: every weight at 2e-5 (session 19: fast_1 0.17 on held-out CUDA
+# instances, where LoRA gave 0)
+if [ "${FINETUNE:-lora}" = full ]; then how="--finetune full --learning-rate 2e-5"
+else how="--learning-rate 2e-4 --lora-r 16 --lora-alpha 32"; fi
 case $stage in
 install)
     mkdir -p /tmp/site
@@ -92,24 +96,19 @@ pairs)
     tail -20 /tmp/pairs.log; cp /tmp/synth/stats.json "$OUT"/synth_stats.json 2>/dev/null || true
     python3 -c "import pandas; d = pandas.read_parquet('/tmp/synth/pairs.parquet'); print(len(d), 'pairs');
 print(d.groupby('pattern').size() if 'pattern' in d else d.columns.tolist())" ;;
-train|iterate)
+train)
     # shellcheck disable=SC2086 (one word per pattern)
-    # FINETUNE=full: every weight at 2e-5 (session 19: fast_1 0.17 on held-out CUDA instances, where LoRA gave 0)
-    if [ "${FINETUNE:-lora}" = full ]; then how="--finetune full --learning-rate 2e-5"
-    else how="--learning-rate 2e-4 --lora-r 16 --lora-alpha 32"; fi
-    if [ "$stage" = iterate ]; then
-        # shellcheck disable=SC2086 (one path per task, one word per flag)
-        cd /tmp && rm -f /tmp/iterate.done && setsid nohup bash -c "python3 -m perfforge.cli iterate \
-            ${ITER_TASKS:?ITER_TASKS=the training tasks} --out /tmp/iter --base-model $BASE --seed-data $PAIRS \
-            ${HOLDOUT:+--holdout $HOLDOUT} --rounds 1 --samples ${K:-8} --seeds 1 --backend transformers $how \
-            --max-steps ${STEPS:-150} --batch-size 8 --max-length 2048 --jobs ${IJ:-12} ${CONSTRAIN:-} \
-            > /tmp/iterate.log 2>&1; touch /tmp/iterate.done" > /dev/null 2>&1 < /dev/null &
-        exit 0
-    fi
     cd /tmp && rm -f /tmp/train.done && setsid nohup bash -c "python3 -m perfforge.cli train $PAIRS --base-model \
         $BASE --out /tmp/train ${HOLDOUT:+--holdout $HOLDOUT} --eval-fraction 0 --max-steps ${STEPS:-80} \
         --batch-size 8 $how --max-length 2048 --logging-steps 10 \
         --save-steps 1000 > /tmp/train.log 2>&1; touch /tmp/train.done" > /dev/null 2>&1 < /dev/null & ;;
+iterate)
+    # shellcheck disable=SC2086 (one path per task, one word per flag)
+    cd /tmp && rm -f /tmp/iterate.done && setsid nohup bash -c "python3 -m perfforge.cli iterate \
+        ${ITER_TASKS:?ITER_TASKS=the training tasks} --out /tmp/iter --base-model $BASE --seed-data $PAIRS \
+        ${HOLDOUT:+--holdout $HOLDOUT} --rounds 1 --samples ${K:-8} --seeds 1 --backend transformers $how \
+        --max-steps ${STEPS:-150} --batch-size 8 --max-length 2048 --jobs ${IJ:-12} ${CONSTRAIN:-} \
+        > /tmp/iterate.log 2>&1; touch /tmp/iterate.done" > /dev/null 2>&1 < /dev/null & ;;
 eval)
     # shellcheck disable=SC2086 (one word per flag, model and seed)
     cd /tmp && rm -f /tmp/eval.done && setsid nohup bash -c "while [ -f /tmp/measure.log ] && \

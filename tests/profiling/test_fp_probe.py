@@ -184,8 +184,12 @@ def test_a_probe_reads_work_only_where_a_thread_runs_instructions(tmp_path: Path
     finally:
         process.kill()
         process.wait()
-    # a lone thread is the harness's: its modes are its work's wherever it waits
-    assert fp_probe.reads_work(fp_probe.Held([fp_probe.Reading(DEFAULT, 0, in_system_call=True)], 1))
+    assert all(h.threads >= len(h.readings) for h in held)
+    # a lone thread is the harness's: its modes are its work's wherever it waits; not a lone reading of a process
+    # whose other thread was ending as the probe held it
+    waiting = fp_probe.Reading(DEFAULT, 0, in_system_call=True)
+    assert fp_probe.reads_work(fp_probe.Held([waiting], 1, threads=1))
+    assert not fp_probe.reads_work(fp_probe.Held([waiting], 1, threads=2))
 
 
 def test_rounding_inside_a_library_routine_is_the_routines_own() -> None:
