@@ -3,40 +3,76 @@ engine (inference.backends.Shared), their judges run at once on the machine's co
 
 Threads cannot be stopped mid-run. On Ctrl-C (or a run's error) the runs under way finish, their files whole, so a
 rerun resumes after them; no other starts; then the interrupt (or the error) goes on.
+
+Two ways a Ctrl-C went astray with concurrent.futures, both measured:
+- the kernel may deliver a process's SIGINT to a worker thread, and Python runs its handler (KeyboardInterrupt) only
+  in the main thread: asleep in pool.map's wait without a timeout, it woke when a whole task had ended (CI: 6 of 8
+  runs of an interrupted iterate finished instead of the 2 under way). The main thread here waits in WAKE_S slices.
+- a KeyboardInterrupt raised inside ThreadPoolExecutor.submit, while it starts a worker, leaves that worker out of
+  the pool's list, and shutdown(wait=True) returned while it still ran. Here every worker that started is joined.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
+WAKE_S = 0.05  # s: how late a Ctrl-C delivered to a worker thread may be seen; a wake-up costs microseconds
+
 
 def map_in_threads(work: Callable[[Item], Result], items: Iterable[Item], *, workers: int, stop: threading.Event,
                    log: Callable[[str], None], what: str) -> list[Result]:
-    """work(item) for every item, `workers` at a time; the results in the items' order. `work` reads `stop` before
-    it starts anything (it is set when the pool is stopping); workers 1: one after the other, in this thread."""
+    """work(item) for every item, `workers` at a time, taken in the items' order; the results in that order. No
+    worker takes an item once `stop` is set (at the first error or interrupt; `work` may read it too); workers 1:
+    one after the other, in this thread."""
     if workers == 1:
         return [work(item) for item in items]
-    def guarded(item: Item) -> Result:
-        try:
-            return work(item)
-        except BaseException:
-            stop.set()  # at once: pool.map reports a run's error only when the runs before it have ended
-            raise
+    todo = list(items)
+    results: dict[int, Result] = {}
+    errors: list[BaseException] = []
+    taking = threading.Lock()
+    taken = iter(range(len(todo)))
 
-    pool = ThreadPoolExecutor(max_workers=workers)
+    def worker() -> None:
+        while not stop.is_set():
+            with taking:
+                index = next(taken, None)
+            if index is None:
+                return
+            try:
+                results[index] = work(todo[index])
+            except BaseException as error:
+                errors.append(error)
+                stop.set()  # at once: no worker takes another item
+                return
+
+    threads = [threading.Thread(target=worker, name=f"pf-{what}-{n}", daemon=True) for n in range(workers)]
     try:
-        results = list(pool.map(guarded, items))
-    except BaseException as error:
-        stop.set()
-        reason = "interrupted" if isinstance(error, KeyboardInterrupt) else f"stopping after an error ({error})"
-        log(f"{what}: {reason}; the runs under way finish first (at most {workers})")
-        pool.shutdown(wait=True, cancel_futures=True)
+        for thread in threads:
+            thread.start()
+        while any(thread.is_alive() for thread in threads):
+            for thread in threads:
+                thread.join(WAKE_S)
+    except BaseException as error:  # a Ctrl-C in this thread
+        _stop_and_join(threads, stop, log, f"{what}: interrupted ({type(error).__name__})", workers)
         raise
-    pool.shutdown()
-    return results
+    if errors:
+        log(f"{what}: stopped after an error ({errors[0]}); the runs under way finished first (at most {workers})")
+        raise errors[0]
+    return [results[index] for index in range(len(todo))]
+
+
+def _stop_and_join(threads: list[threading.Thread], stop: threading.Event, log: Callable[[str], None], reason: str,
+                   workers: int) -> None:
+    """Sets `stop` and waits for every worker that started. A thread whose start() the interrupt cut short either
+    never began or began after `stop` was set (it then takes nothing): is_alive() is true from the moment a thread
+    runs any code, so none with work goes unjoined."""
+    stop.set()
+    log(f"{reason}; the runs under way finish first (at most {workers})")
+    for thread in threads:
+        if thread.is_alive():
+            thread.join()

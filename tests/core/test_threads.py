@@ -34,3 +34,34 @@ def test_one_worker_runs_in_order_in_this_thread() -> None:
     here = threading.get_ident()
     assert map_in_threads(lambda i: (i, threading.get_ident() == here), range(3), workers=1,
                           stop=threading.Event(), log=lambda _: None, what="test") == [(0, True), (1, True), (2, True)]
+
+
+def test_a_ctrl_c_delivered_to_a_worker_thread_stops_the_pool_at_once() -> None:
+    """The kernel may deliver a process's SIGINT to any thread that does not block it; Python runs the handler only
+    in the main thread, and a main thread asleep in pool.map's wait woke only when a whole item had ended (CI: 6 of
+    8 runs of an interrupted iterate finished instead of the 2 under way). Scenario: item 0 sends SIGINT to its own
+    thread, then waits for the pool's stop flag: the main thread must see the interrupt and stop the pool while item
+    0 still runs, and wait for it (the interrupt may land while a worker is being started: ThreadPoolExecutor then
+    left that worker unjoined), and no later item starts."""
+    import signal
+
+    stop, saw_stop, started = threading.Event(), [], []
+
+    def work(item: int) -> int:
+        started.append(item)
+        if item == 0:
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+            saw_stop.append(stop.wait(5.0))  # True only when the main thread stopped the pool meanwhile
+        else:
+            time.sleep(0.3)  # a run: the main thread has this long to stop the pool before item 2 could start
+        return item
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background shell ignores SIGINT
+    try:
+        for _ in range(5):  # the interrupt lands at a different point of the start each time
+            stop.clear(), saw_stop.clear(), started.clear()
+            with pytest.raises(KeyboardInterrupt):
+                map_in_threads(work, range(6), workers=2, stop=stop, log=lambda _: None, what="test")
+            assert saw_stop == [True] and set(started) <= {0, 1}
+    finally:
+        signal.signal(signal.SIGINT, previous)
