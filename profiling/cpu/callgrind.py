@@ -45,6 +45,10 @@ EVENTS: dict[str, tuple[str, str]] = {
 VALGRIND_TIMEOUT_S = 300.0
 HOT_LINE_MIN_SHARE = 0.01  # lines below 1 % of the kernel's instructions are not worth a model's attention
 HOT_LINE_MAX = 12  # enough for every line of a hot loop nest; more would crowd a token-budgeted summary
+# A line calling the source's own functions is a hot line too when those calls cost this share of the kernel or more
+# (inclusive): a tenth of the time is worth a rewrite's attention. At most SOURCE_CALL_LINES_MAX such lines.
+SOURCE_CALL_LINE_SHARE = 0.10
+SOURCE_CALL_LINES_MAX = 2
 _SIGILL_HINT = ("valgrind met an instruction it cannot execute (valgrind 3.19 has no AVX-512): build the profiled "
                 "binary with -mno-avx512f (or -march=x86-64-v3)")
 
@@ -63,6 +67,9 @@ class LineCost:
     # calls this line made to functions of the source file other than the kernel (per kernel call): calls the
     # compiler did not inline (a noinline helper, one too large to inline), each paying a call's overhead
     source_calls: float = 0.0
+    # their inclusive cost (per kernel call): what the line's calls cost, which the callees' own lines also count
+    # (kept apart from `calls`, so no event is counted twice in a line's total)
+    source_call_cost: dict[str, float] = field(default_factory=dict)
 
     def total(self, event: str) -> float:
         return self.own.get(event, 0.0) + self.calls.get(event, 0.0)
@@ -239,6 +246,10 @@ def _line_costs(own: dict[int, dict[str, int]], calls: list[_Call], fn_in_source
     for call in calls:
         if call.line is not None and call.callee in fn_in_source and call.callee != kernel:
             lines[call.line].source_calls += call.cost.get("__count__", 0) / kernel_calls
+            inclusive = lines[call.line].source_call_cost
+            for event, count in call.cost.items():
+                if event != "__count__":
+                    inclusive[event] = inclusive.get(event, 0.0) + count / kernel_calls
         if call.line is None or call.callee in reaching:
             continue
         target = lines[call.line].calls
@@ -341,23 +352,34 @@ def line_metrics(cost: LineCost) -> list[CounterValue]:
         CounterValue("branch_mispredict_rate", _rate_pct(bcm + bim, bc + bi), "%"),
         # calls the line made to the source's other functions (not inlined); only on lines that made some
         *([CounterValue("source_calls", cost.source_calls, "call")] if cost.source_calls else []),
+        # the instructions of those calls, inclusive (also counted on the callees' own lines)
+        *([CounterValue("source_call_Ir", cost.source_call_cost["Ir"], "inst")]
+          if cost.source_call_cost.get("Ir") else []),
     ]
 
 
 def hot_lines(result: CallgrindResult, source_lines: list[str], max_lines: int = HOT_LINE_MAX,
               min_share: float = HOT_LINE_MIN_SHARE) -> list[HotLine]:
     """The source lines with the largest share of the kernel's instructions (calls outside the source included),
-    costliest first."""
+    costliest first; then the lines, if not among them, whose calls to the source's own functions cost
+    SOURCE_CALL_LINE_SHARE or more of the kernel (a cheap line calling an expensive helper of the same file, whose
+    cost sits on the helper's lines: the call is what a rewrite moves), costliest call first."""
     total_ir = result.totals.get("Ir", 0.0)
     if total_ir <= 0:
         return []
     ranked = sorted(result.lines.items(), key=lambda item: -item[1].total("Ir"))
-    found = []
+    chosen = []
     for number, cost in ranked[:max_lines]:
-        share = cost.total("Ir") / total_ir
-        if share < min_share:
+        if cost.total("Ir") / total_ir < min_share:
             break
+        chosen.append((number, cost))
+    calling = sorted(((number, cost) for number, cost in result.lines.items()
+                      if cost.source_call_cost.get("Ir", 0.0) >= SOURCE_CALL_LINE_SHARE * total_ir
+                      and all(number != n for n, _ in chosen)),
+                     key=lambda item: -item[1].source_call_cost["Ir"])
+    found = []
+    for number, cost in chosen + calling[:SOURCE_CALL_LINES_MAX]:
         code = source_lines[number - 1].strip() if 0 < number <= len(source_lines) else ""
-        found.append(HotLine(line=number, code=code, share=round(share, 6), dominant_stall="",
-                             metrics=line_metrics(cost)))
+        found.append(HotLine(line=number, code=code, share=round(cost.total("Ir") / total_ir, 6),
+                             dominant_stall="", metrics=line_metrics(cost)))
     return found

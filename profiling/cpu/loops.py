@@ -69,7 +69,10 @@ class Loop:
 class InvariantExpression:
     line: int
     text: str
-    kind: str  # "call" (a pure function) or "arithmetic"
+    # "call" (a pure function), "arithmetic", or "call_on_written_memory": a pure call whose arguments the loop
+    # does not change but which reads, through them, memory the loop writes (strlen(s) in the test of a loop that
+    # writes s[i]): the compiler may not hoist it; the programmer may, where the writes never change what it reads
+    kind: str
     loop_line: int  # the loop it is invariant in (the innermost loop around it)
 
 
@@ -320,6 +323,22 @@ def _declared_name(declarator: tree_sitter.Node | None) -> str:
     return _text(declarator) if declarator is not None else ""
 
 
+def _reads_written_memory(expr: tree_sitter.Node, scalars: set[str], memory: set[str], unknown_call: bool) -> bool:
+    """A pure call, not invariant as _is_invariant reads it, whose arguments are the loop's unchanged pointers (or
+    constants), one of them a pointer the loop writes through: `strlen(s)` in `for (i = 0; i < strlen(s); i++)
+    s[i] = tolower(s[i]);` (CS:APP's lower1), which runs the whole string's length every iteration."""
+    arguments = expr.child_by_field_name("arguments")
+    if expr.type != "call_expression" or arguments is None:
+        return False
+    names = set()
+    for argument in arguments.named_children:
+        if argument.type == "identifier":
+            names.add(_text(argument))
+        elif argument.type not in ("number_literal", "string_literal", "char_literal"):
+            return False  # s + i, s[0], f(s): a value the loop may change, or one it reads
+    return bool(names & memory) and not names & scalars and _is_invariant(expr, scalars, set(), unknown_call)
+
+
 def _is_invariant(expr: tree_sitter.Node, scalars: set[str], memory: set[str], unknown_call: bool) -> bool:
     for node in _walk(expr):
         if node.type == "identifier" and _text(node) in scalars | memory:
@@ -363,6 +382,10 @@ def _invariants(loop_node: tree_sitter.Node, loop: Loop) -> list[InvariantExpres
                 covered.append(node)
                 calls = any(n.type == "call_expression" for n in _walk(node))
                 found.append(InvariantExpression(_line(node), _text(node), "call" if calls else kind, loop.start_line))
+            elif _reads_written_memory(node, scalars, memory, unknown_call):
+                covered.append(node)
+                found.append(InvariantExpression(_line(node), _text(node), "call_on_written_memory",
+                                                 loop.start_line))
     return found
 
 

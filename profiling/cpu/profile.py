@@ -7,6 +7,7 @@ Profile alone is enough to diagnose (and to store in a dataset):
 
 - per hot line: `static.loop_depth`, `static.outer_loop_line` (the loop nest it belongs to),
   `static.invariant_calls` / `static.invariant_arithmetic` (loop-invariant expressions on the line),
+  `static.invariant_calls_on_written_memory` (pure calls with unchanged arguments that read memory the loop writes),
   `static.aos_used_fraction` / `static.aos_struct_bytes` (array-of-structures field accesses),
   `static.omp_static_triangular` (in a loop shared with a static schedule over a triangular nest),
   `gcc.vectorized`, `gcc.vector_bytes` and `gcc.missed.<reason>` (the verdict on the line's innermost loop),
@@ -126,6 +127,9 @@ def _static_line_metrics(hot: HotLine, analysis: loops.LoopAnalysis,
     metrics += [CounterValue("static.invariant_calls", float(sum(i.kind == "call" for i in invariants)), "expr"),
                 CounterValue("static.invariant_arithmetic", float(sum(i.kind == "arithmetic" for i in invariants)),
                              "expr")]
+    on_written = sum(i.kind == "call_on_written_memory" for i in invariants)
+    if on_written:
+        metrics.append(CounterValue("static.invariant_calls_on_written_memory", float(on_written), "expr"))
     metrics += _struct_metrics(hot.line, analysis)
     if loop is not None:
         # Names and operators ride in the metric's name (as gcc.missed.<reason> does) so the diagnosis can say what

@@ -259,17 +259,33 @@ def _padded_lines(profile: Profile, th: dict[str, Threshold]) -> list[HotLine]:
 # ---- loop_invariant_work --------------------------------------------------------------------------------------------
 
 def _check_invariant(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """Pure calls a loop repeats with arguments it does not change: `static.invariant_calls` (the compiler could
+    hoist them and did not), `static.invariant_calls_on_written_memory` (calls reading memory the loop writes, which
+    the compiler may not hoist: strlen(s) in the test of a loop writing s[i]). The saving is the calls' cost: what
+    the functions they call cost (source_call_Ir for the source's own, counted on their lines too), or an assumed
+    share of an inlined call's line."""
     total = _total_cycles(profile, th)
-    lines = [line for line in profile.hot_lines if _m(line, "static.invariant_calls") >= 1
-             and _big_enough(line, total, th)]
+    lines = [line for line in profile.hot_lines
+             if (_m(line, "static.invariant_calls") >= 1 or _m(line, "static.invariant_calls_on_written_memory") >= 1)
+             and total > 0 and max(_line_cycles(line, th), _call_or_inlined_cost(line, th)) / total
+             >= th["min_line_share"].value]
     if not lines:
         return None
-    hoistable = sum(_call_or_inlined_cost(line, th) for line in lines)
-    findings = [finding("static.invariant_calls", _m(line, "static.invariant_calls"), _one(th), ">=", [line.line])
-                for line in lines]
-    extra = [f"line {line.line} ({line.share:.0%} of instructions) repeats a call whose arguments do not change "
-             f"inside its loop: {line.code}" for line in lines] + _inlined_note(lines)
-    return make_diagnosis("loop_invariant_work", hoistable / total, findings, extra)
+    hoistable = min(sum(_call_or_inlined_cost(line, th) for line in lines), total)
+    findings = [finding(name, _m(line, name), _one(th), ">=", [line.line]) for line in lines
+                for name in ("static.invariant_calls", "static.invariant_calls_on_written_memory")
+                if _m(line, name) >= 1]
+    extra = []
+    for line in lines:
+        cost = f"{_call_or_inlined_cost(line, th) / total:.0%} of the estimated cycles"
+        if _m(line, "static.invariant_calls") >= 1:
+            extra.append(f"line {line.line} ({cost}) repeats a call whose arguments do not change inside its loop: "
+                         f"{line.code}")
+        if _m(line, "static.invariant_calls_on_written_memory") >= 1:
+            extra.append(f"line {line.line} ({cost}) repeats a call whose arguments do not change inside its loop, "
+                         "on memory the loop writes: the compiler must call it again every iteration; where the "
+                         f"loop's writes never change what the call reads, call it once before the loop: {line.code}")
+    return make_diagnosis("loop_invariant_work", hoistable / total, findings, extra + _inlined_note(lines))
 
 
 def _one(th: dict[str, Threshold]) -> Threshold:
@@ -277,9 +293,10 @@ def _one(th: dict[str, Threshold]) -> Threshold:
 
 
 def _call_or_inlined_cost(line: HotLine, th: dict[str, Threshold]) -> float:
-    """What a pure call on the line costs: the time in the functions it calls, or, when it was inlined (callgrind
-    then shows no call), a share of the line (invariant_inlined_fraction: not measured)."""
-    call_cost = _m(line, "Ir") - _m(line, "Ir_self")
+    """What a pure call on the line costs: the time in the functions it calls (outside the source: Ir - Ir_self; the
+    source's own: source_call_Ir), or, when it was inlined (callgrind then shows no call), a share of the line
+    (invariant_inlined_fraction: not measured)."""
+    call_cost = _m(line, "Ir") - _m(line, "Ir_self") + _m(line, "source_call_Ir")
     return call_cost if call_cost > 0 else th["invariant_inlined_fraction"].value * _line_cycles(line, th)
 
 
@@ -306,7 +323,7 @@ def _check_recomputed(profile: Profile, th: dict[str, Threshold]) -> Diagnosis |
 
 
 def _inlined_note(lines: list[HotLine]) -> list[str]:
-    inlined = [line.line for line in lines if _m(line, "Ir") <= _m(line, "Ir_self")]
+    inlined = [line.line for line in lines if _m(line, "Ir") <= _m(line, "Ir_self") and not _m(line, "source_call_Ir")]
     if not inlined:
         return []
     return [f"the work on line(s) {', '.join(map(str, inlined))} was inlined: its own cost is not separable from "

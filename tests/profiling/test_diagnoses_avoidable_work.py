@@ -109,12 +109,53 @@ __attribute__((noinline)) void smooth(const float *in, float *out, int n, int r,
 }
 """ + MAIN_SMOOTH
 
+# CS:APP 5.4's lower1 and lower2 (Fig. 5.7): lower1 calls strlen(s) in its loop test, so its time is quadratic in
+# the string's length; it writes s[i], which the compiler cannot prove leaves strlen(s) unchanged, so it may not
+# hoist the call (the fix, lower2, does by hand). Line 6 is lower1's loop test.
+LOWER = """\
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+STRLEN
+__attribute__((noinline)) void lower1(char *s) {
+    for (size_t i = 0; i < strlen(s); i++)
+        if (s[i] >= 'A' && s[i] <= 'Z')
+            s[i] = s[i] + ('a' - 'A');
+}
+__attribute__((noinline)) void lower2(char *s) {
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len; i++)
+        if (s[i] >= 'A' && s[i] <= 'Z')
+            s[i] = s[i] + ('a' - 'A');
+}
+int main(void) {
+    size_t n = 3000;
+    char *s = malloc(n + 1), *t = malloc(200 * n + 1);
+    for (size_t i = 0; i < n; i++) s[i] = 'A' + i % 26;
+    for (size_t i = 0; i < 200 * n; i++) t[i] = 'A' + i % 26;
+    s[n] = t[200 * n] = 0;
+    lower1(s);
+    lower2(t);
+    printf("%c%c\\n", s[n / 2], t[n / 2]);
+    return 0;
+}
+"""
+# CS:APP's own strlen, in the same file (its loop's cost is on its own lines, not on the calling line): on one line
+# so that lower1's loop test stays line 6; built with -fno-builtin (gcc would otherwise turn its loop into a call to
+# strlen, itself).
+OWN_STRLEN = ("__attribute__((noinline)) size_t strlen(const char *s) { size_t n = 0; while (*s != '\\0') { s++; "
+              "n++; } return n; }")
+
 
 def _profile(tmp_path: Path, code: str, function: str) -> Profile:
+    return _profiles(tmp_path, code, 2)[function]
+
+
+def _profiles(tmp_path: Path, code: str, top: int, flags: tuple[str, ...] = ()) -> dict[str, Profile]:
     (tmp_path / "prog.c").write_text(code)
-    subprocess.run(["gcc", "-O2", "-g", "prog.c", "-o", "prog", "-lm"], cwd=tmp_path, check=True)
-    profiles = profile_application("./prog", tmp_path, target="cpu", top=2, work_dir=tmp_path / "work")
-    return next(p for p in profiles if p.kernel == function)
+    subprocess.run(["gcc", "-O2", "-g", *flags, "prog.c", "-o", "prog", "-lm"], cwd=tmp_path, check=True)
+    profiles = profile_application("./prog", tmp_path, target="cpu", top=top, work_dir=tmp_path / "work")
+    return {p.kernel: p for p in profiles}
 
 
 @needs_tools
@@ -156,6 +197,27 @@ def test_coefficients_recomputed_for_every_output_are_redundant_computation(tmp_
 def test_tabulated_coefficients_are_not_redundant_computation(tmp_path: Path) -> None:
     profile = _profile(tmp_path, SMOOTH_TABLE, "smooth")
     assert "redundant_computation" not in [d.name for d in profile.diagnoses], profile.diagnoses
+
+
+@needs_tools
+@pytest.mark.parametrize("strlen", ["", OWN_STRLEN], ids=["libc", "same_file"])
+def test_strlen_in_the_test_of_a_loop_writing_the_string_is_loop_invariant_work(strlen: str, tmp_path: Path) -> None:
+    """CS:APP's lower1 (issue 20's ufidon-ca/opt/lower1 got no diagnosis): the loop writes s[i], so strlen(s) was
+    not "invariant" and nothing named the quadratic work. The call's arguments do not change, it reads memory the
+    loop writes: the diagnosis says the compiler may not hoist it and the programmer may, where the writes never
+    change what it reads. With CS:APP's own strlen in the same file, the call's cost sits on strlen's lines; the
+    calling line is a hot line for its calls' inclusive cost (source_call_Ir), which is the saving. lower2, the fix,
+    gets no such diagnosis."""
+    profiles = _profiles(tmp_path, LOWER.replace("STRLEN", strlen), 3, ("-fno-builtin",) if strlen else ())
+    top = profiles["lower1"].diagnoses[0]
+    assert top.name == "loop_invariant_work", profiles["lower1"].diagnoses
+    assert [f.metric for f in top.findings] == ["static.invariant_calls_on_written_memory"]
+    assert top.findings[0].lines == [6] and top.severity > 0.8  # nearly all of lower1's time is the calls
+    assert any("on memory the loop writes" in line for line in top.evidence)
+    line = next(h for h in profiles["lower1"].hot_lines if h.line == 6)
+    assert (line.metric("source_call_Ir") or 0.0) > 0.8 * profiles["lower1"].counter("Ir") if strlen else \
+        line.metric("source_call_Ir") is None
+    assert "loop_invariant_work" not in [d.name for d in profiles["lower2"].diagnoses], profiles["lower2"].diagnoses
 
 
 def _line(number: int, ir: float, **metrics: float) -> HotLine:

@@ -119,3 +119,23 @@ def test_carried_scalars_reduction_and_scan() -> None:
 
 def test_independent_loop_carries_nothing() -> None:
     assert analyze_loops(NEST, "kernel").carried == []
+
+
+def test_a_pure_call_on_memory_the_loop_writes_is_its_own_kind_of_invariant() -> None:
+    """strlen(s) in the test of a loop writing s[i] (CS:APP's lower1): its argument does not change, it reads what
+    the loop writes. Not when the loop moves the pointer (s++), passes a changing address (s + i) or an element
+    (a value the loop may change)."""
+    code = """\
+#include <string.h>
+void kernel(char *s, char *t, float *x, int n) {
+    for (long i = 0; i < strlen(s); i++)
+        s[i] = s[i] | 0x20;
+    for (long i = 0; i < strlen(t); i++) { t[i] = 0; t++; }
+    for (long i = 0; i < strlen(s + i); i++)
+        s[i] = 0;
+    for (int i = 0; i < n; i++)
+        x[i] = sqrtf(x[0]);
+}
+"""
+    found = [(e.line, e.text, e.kind) for e in analyze_loops(code, "kernel").invariants]
+    assert found == [(3, "strlen(s)", "call_on_written_memory")]
