@@ -958,16 +958,19 @@ def thread_slot_writes(root: tree_sitter.Node, function: tree_sitter.Node) -> li
         ids = {_declared_name(n.child_by_field_name("declarator")) for n in _walk(region)
                if n.type == "init_declarator" and _THREAD_ID in _text(n.child_by_field_name("value"))} - {""}
         found += _slot_writes_in(region, ids, pragma_line, (function, root), padded)
-    index_parameters = _thread_index_parameters(root, function)
+    index_parameters, constants = _thread_parameters(root, function)
     body = function.child_by_field_name("body")
     if index_parameters and body is not None:
+        constants = {name: value for name, value in constants.items() if name not in _assigned_names(body)}
         found += _slot_writes_in(body, _derived_from(body, index_parameters), _line(function), (function, root),
-                                 padded)
+                                 padded, constants)
     return sorted(set(found), key=lambda w: w.line)
 
 
 def _slot_writes_in(region: tree_sitter.Node, ids: set[str], region_line: int, scopes: Sequence[tree_sitter.Node],
-                    padded: set[str]) -> list[ThreadSlotWrite]:
+                    padded: set[str], constants: dict[str, int] | None = None) -> list[ThreadSlotWrite]:
+    """constants: parameters of a thread's function that every start passes the same integer literal (a loop's
+    trip count known there: `std::thread(work, i, 1)`)."""
     declared_inside = {_declared_name(d) for n in _walk(region) if n.type == "declaration"
                        and not re.search(r"\bstatic\b", _text(n)) for d in _declarators(n)}
     # references and pointers bound to a slot: `auto &t = acc[tid];`, `T *p = &acc[omp_get_thread_num()];` (not a
@@ -987,7 +990,7 @@ def _slot_writes_in(region: tree_sitter.Node, ids: set[str], region_line: int, s
         if target is None or not loops:
             continue
         array = _slot_array(target, declared_inside, ids) or bound.get(_base(target) or _text(target), "")
-        if array and not _padded(array, scopes, padded) and _rewritten_in_place(target, loops):
+        if array and not _padded(array, scopes, padded) and _rewritten_in_place(target, loops, constants or {}):
             found.append(ThreadSlotWrite(_line(update), array, region_line))
     return found
 
@@ -1009,13 +1012,13 @@ def _binds_slot(declaration: tree_sitter.Node) -> bool:
 _FEW_SLOTS = 8
 
 
-def _rewritten_in_place(target: tree_sitter.Node, loops: Sequence[tree_sitter.Node]) -> bool:
+def _rewritten_in_place(target: tree_sitter.Node, loops: Sequence[tree_sitter.Node], constants: dict[str, int]) -> bool:
     """Whether one of the loops around a write (those of its region) writes the same addresses again on each of its
     iterations: none of the variables that place the target is one that loop changes, other than the counters of
     loops inside it that count a few elements. A value loaded in the loop (`h[tid * 4 + (x[i] & 3)]++`: a bin
     chosen by the data) moves the write within the thread's slots; it does not walk them."""
     names = _placing_variables(target)
-    return any(not names & (_written_names(loop) - _inner_counters(loop)) for loop in loops)
+    return any(not names & (_written_names(loop) - _inner_counters(loop, constants)) for loop in loops)
 
 
 def _placing_variables(target: tree_sitter.Node) -> set[str]:
@@ -1037,11 +1040,11 @@ def _placing_variables(target: tree_sitter.Node) -> set[str]:
     return names
 
 
-def _inner_counters(loop: tree_sitter.Node) -> set[str]:
+def _inner_counters(loop: tree_sitter.Node, constants: dict[str, int]) -> set[str]:
     """The counters of the for loops nested in loop that run a small constant number of times (_FEW_SLOTS)."""
     names = set()
     for inner in _walk(loop):
-        if inner is loop or inner.type != "for_statement" or not _few_trips(inner):
+        if inner is loop or inner.type != "for_statement" or not _few_trips(inner, constants):
             continue
         for part in (inner.child_by_field_name("initializer"), inner.child_by_field_name("update")):
             if part is not None:
@@ -1049,15 +1052,24 @@ def _inner_counters(loop: tree_sitter.Node) -> set[str]:
     return names
 
 
-def _few_trips(loop: tree_sitter.Node) -> bool:
-    """`for (... ; k < N; ...)` or `<= N` with N a literal of at most _FEW_SLOTS."""
+def _few_trips(loop: tree_sitter.Node, constants: dict[str, int]) -> bool:
+    """`for (... ; k < N; ...)` or `<= N` with N a literal of at most _FEW_SLOTS, or a parameter every thread's
+    start passes such a literal (constants)."""
     condition = loop.child_by_field_name("condition")
     if condition is None or condition.type != "binary_expression":
         return False
     bound = condition.child_by_field_name("right")
     operator = _text(condition.child_by_field_name("operator"))
-    return operator in ("<", "<=") and bound is not None and bound.type == "number_literal" and \
-        _text(bound).rstrip("uUlL").isdigit() and int(_text(bound).rstrip("uUlL")) <= _FEW_SLOTS
+    if operator not in ("<", "<=") or bound is None:
+        return False
+    value = _integer(bound) if bound.type == "number_literal" else constants.get(_text(bound))
+    return value is not None and value <= _FEW_SLOTS
+
+
+def _integer(literal: tree_sitter.Node) -> int | None:
+    """A decimal integer literal's value (suffixes dropped), None for any other number."""
+    digits = _text(literal).rstrip("uUlL")
+    return int(digits) if digits.isdigit() else None
 
 
 # A call that starts its first argument as a thread: std::thread / std::jthread / std::async (`std::thread t(f, i)`,
@@ -1065,19 +1077,21 @@ def _few_trips(loop: tree_sitter.Node) -> bool:
 _THREAD_STARTERS = re.compile(r"(^|[.:>])(thread|jthread|async|emplace_back|emplace)$")
 
 
-def _thread_index_parameters(root: tree_sitter.Node, function: tree_sitter.Node) -> set[str]:
-    """The function's parameters that carry a thread index: the function is started as a thread inside a loop of
-    the file, and the argument in that parameter's position is the loop's own variable."""
+def _thread_parameters(root: tree_sitter.Node, function: tree_sitter.Node) -> tuple[set[str], dict[str, int]]:
+    """The function's parameters that carry a thread index, and those every start passes the same integer literal
+    (their values). A thread index: the function is started as a thread inside a loop of the file, and the argument
+    in that parameter's position is the loop's own variable."""
     declarator = function.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
     if declarator is None:
-        return set()
+        return set(), {}
     name = _text(declarator.child_by_field_name("declarator")).rsplit("::", 1)[-1]
     parameters = [_declared_name(p.child_by_field_name("declarator"))
                   for p in declarator.child_by_field_name("parameters").named_children
                   if p.type == "parameter_declaration"]
-    found = set()
+    found: set[str] = set()
+    literals: dict[str, set[int | None]] = {}  # parameter -> the values the starts pass it (None: not a literal)
     for arguments in (n for n in _walk(root) if n.type == "argument_list"):
         values = arguments.named_children
         if values and _text(values[0]).startswith("std::launch"):  # std::async(std::launch::async, f, i)
@@ -1093,7 +1107,13 @@ def _thread_index_parameters(root: tree_sitter.Node, function: tree_sitter.Node)
         loop_variables = set().union(*(_written_names(loop) for loop in _enclosing_loops(arguments)))
         found |= {parameters[k] for k, value in enumerate(values[1:])
                   if k < len(parameters) and _identifiers(value) & loop_variables}
-    return found - {""}
+        for k, parameter in enumerate(parameters):
+            value = values[k + 1] if k + 1 < len(values) else None
+            literals.setdefault(parameter, set()).add(
+                _integer(value) if value is not None and value.type == "number_literal" else None)
+    constants = {name: value for name, values in literals.items() if name and len(values) == 1
+                 for value in values if value is not None}
+    return found - {""}, constants
 
 
 def _enclosing_loops(node: tree_sitter.Node) -> list[tree_sitter.Node]:

@@ -214,6 +214,24 @@ def test_a_thread_function_rewriting_its_own_slot_is_found() -> None:
     assert [(w.line, w.array) for w in loops.analyze_loops(THREADS, "tally", "cpp").slot_writes] == [(17, "counts")]
 
 
+def test_a_trip_count_every_thread_start_passes_as_a_literal_is_known() -> None:
+    """hardware-effects' false-sharing as it is written: the inner loop's bound is a parameter, `i < size`, which
+    every start passes the literal 1 (`threads.emplace_back(thread_fn, i, increment, memory, 1)`): the thread
+    rewrites one slot, not a chunk. Not when a start passes a larger count, a variable, or two different counts."""
+    source = (THREADS.replace("for (int i = 0; i < 1; i++)", "for (int i = 0; i < size; i++)")
+              .replace("long *counts, long reps)", "long *counts, long reps, int size)")
+              .replace("threads.emplace_back(work, i, 1, counts, 1000L);",
+                       "threads.emplace_back(work, i, 1, counts, 1000L, SIZES);"))
+
+    def found(sizes: str, more: str = "") -> list[tuple[int, str]]:
+        text = source.replace("SIZES", sizes).replace("worker.join();", "worker.join();" + more)
+        return [(w.line, w.array) for w in loops.analyze_loops(text, "work", "cpp").slot_writes]
+
+    assert found("1") == [(8, "counts")]
+    assert found("64") == [] and found("n") == []
+    assert found("1", "\n        std::thread(work, t, 1, counts, 1L, 2).join();") == []
+
+
 NOT_SLOTS = """\
 #include <thread>
 #include <vector>
