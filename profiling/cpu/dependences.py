@@ -423,9 +423,11 @@ def _in_inner_loop(line: int, loop: Loop, loop_nodes: LoopNodes) -> bool:
 
 
 def pointer_chases(loop_nodes: LoopNodes) -> list[PointerChase]:
-    """Loops stepping a variable to a value loaded through it; each chase is reported for its innermost loop."""
+    """Loops stepping a variable to a value loaded through it, or through a local the loop computes from it (a tree
+    of nodes in an array: `node = base + id; id = node->left`); each chase is reported for its innermost loop."""
     found = []
     for node, loop in loop_nodes:
+        computed = _computed_from(node)
         for update in _walk(node):
             if update.type != "assignment_expression" or _text(update.child_by_field_name("operator")) != "=":
                 continue
@@ -435,9 +437,20 @@ def pointer_chases(loop_nodes: LoopNodes) -> list[PointerChase]:
             line = _line(update)
             if _in_inner_loop(line, loop, loop_nodes):
                 continue  # an inner loop's chase
-            if _loaded_through(update.child_by_field_name("right"), _text(target)):
-                found.append(PointerChase(line, loop.start_line, loop.end_line, _text(target)))
+            right, variable = update.child_by_field_name("right"), _text(target)
+            if _loaded_through(right, variable) or any(
+                    _loaded_through(right, local) for local, sources in computed.items() if variable in sources):
+                found.append(PointerChase(line, loop.start_line, loop.end_line, variable))
     return found
+
+
+def _computed_from(loop: tree_sitter.Node) -> dict[str, set[str]]:
+    """The locals a loop's body declares with an initial value, and the identifiers that value reads
+    (`NodeType *node = (NodeType *) (base + current);` gives node: {NodeType, base, current})."""
+    body = loop.child_by_field_name("body")
+    return {_declared_name(n.child_by_field_name("declarator")): _identifiers(n.child_by_field_name("value"))
+            for n in _walk(body) if n.type == "init_declarator" and n.child_by_field_name("value") is not None} \
+        if body is not None else {}
 
 
 def recursive_chases(function: tree_sitter.Node) -> list[PointerChase]:

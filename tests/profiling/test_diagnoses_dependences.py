@@ -142,6 +142,37 @@ def test_a_variable_stepped_to_a_value_loaded_through_it_is_a_pointer_chase() ->
     assert [(c.line, c.variable) for c in chases] == [(4, "p"), (8, "i")]
 
 
+def test_a_chase_through_a_node_the_loop_computes_from_its_index_is_a_pointer_chase() -> None:
+    """johnysswlab's binary tree of nodes in a pool, reached by index: `node = (node_t *) (base + id); id =
+    node->left;` steps id to a value loaded through a pointer computed from it (a miss before: no chase, so no
+    dependency chain). The interleaved lookup, which steps an array element (`ids[i] = node->left`), is not one, and
+    neither is a local computed from something else."""
+    source = """\
+struct node_t { int value; unsigned left, right; };
+int find(const char *base, unsigned root, int value) {
+    unsigned id = root;
+    while (id != 0) {
+        const struct node_t *node = (const struct node_t *) (base + id);
+        if (value < node->value) id = node->left;
+        else if (value > node->value) id = node->right;
+        else return 1;
+    }
+    return 0;
+}
+void find_all(const char *base, unsigned *ids, const int *values, int n, const struct node_t *other) {
+    for (int i = 0; i < n; i++) {
+        const struct node_t *node = (const struct node_t *) (base + ids[i]);
+        ids[i] = node->left;
+        const struct node_t *fixed = other + i;
+        unsigned next = fixed->right;
+        ids[0] = next;
+    }
+}
+"""
+    assert [(c.line, c.variable) for c in loops.analyze_loops(source, "find").chases] == [(6, "id"), (7, "id")]
+    assert loops.analyze_loops(source, "find_all").chases == []
+
+
 SLOTS = """\
 #include <omp.h>
 struct slot { PAD long value; };
