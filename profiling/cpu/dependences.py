@@ -1075,13 +1075,14 @@ def _few_trips(loop: tree_sitter.Node, constants: dict[str, int]) -> bool:
     operator = _text(condition.child_by_field_name("operator"))
     if operator not in ("<", "<=") or bound is None:
         return False
-    value = _integer(bound) if bound.type == "number_literal" else constants.get(_text(bound))
+    value = _integer(bound)
+    value = constants.get(_text(bound)) if value is None else value
     return value is not None and value <= _FEW_SLOTS
 
 
-def _integer(literal: tree_sitter.Node) -> int | None:
-    """A decimal integer literal's value (suffixes dropped), None for any other number."""
-    digits = _text(literal).rstrip("uUlL")
+def _integer(node: tree_sitter.Node | None) -> int | None:
+    """A decimal integer literal's value (suffixes dropped), None for any other number or expression."""
+    digits = _text(node).rstrip("uUlL") if node is not None and node.type == "number_literal" else ""
     return int(digits) if digits.isdigit() else None
 
 
@@ -1121,9 +1122,7 @@ def _thread_parameters(root: tree_sitter.Node, function: tree_sitter.Node) -> tu
         found |= {parameters[k] for k, value in enumerate(values[1:])
                   if k < len(parameters) and _identifiers(value) & loop_variables}
         for k, parameter in enumerate(parameters):
-            value = values[k + 1] if k + 1 < len(values) else None
-            literals.setdefault(parameter, set()).add(
-                _integer(value) if value is not None and value.type == "number_literal" else None)
+            literals.setdefault(parameter, set()).add(_integer(values[k + 1]) if k + 1 < len(values) else None)
     constants = {name: value for name, values in literals.items() if name and len(values) == 1
                  for value in values if value is not None}
     return found - {""}, constants
