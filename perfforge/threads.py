@@ -4,12 +4,17 @@ engine (inference.backends.Shared), their judges run at once on the machine's co
 Threads cannot be stopped mid-run. On Ctrl-C (or a run's error) the runs under way finish, their files whole, so a
 rerun resumes after them; no other starts; then the interrupt (or the error) goes on.
 
-Two ways a Ctrl-C went astray with concurrent.futures, both measured:
+Three ways a Ctrl-C went astray, all measured:
 - the kernel may deliver a process's SIGINT to a worker thread, and Python runs its handler (KeyboardInterrupt) only
   in the main thread: asleep in pool.map's wait without a timeout, it woke when a whole task had ended (CI: 6 of 8
   runs of an interrupted iterate finished instead of the 2 under way). The main thread here waits in WAKE_S slices.
 - a KeyboardInterrupt raised inside ThreadPoolExecutor.submit, while it starts a worker, leaves that worker out of
-  the pool's list, and shutdown(wait=True) returned while it still ran. Here every worker that started is joined.
+  the pool's list, and shutdown(wait=True) returned while it still ran. Here every worker that began is waited for.
+- Python 3.11's Thread.join, interrupted by the KeyboardInterrupt while the thread still runs, marks that thread
+  stopped (threading.py's bpo-45274 handler releases the lock the running thread holds): is_alive() then says False
+  and a second join() returns at once, so the run it was under way with was cut off by the caller (CI: an
+  interrupted iterate's run had judged its candidate but not yet written its attempts when the test looked). Here
+  no Thread.join is used: each worker sets its own `ended` event, and the main thread waits on those.
 """
 
 from __future__ import annotations
@@ -50,15 +55,24 @@ def map_in_threads(work: Callable[[Item], Result], items: Iterable[Item], *, wor
                 stop.set()  # at once: no worker takes another item
                 return
 
-    threads = [threading.Thread(target=worker, name=f"pf-{what}-{n}", daemon=True) for n in range(workers)]
+    began = [threading.Event() for _ in range(workers)]
+    ended = [threading.Event() for _ in range(workers)]
+
+    def run(n: int) -> None:
+        began[n].set()
+        try:
+            worker()
+        finally:
+            ended[n].set()
+
     try:
-        for thread in threads:
-            thread.start()
-        while any(thread.is_alive() for thread in threads):
-            for thread in threads:
-                thread.join(WAKE_S)
+        for n in range(workers):
+            threading.Thread(target=run, args=(n,), name=f"pf-{what}-{n}", daemon=True).start()
+        for done in ended:
+            while not done.wait(WAKE_S):
+                pass
     except BaseException as error:  # a Ctrl-C in this thread
-        _stop_and_join(threads, stop, log, f"{what}: interrupted ({type(error).__name__})", workers)
+        _stop_and_wait(began, ended, stop, log, f"{what}: interrupted ({type(error).__name__})", workers)
         raise
     if errors:
         log(f"{what}: stopped after an error ({errors[0]}); the runs under way finished first (at most {workers})")
@@ -66,13 +80,12 @@ def map_in_threads(work: Callable[[Item], Result], items: Iterable[Item], *, wor
     return [results[index] for index in range(len(todo))]
 
 
-def _stop_and_join(threads: list[threading.Thread], stop: threading.Event, log: Callable[[str], None], reason: str,
-                   workers: int) -> None:
-    """Sets `stop` and waits for every worker that started. A thread whose start() the interrupt cut short either
-    never began or began after `stop` was set (it then takes nothing): is_alive() is true from the moment a thread
-    runs any code, so none with work goes unjoined."""
+def _stop_and_wait(began: list[threading.Event], ended: list[threading.Event], stop: threading.Event,
+                   log: Callable[[str], None], reason: str, workers: int) -> None:
+    """Sets `stop` and waits for every worker that began. A worker whose start the interrupt cut short either never
+    began or began after `stop` was set (it then takes nothing), so none with work goes unwaited for."""
     stop.set()
     log(f"{reason}; the runs under way finish first (at most {workers})")
-    for thread in threads:
-        if thread.is_alive():
-            thread.join()
+    for first, last in zip(began, ended, strict=True):
+        if first.is_set():
+            last.wait()

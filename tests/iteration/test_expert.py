@@ -178,9 +178,6 @@ def test_jobs_judge_tasks_at_once_while_the_engine_generates_for_one(tmp_path: P
         assert all((layout.run_dir(1, task, seed) / "attempts.parquet").is_file() for seed in (0, 1))
 
 
-@pytest.mark.xfail(strict=False, reason="open (session 27): in fresh-clone CI runs under xdist the Ctrl-C was seen "
-                   "late in 2 of 3 runs (6 generate calls, 1 run finished) though perfforge/threads.py now waits in "
-                   "50-ms slices and joins every worker (tests/core/test_threads.py passes); cause not found")
 def test_an_interrupt_with_jobs_starts_no_other_run_and_keeps_the_finished_ones(tmp_path: Path) -> None:
     """Ctrl-C during iterate --jobs 2 (raised in the main thread while the workers generate): the runs under way
     finish with whole files, no other run starts, the interrupt reaches the caller, and a rerun resumes: every run
