@@ -267,8 +267,7 @@ def _check_invariant(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | 
     total = _total_cycles(profile, th)
     lines = [line for line in profile.hot_lines
              if (_m(line, "static.invariant_calls") >= 1 or _m(line, "static.invariant_calls_on_written_memory") >= 1)
-             and total > 0 and max(_line_cycles(line, th), _call_or_inlined_cost(line, th)) / total
-             >= th["min_line_share"].value]
+             and _call_line_big_enough(line, total, th)]
     if not lines:
         return None
     hoistable = min(sum(_call_or_inlined_cost(line, th) for line in lines), total)
@@ -300,12 +299,19 @@ def _call_or_inlined_cost(line: HotLine, th: dict[str, Threshold]) -> float:
     return call_cost if call_cost > 0 else th["invariant_inlined_fraction"].value * _line_cycles(line, th)
 
 
+def _call_line_big_enough(line: HotLine, total: float, th: dict[str, Threshold]) -> bool:
+    """A hot line that may hold a call: big enough when its own cycles or its call's cost (a same-file callee's
+    cost sits on the callee's lines: the call line's own share may be near 0) reach min_line_share."""
+    return total > 0 and max(_line_cycles(line, th), _call_or_inlined_cost(line, th)) / total \
+        >= th["min_line_share"].value
+
+
 # ---- redundant_computation ------------------------------------------------------------------------------------------
 
 def _check_recomputed(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     total = _total_cycles(profile, th)
     lines = [line for line in profile.hot_lines if _m(line, "static.recomputed_exprs") >= 1
-             and _big_enough(line, total, th)]
+             and _call_line_big_enough(line, total, th)]
     if not lines:
         return None
     saved = sum(_call_or_inlined_cost(line, th) for line in lines)

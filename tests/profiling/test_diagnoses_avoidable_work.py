@@ -234,6 +234,20 @@ def _serial(lines: list[HotLine]) -> Profile:
                              CounterValue("static.thread_spawns", 0.0, "flag")])
 
 
+def test_a_recomputed_call_into_the_sources_own_helper_is_big_enough_by_its_callees_cost() -> None:
+    """A recomputed pure call into a function of the same file: callgrind counts the callee's cost on the callee's
+    lines, so the calling line's own share is near 0 (1%, under min_line_share) and redundant_computation declined,
+    where loop_invariant_work already counted the call's inclusive cost (source_call_Ir, 60% here). Both rules now
+    decide "big enough" alike, and the saving is the call's cost."""
+    call = _line(9, 1.0e4, **{"static.recomputed_exprs": 1.0, "static.recomputed_outer_loop": 6.0,
+                              "source_call_Ir": 6.0e5})
+    ranked = {d.name: d for d in diagnose(_serial([call, _line(20, 6.0e5)]))}
+    assert "redundant_computation" in ranked, ranked
+    assert ranked["redundant_computation"].severity == pytest.approx(0.6, abs=0.01)
+    alone = _line(9, 1.0e4, **{"static.recomputed_exprs": 1.0, "static.recomputed_outer_loop": 6.0})
+    assert "redundant_computation" not in [d.name for d in diagnose(_serial([alone, _line(20, 6.0e5)]))]
+
+
 def test_missing_parallelism_counts_only_what_the_other_fixes_leave() -> None:
     """On 64 cores a serial nest with 95% of the cycles read 0.95 x (63/64) x 0.8 = 0.75 whatever else was wrong,
     above every other rule. Its saving is now what sharing the nest saves after the fix another diagnosis names:
