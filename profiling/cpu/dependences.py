@@ -427,7 +427,7 @@ def pointer_chases(loop_nodes: LoopNodes) -> list[PointerChase]:
     of nodes in an array: `node = base + id; id = node->left`); each chase is reported for its innermost loop."""
     found = []
     for node, loop in loop_nodes:
-        computed = _computed_from(node)
+        computed = _computed_from(node, loop, loop_nodes)
         for update in _walk(node):
             if update.type != "assignment_expression" or _text(update.child_by_field_name("operator")) != "=":
                 continue
@@ -444,13 +444,14 @@ def pointer_chases(loop_nodes: LoopNodes) -> list[PointerChase]:
     return found
 
 
-def _computed_from(loop: tree_sitter.Node) -> dict[str, set[str]]:
+def _computed_from(node: tree_sitter.Node, loop: Loop, loop_nodes: LoopNodes) -> dict[str, set[str]]:
     """The locals a loop's body declares with an initial value, and the identifiers that value reads
-    (`NodeType *node = (NodeType *) (base + current);` gives node: {NodeType, base, current})."""
-    body = loop.child_by_field_name("body")
+    (`NodeType *node = (NodeType *) (base + current);` gives node: {NodeType, base, current}); not those of its
+    inner loops, whose scope the loop's own updates do not see."""
+    body = node.child_by_field_name("body")
     return {_declared_name(n.child_by_field_name("declarator")): _identifiers(n.child_by_field_name("value"))
-            for n in _walk(body) if n.type == "init_declarator" and n.child_by_field_name("value") is not None} \
-        if body is not None else {}
+            for n in _walk(body) if n.type == "init_declarator" and n.child_by_field_name("value") is not None
+            and not _in_inner_loop(_line(n), loop, loop_nodes)} if body is not None else {}
 
 
 def recursive_chases(function: tree_sitter.Node) -> list[PointerChase]:

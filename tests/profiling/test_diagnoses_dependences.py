@@ -168,9 +168,23 @@ void find_all(const char *base, unsigned *ids, const int *values, int n, const s
         ids[0] = next;
     }
 }
+unsigned walk(const char *base, int n) {
+    unsigned id = 0;
+    const struct node_t *node = (const struct node_t *) base;
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < 2; k++) {
+            const struct node_t *node = (const struct node_t *) (base + id + k);
+            id += node->value;
+        }
+        id = node->left;
+    }
+    return id;
+}
 """
     assert [(c.line, c.variable) for c in loops.analyze_loops(source, "find").chases] == [(6, "id"), (7, "id")]
     assert loops.analyze_loops(source, "find_all").chases == []
+    # the outer loop's update reads the outer `node`, not the inner loop's (which is computed from id)
+    assert loops.analyze_loops(source, "walk").chases == []
 
 
 SLOTS = """\
