@@ -73,7 +73,7 @@ def test_every_run_under_way_has_ended_when_the_interrupt_goes_on() -> None:
     unfinished (CI: an interrupted iterate's run had judged its candidate but not written its attempts when the test
     looked; a rerun found them later). Scenario: item 0 sends SIGINT to the process while both workers run and goes
     on for 0.5 s after the pool stops, item 1 ends after 0.1 s: when the interrupt reaches the caller, every item
-    that started has ended."""
+    that started has ended (under load the main thread may stop the pool after item 2 began: it too has ended)."""
     import os
     import signal
 
@@ -98,6 +98,6 @@ def test_every_run_under_way_has_ended_when_the_interrupt_goes_on() -> None:
             stop.clear(), started.clear(), ended.clear(), both.reset()
             with pytest.raises(KeyboardInterrupt):
                 map_in_threads(work, range(6), workers=2, stop=stop, log=lambda _: None, what="test")
-            assert sorted(ended) == sorted(started) and set(started) <= {0, 1}
+            assert sorted(ended) == sorted(started)  # (how soon the pool stops: the test above)
     finally:
         signal.signal(signal.SIGINT, previous)
