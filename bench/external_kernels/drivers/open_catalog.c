@@ -18,13 +18,20 @@ static double value(size_t i, unsigned seed)
     return 1.0 + (double)(((unsigned)(i + seed) * 2654435761u) >> 25);
 }
 
-static double *dvec(size_t n, unsigned seed)
+/* malloc that ends the program with one line when memory runs out (at least one byte asked for). */
+static void *allocate(size_t bytes)
 {
-    double *x = malloc(sizeof(double) * (n ? n : 1));
-    if (!x) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
         fprintf(stderr, "out of memory\n");
         exit(2);
     }
+    return p;
+}
+
+static double *dvec(size_t n, unsigned seed)
+{
+    double *x = allocate(sizeof(double) * n);
     for (size_t i = 0; i < n; i++)
         x[i] = value(i, seed);
     return x;
@@ -32,11 +39,7 @@ static double *dvec(size_t n, unsigned seed)
 
 static float *fvec(size_t n, unsigned seed)
 {
-    float *x = malloc(sizeof(float) * (n ? n : 1));
-    if (!x) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
+    float *x = allocate(sizeof(float) * n);
     for (size_t i = 0; i < n; i++)
         x[i] = (float)value(i, seed);
     return x;
@@ -46,11 +49,7 @@ static float *fvec(size_t n, unsigned seed)
 static double **rows(int n, unsigned seed)
 {
     double *block = dvec((size_t)n * (size_t)n, seed);
-    double **r = malloc(sizeof(double *) * (size_t)n);
-    if (!r) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
+    double **r = allocate(sizeof(double *) * (size_t)n);
     for (int i = 0; i < n; i++)
         r[i] = block + (size_t)i * (size_t)n;
     return r;
