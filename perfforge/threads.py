@@ -12,7 +12,7 @@ Three ways a Ctrl-C went astray, all measured:
   the pool's list, and shutdown(wait=True) returned while it still ran. Here every worker that began is waited for.
 - Python 3.11's Thread.join, interrupted by the KeyboardInterrupt while the thread still runs, marks that thread
   stopped (threading.py's bpo-45274 handler releases the lock the running thread holds): is_alive() then says False
-  and a second join() returns at once, so the run it was under way with was cut off by the caller (CI: an
+  and a second join() returns at once, so the caller went on while that worker's run was still writing (CI: an
   interrupted iterate's run had judged its candidate but not yet written its attempts when the test looked). Here
   no Thread.join is used: each worker sets its own `ended` event, and the main thread waits on those.
 """
