@@ -72,7 +72,7 @@ def map_in_threads(work: Callable[[Item], Result], items: Iterable[Item], *, wor
             while not done.wait(WAKE_S):
                 pass
     except BaseException as error:  # a Ctrl-C in this thread
-        _stop_and_wait(began, ended, stop, log, f"{what}: interrupted ({type(error).__name__})", workers)
+        _stop_and_wait(began, ended, stop, log, f"{what}: interrupted ({type(error).__name__})")
         raise
     if errors:
         log(f"{what}: stopped after an error ({errors[0]}); the runs under way finished first (at most {workers})")
@@ -81,11 +81,11 @@ def map_in_threads(work: Callable[[Item], Result], items: Iterable[Item], *, wor
 
 
 def _stop_and_wait(began: list[threading.Event], ended: list[threading.Event], stop: threading.Event,
-                   log: Callable[[str], None], reason: str, workers: int) -> None:
+                   log: Callable[[str], None], reason: str) -> None:
     """Sets `stop` and waits for every worker that began. A worker whose start the interrupt cut short either never
     began or began after `stop` was set (it then takes nothing), so none with work goes unwaited for."""
     stop.set()
-    log(f"{reason}; the runs under way finish first (at most {workers})")
+    log(f"{reason}; the runs under way finish first (at most {len(began)})")
     for first, last in zip(began, ended, strict=True):
         if first.is_set():
             last.wait()
