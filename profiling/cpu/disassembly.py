@@ -9,7 +9,10 @@ own executed instructions (callgrind's `Ir_self`, per kernel call) then give how
     divisions = Ir_self x divisions in the line's code / instructions in the line's code
 
 which assumes the line's instructions run equally often: true of straight-line code (`h = key % n;`), an
-estimate for a line that also holds a loop's header or a branch.
+estimate for a line that also holds a loop's header or a branch. A line compiled into several functions (a kernel
+also inlined, unrolled or vectorised into the benchmark loop that calls it) has a different mix of instructions in
+each; callgrind's counts are the kernel's own, so a line that has code in the kernel's symbol (or its clones) is
+read from that code only, and a line that has none there (an out-of-line callee's) from all of its copies.
 
 The hot lines get `binary.divisions` (where there are any); slow_integer_division reads it. A binary without line
 information, or no objdump, gives nothing: the divisions are then not measured, and the rule reads only the
@@ -26,12 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfforge.records import CounterValue, HotLine
+from profiling.cpu.symbols import base_name
 
 OBJDUMP_TIMEOUT_S = 120  # a large C++ binary disassembles in seconds; past this it is not worth the wait
 # `div`/`idiv` with or without an operand-size suffix: integer division (SSE's divss/divsd/divps/divpd are not)
 _DIVISION_RE = re.compile(r"i?div[bwlq]?")
 # objdump -l's location lines: "/path/file.c:12" or "file.c:12 (discriminator 3)"
 _LOCATION_RE = re.compile(r"^(\S.*):(\d+)(?: \(discriminator \d+\))?$")
+# a symbol's first line: "0000000000001189 <modsum>:" (demangled with -C: "<ns::f(int) [clone .constprop.0]>:")
+_SYMBOL_RE = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 # an instruction line: "    1189:\tmnemonic operands" (--no-show-raw-insn)
 _INSTRUCTION_RE = re.compile(r"^\s+[0-9a-f]+:\t(\S+)")
 _PREFIXES = frozenset({"lock", "rep", "repz", "repnz", "repe", "repne", "notrack", "data16", "cs", "ds", "bnd"})
@@ -45,53 +51,58 @@ class LineCode:
     divisions: int
 
 
-def line_code(binary: Path, source_name: str) -> dict[int, LineCode]:
+def line_code(binary: Path, source_name: str, kernel: str | None = None) -> dict[int, LineCode]:
     """The code of each line of the source file named source_name (every file of that name counts, as callgrind's
-    hot lines do) in binary; {} where objdump is missing or fails."""
+    hot lines do) in binary, read from the function named kernel where the line has code there; {} where objdump
+    is missing or fails."""
     try:
         stamp = binary.stat().st_mtime_ns
     except OSError:
         return {}
-    return _line_code(str(binary), stamp, source_name)
+    return _line_code(str(binary), stamp, source_name, kernel)
 
 
 @functools.lru_cache(maxsize=8)  # application mode asks once per profiled function of the same binary
-def _line_code(binary: str, _stamp: int, source_name: str) -> dict[int, LineCode]:
+def _line_code(binary: str, _stamp: int, source_name: str, kernel: str | None) -> dict[int, LineCode]:
     objdump = shutil.which("objdump")
     if objdump is None:
         return {}
     try:
-        listing = subprocess.run([objdump, "-d", "-l", "--no-show-raw-insn", binary], capture_output=True,
+        listing = subprocess.run([objdump, "-d", "-l", "-C", "--no-show-raw-insn", binary], capture_output=True,
                                  text=True, errors="replace", timeout=OBJDUMP_TIMEOUT_S, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
-    return parse_listing(listing, source_name)
+    return parse_listing(listing, source_name, kernel)
 
 
-def parse_listing(listing: str, source_name: str) -> dict[int, LineCode]:
-    """objdump -d -l --no-show-raw-insn output -> the code of each line of the source file named source_name."""
-    instructions: dict[int, int] = {}
-    divisions: dict[int, int] = {}
+def parse_listing(listing: str, source_name: str, kernel: str | None = None) -> dict[int, LineCode]:
+    """objdump -d -l -C --no-show-raw-insn output -> the code of each line of the source file named source_name;
+    a line with code in the function named kernel (its base name: clones and parameters aside) counts that code
+    only."""
+    everywhere: dict[int, LineCode] = {}
+    in_kernel: dict[int, LineCode] = {}
     current: int | None = None
+    own = False
     for text in listing.splitlines():
+        symbol = _SYMBOL_RE.match(text)
+        if symbol:  # a new function: its first location line comes next
+            current, own = None, kernel is not None and base_name(symbol.group(1)) == kernel
+            continue
         location = _LOCATION_RE.match(text)
         if location:
             current = int(location.group(2)) if Path(location.group(1)).name == source_name else None
             continue
         instruction = _INSTRUCTION_RE.match(text)
-        if instruction is None:
-            if text.endswith(">:"):  # a new symbol: its first location line comes next
-                current = None
-            continue
-        if current is None:
+        if instruction is None or current is None:
             continue
         words = [w for w in text.split("\t", 1)[1].split() if w not in _PREFIXES]
         if not words or words[0].startswith("nop") or words[0] in ("(bad)", "int3"):
             continue  # alignment padding after a function's return: never executed, it would dilute the line's count
-        instructions[current] = instructions.get(current, 0) + 1
-        if _DIVISION_RE.fullmatch(words[0]):
-            divisions[current] = divisions.get(current, 0) + 1
-    return {line: LineCode(count, divisions.get(line, 0)) for line, count in instructions.items()}
+        division = bool(_DIVISION_RE.fullmatch(words[0]))
+        for tally in (everywhere, in_kernel) if own else (everywhere,):
+            seen = tally.get(current, LineCode(0, 0))
+            tally[current] = LineCode(seen.instructions + 1, seen.divisions + division)
+    return everywhere | in_kernel
 
 
 def add_division_counts(hot_lines: list[HotLine], code: dict[int, LineCode]) -> None:

@@ -64,7 +64,7 @@ def profile_cpu(binary: Path, config_args: Sequence[str], source: Path, kernel: 
     except vectorize.VectorizeError:
         vec_report = None  # the hot lines then carry no gcc.* metrics; the rest of the profile stands
     lines = callgrind.hot_lines(result, source_text.split("\n"))
-    disassembly.add_division_counts(lines, disassembly.line_code(binary, source.name))
+    disassembly.add_division_counts(lines, disassembly.line_code(binary, source.name, kernel))
     counters = callgrind.counters(result) + static_metrics(lines, analysis, vec_report or {})
     counters += _work_counters(result, work_bytes)
     counters += perf_stat.run_perf_stat(binary, list(config_args), scratch, timeout_s)

@@ -19,7 +19,6 @@ was used lands in the profile's tool_versions.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from perfforge.records import CounterValue, HotLine
 from profiling.cpu import disassembly, layout, loops, preprocess, vectorize
 from profiling.cpu.compile_command import CompileCommand, compile_command, language_of
 from profiling.cpu.profile import static_metrics
+from profiling.cpu.symbols import base_name
 
 
 @dataclass
@@ -43,7 +43,7 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
     """Add the static metrics to hot_lines (lines of source) and return the kernel counters. binary: the object
     holding the function; files: the user source files of its own instructions, costliest first."""
     command = compile_command(binary, files)
-    disassembly.add_division_counts(hot_lines, disassembly.line_code(binary, source.name))
+    disassembly.add_division_counts(hot_lines, disassembly.line_code(binary, source.name, base_name(symbol)))
     raw = source.read_text(encoding="utf-8", errors="replace")
     language = language_of(source, command)
     expanded = _expanded(command, source, raw, scratch / "preprocess")
@@ -126,27 +126,3 @@ def _vectoriser_report(command: CompileCommand | None, source: Path,
     except vectorize.VectorizeError as error:
         return {}, f"{command.describe()}: failed, {error}"
     return report or {}, command.describe() if report is not None else "vectoriser report: none (not gcc)"
-
-
-# gcc's clones: `f(int) [clone .constprop.0]` in C++, `f.constprop.0` / `f.isra.0` / `f.part.0` / `f.cold` in C
-_CLONE_RE = re.compile(r"\s*\[clone [^\]]*\]|(\.(constprop|isra|part|cold|lto_priv|localalias)(\.\d+)*)+$")
-
-
-def base_name(symbol: str) -> str:
-    """A function's name as its source defines it, from callgrind's demangled symbol: `void ns::kern<64>(float*)
-    [clone .constprop.0]` -> `ns::kern`; `(anonymous namespace)::f(int)` -> `f`; a C name unchanged."""
-    text = _CLONE_RE.sub("", symbol).replace("(anonymous namespace)::", "").strip()
-    depth, cut = 0, len(text)
-    for index, char in enumerate(text):  # the parameter list: the first '(' outside template brackets
-        depth += (char == "<") - (char == ">")
-        if char == "(" and depth == 0:
-            cut = index
-            break
-    text = text[:cut]
-    while "<" in text and ">" in text:
-        stripped = re.sub(r"<[^<>]*>", "", text)
-        if stripped == text:
-            break
-        text = stripped
-    words = text.split()
-    return words[-1] if words else symbol

@@ -50,6 +50,32 @@ def test_the_listing_gives_each_lines_instructions_and_integer_divisions() -> No
     assert parse_listing(LISTING, "prog.c") == {11: LineCode(1, 0), 7: LineCode(3, 1), 8: LineCode(2, 0)}
 
 
+INLINED = LISTING + """
+0000000000001300 <main>:
+main():
+/tmp/x/prog.c:7
+    1300:\timul   $0x10624dd3,%rax,%rax
+    1304:\tshr    $0x26,%rax
+    1308:\timul   $0x3e8,%eax,%eax
+    130c:\tsub    %eax,%ecx
+/tmp/x/prog.c:12
+    1310:\tcall   1200 <count_hits>
+"""
+
+
+def test_a_line_inlined_elsewhere_counts_only_the_kernels_own_code() -> None:
+    """Scenario (lemire's fastrange, held out in session 29): the kernel `x % n` is a global function that its
+    benchmark also inlines, with constant sizes, as multiplications; callgrind counts the kernel's own
+    instructions, so the line's division share must come from the kernel's code (1 in 3), not from every copy
+    (1 in 7; in fastrange, 500 divisions a call read as 16). A line the kernel lacks still counts every copy."""
+    assert parse_listing(INLINED, "prog.c")[7] == LineCode(7, 1)
+    code = parse_listing(INLINED, "prog.c", "count_hits")
+    assert code[7] == LineCode(3, 1)
+    assert code[12] == LineCode(1, 0)
+    assert parse_listing(INLINED.replace("<count_hits>:", "<count_hits.constprop.0>:"), "prog.c", "count_hits")[7] \
+        == LineCode(3, 1)
+
+
 HASH = """#include <stdio.h>
 #include <stdlib.h>
 
@@ -113,3 +139,48 @@ def test_a_modulus_by_a_constant_compiles_to_a_multiplication(tmp_path: Path) ->
     profile = _hash_profile(tmp_path, "key % 1021", "1021")
     assert not any(x.metric("binary.divisions") for x in profile.hot_lines)
     assert "slow_integer_division" not in [d.name for d in profile.diagnoses]
+
+
+INLINED_PROGRAM = """#include <stdio.h>
+#include <stdlib.h>
+
+unsigned modsum(const unsigned *z, unsigned n, const unsigned *keys, int count) {
+    unsigned sum = 0;
+    for (int j = 0; j < count; j++)
+        sum += z[keys[j] % n];
+    return sum;
+}
+
+unsigned demo(const unsigned *z, const unsigned *keys, int count) {
+    unsigned total = 0;
+    for (int r = 0; r < 4; r++)
+        total += modsum(z, 1000, keys, count) + modsum(z, 4096, keys, count) + modsum(z, 999, keys, count);
+    return total;
+}
+
+int main(int argc, char **argv) {
+    int count = 20000;
+    unsigned n = 1000 + (argc > 5);
+    unsigned *z = calloc(n, sizeof *z), *keys = malloc(count * sizeof *keys);
+    for (int i = 0; i < count; i++) keys[i] = (unsigned)rand();
+    unsigned (*volatile kernel)(const unsigned *, unsigned, const unsigned *, int) = modsum;
+    unsigned s = 0;
+    for (int r = 0; r < 20; r++) s += kernel(z, n, keys, count);
+    printf("%u %u\\n", s, argc > 9 ? demo(z, keys, count) : 0);
+    return 0;
+}
+"""
+
+
+@needs_tools
+def test_a_kernel_its_benchmark_also_inlines_with_constant_sizes_is_slow_integer_division(tmp_path: Path) -> None:
+    """Scenario: `modsum` runs through a function pointer with a run-time size (one `div` a key), and `demo`, never
+    run, inlines it three times with constant sizes (multiplications, shifts): before the kernel's own code was
+    preferred, line 7's 246 instructions in the binary held 1 division, and 20,000 divisions a call read as 325."""
+    (tmp_path / "prog.c").write_text(INLINED_PROGRAM)
+    subprocess.run(["gcc", "-O3", "-march=x86-64-v3", "-g", "prog.c", "-o", "prog"], cwd=tmp_path, check=True)
+    profiles = profile_application("./prog", tmp_path, target="cpu", top=2, work_dir=tmp_path / "work")
+    profile = next(p for p in profiles if p.kernel.split("(")[0] == "modsum")
+    line = next(x for x in profile.hot_lines if x.line == 7)
+    assert 10_000 < (line.metric("binary.divisions") or 0) <= 20_000
+    assert profile.diagnoses[0].name == "slow_integer_division"
