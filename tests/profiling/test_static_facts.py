@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfforge.records import HotLine
-from profiling.cpu.static_facts import base_name, function_static_facts
+from profiling.cpu.static_facts import INCLUDED_BODY, as_included_body, base_name, function_static_facts
 
 LIFE_HPP = """\
 struct Life {
@@ -89,3 +89,36 @@ def test_hot_lines_of_a_callee_inlined_from_the_same_file_get_the_callee_s_loops
     assert copy.metric("static.loop_depth") == 3 and copy.metric("static.outer_loop_line") == 15
     counters = {c.name: c.value for c in facts.counters}
     assert counters["static.openmp_pragmas"] == 1 and len(facts.counters) == 3
+
+
+BODY_C = """\
+// the loop body of v0, included into main's timing loop by pipeline.c
+//
+{
+  for ( int i = 0; i < N; i++ )
+    sum += array1[i] * array2[i];
+}
+"""
+
+
+def test_a_file_included_into_a_function_s_body_is_read_as_a_body(tmp_path: Path) -> None:
+    """Scenario (INAF HPC school's multiply_arrays, session 28's miss): main `#include`s v0.c, a block holding the
+    dot product's loop, inside its timing loop; callgrind names main and reads its hot lines from v0.c, which
+    defines no function. The lines were in no loop (depth 0) and carried no loop fact; read as a function's body
+    at its own line numbers they are in the loop of line 4, which carries `sum`."""
+    body = tmp_path / "v0.c"
+    body.write_text(BODY_C)
+    hot = [HotLine(line=line, code="", share=0.4, dominant_stall="", metrics=[]) for line in (5, 4)]
+    function_static_facts("main", body, hot, tmp_path / "absent", [], tmp_path)
+    for line in hot:
+        assert line.metric("static.loop_depth") == 1 and line.metric("static.outer_loop_line") == 4
+        assert line.metric("static.carried_reduction.+.sum") == 5
+
+
+def test_an_included_body_opens_after_the_directives_and_keeps_line_numbers() -> None:
+    text = "#pragma once\n#define STEP 2\n/* a comment */ {\n  x += STEP;\n}"
+    wrapped = as_included_body(text).split("\n")
+    assert wrapped[:2] == ["#pragma once", "#define STEP 2"]
+    assert wrapped[2].startswith(f"void {INCLUDED_BODY}(void) {{ /* a comment */ {{")
+    assert wrapped[3] == "  x += STEP;" and wrapped[-2:] == ["}", ""]
+    assert as_included_body("#include <x.h>\n") == "#include <x.h>\n"
