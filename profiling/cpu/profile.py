@@ -11,6 +11,7 @@ Profile alone is enough to diagnose (and to store in a dataset):
   `static.aos_used_fraction` / `static.aos_struct_bytes` (array-of-structures field accesses),
   `static.omp_static_triangular` (in a loop shared with a static schedule over a triangular nest),
   `gcc.vectorized`, `gcc.vector_bytes` and `gcc.missed.<reason>` (the verdict on the line's innermost loop),
+  `gcc.fold_left_reduction` (vectorised with its floating-point reduction kept in order: its adds stay scalar),
   `static.carried_scan.<name>` / `static.carried_reduction.<operator>.<name>` (a scalar the line's loop nest
   carries from one iteration to the next, valued with the line of its first update);
 - kernel-wide: `static.openmp_pragmas`, `static.thread_spawns`, `cpu_cores`, and with the task's per-call bytes
@@ -143,6 +144,8 @@ def _static_line_metrics(hot: HotLine, analysis: loops.LoopAnalysis,
         metrics += [CounterValue("gcc.vectorized", float(report.vectorized), "flag"),
                     CounterValue("gcc.vector_bytes", float(report.vector_bytes), "byte")]
         metrics += [CounterValue(f"gcc.missed.{reason}", 1.0, "flag") for reason in report.reasons]
+        if report.fold_left:
+            metrics.append(CounterValue("gcc.fold_left_reduction", 1.0, "flag"))
     return metrics
 
 

@@ -6,6 +6,11 @@ section per loop it analyses ("Analyzing loop at kernel.c:7"), ending in "optimi
 because the run-time overlap checks would be too many, the closing reason it prints is often an unrelated
 one from the last vector mode it tried ("no vectype for stmt"), while the section says
 "number of versioning for alias run-time tests exceeds 10". Only gcc writes this report; other compilers get None.
+
+A floating-point sum that gcc may not reassociate (no -ffast-math) is still reported "loop vectorized" when the
+loads and the arithmetic feeding it are: the section then notes "using an in-order (fold-left) reduction", and the
+adds run one lane after another in source order, a chain of scalar adds. `fold_left` records it: such a loop's
+reduction is not vectorised.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class LoopReport:
     line: int
     vectorized: bool = False
     vector_bytes: int = 0  # widest vectors used (8: two floats, 32: AVX2); 0 when not vectorised
+    fold_left: bool = False  # vectorised with its reduction kept in order: the reduction's adds stay scalar
     reasons: list[str] = field(default_factory=list)  # reason categories, most decisive first
     messages: list[str] = field(default_factory=list)  # gcc's "not vectorized: ..." words, first few
 
@@ -80,12 +86,14 @@ class _Section:
     line: int
     vectorized: bool = False
     vector_bytes: int = 0
+    fold_left: bool = False
     texts: list[str] = field(default_factory=list)  # every message of the section
     at_loop: list[str] = field(default_factory=list)  # the messages located at the loop's own line
     closing: list[str] = field(default_factory=list)  # the reasons given after "couldn't vectorize loop"
 
 
 _VECTOR_BYTES_RE = re.compile(r"using (\d+) byte vectors")
+_FOLD_LEFT = "in-order (fold-left) reduction"
 
 
 def _sections(text: str, source_name: str) -> list[_Section]:
@@ -106,6 +114,8 @@ def _sections(text: str, source_name: str) -> list[_Section]:
         current.texts.append(body)
         if int(message["line"]) == current.line:
             current.at_loop.append(body)
+        if _FOLD_LEFT in body:
+            current.fold_left = True
         if message["kind"] == "optimized" and body.startswith("loop vectorized"):
             current.vectorized = True
             width = _VECTOR_BYTES_RE.search(body)
@@ -128,6 +138,7 @@ def parse_vectorization_report(text: str, source_name: str) -> dict[int, LoopRep
         report = loops.setdefault(section.line, LoopReport(section.line))
         report.vectorized = report.vectorized or section.vectorized
         report.vector_bytes = max(report.vector_bytes, section.vector_bytes)
+        report.fold_left = report.fold_left or (section.vectorized and section.fold_left)
         texts.setdefault(section.line, []).extend(section.texts)
         at_loop.setdefault(section.line, []).extend(section.at_loop)
         report.messages.extend(m for m in section.closing if m not in report.messages)

@@ -18,7 +18,8 @@ for the whole kernel, so severities of different rules compare (docs/cpu.md has 
 - missing_parallelism: the dominant loop nest's share, less what the other diagnoses' fixes would remove first,
   times (1 - 1/cores) times the efficiency threads usually reach;
 - poor_openmp_schedule: a statically scheduled triangular nest loses (p-1)/(2p-1) of its time to imbalance;
-- missed_vectorization: the own instructions of unvectorised hot loops times (1 - 1/speed-up) of vector code;
+- missed_vectorization: the own instructions of unvectorised hot loops (or of loops vectorised but for a
+  floating-point sum kept in order: a fold-left reduction) times (1 - 1/speed-up) of vector code;
 - branch_mispredictions: the misprediction penalties (conditional and indirect branches) on lines with high
   misprediction rates;
 - accumulator_in_memory: the own instructions of lines updating a loop-invariant memory location from its own
@@ -480,7 +481,14 @@ def _check_schedule(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | N
 # ---- missed_vectorization -------------------------------------------------------------------------------------------
 
 def _missed_reasons(line: HotLine) -> list[str]:
-    return [m.name.removeprefix("gcc.missed.") for m in line.metrics if m.name.startswith("gcc.missed.")]
+    reasons = [m.name.removeprefix("gcc.missed.") for m in line.metrics if m.name.startswith("gcc.missed.")]
+    return reasons + ["in_order_fp_reduction"] if _m(line, "gcc.fold_left_reduction") else reasons
+
+
+def _left_scalar(line: HotLine) -> bool:
+    """gcc left the line's loop scalar, or vectorised all of it but its floating-point reduction, whose adds it
+    keeps in source order, one lane after another (a fold-left reduction: no -ffast-math to reassociate them)."""
+    return line.metric("gcc.vectorized") == 0.0 or bool(_m(line, "gcc.fold_left_reduction"))
 
 
 def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
@@ -492,7 +500,7 @@ def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosi
                | _indexed_update_claimed(profile, th))
     # A loop written with vector registers by hand (intrinsics, vector types) is vectorised already: gcc's "not
     # vectorized" (unsupported type) is about its own vectoriser, not a loop left scalar.
-    lines = [line for line in profile.hot_lines if line.metric("gcc.vectorized") == 0.0
+    lines = [line for line in profile.hot_lines if _left_scalar(line)
              and not _m(line, "static.hand_vectorized") and line.line not in claimed
              and _missed_reasons(line) != ["outer_loop"] and _big_enough(line, total, th)]
     if not lines:
@@ -505,6 +513,11 @@ def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosi
     reasons = sorted({reason for line in lines for reason in _missed_reasons(line)})
     extra = [f"gcc did not vectorise the loop around line(s) {', '.join(str(x.line) for x in lines)}: "
              f"{', '.join(reasons)}"]
+    if "in_order_fp_reduction" in reasons:
+        extra.append("gcc vectorised the loads and arithmetic but keeps the floating-point sum in source order, one "
+                     "scalar add after another (it may not reassociate them without -ffast-math): "
+                     "`#pragma omp simd reduction(+:sum)` (-fopenmp-simd), -fassociative-math, or several partial "
+                     "sums let it add in vector lanes")
     if "possible_aliasing" in reasons:
         extra.append("the pointers may alias: gcc would need too many run-time overlap checks; `restrict` on "
                      "pointers that never overlap lets it vectorise")

@@ -687,3 +687,37 @@ def test_counters_of_std_threads_on_one_line_are_false_sharing(tmp_path: Path) -
 def test_per_thread_counters_kept_local_are_not(tmp_path: Path) -> None:
     profile = _profile(tmp_path, COUNT_LOCAL, "count._omp_fn.0", flags=("-fopenmp",))
     assert "false_sharing" not in _names(profile), profile.diagnoses
+
+
+DOT_IN_ORDER = HEAD + """\
+__attribute__((noinline)) double dot(const double *a, const double *b, int k) {
+    double s = 0;
+    for (int p = 0; p < k; p++)
+        s += a[p] * b[p];
+    return s;
+}
+
+int main(int argc, char **argv) {
+    int k = 4000 + (argc > 5);  /* unknown at compile time: no clone of dot for a constant k */
+    double *a = malloc(k * sizeof(double)), *b = malloc(k * sizeof(double)), t = 0;
+    for (int i = 0; i < k; i++) { a[i] = i % 3; b[i] = i % 5; }
+    for (int r = 0; r < 300; r++) t += dot(a, b, k);
+    printf("%f\\n", t);
+    return 0;
+}
+"""
+
+
+@needs_tools
+def test_a_sum_gcc_vectorises_but_keeps_in_order_is_missed_vectorization(tmp_path: Path) -> None:
+    """Scenario (Codee's PWR054, held out in session 28, and INAF's multiply_arrays v0): gcc -O3 reports the double
+    dot product's loop as vectorised, with an in-order (fold-left) reduction: the loads and products use vectors,
+    the adds stay scalar, one after another. missed_vectorization said nothing (the loop read as vectorised); it
+    names the in-order sum now. Under -ffast-math gcc reassociates the sum and the whole loop is vector code."""
+    profile = _profile(tmp_path, DOT_IN_ORDER, "dot", ("-O3", "-march=x86-64-v3"))
+    assert any(h.metric("gcc.fold_left_reduction") for h in profile.hot_lines)
+    found = next(d for d in profile.diagnoses if d.name == "missed_vectorization")
+    assert any("source order" in line for line in found.evidence)
+    fast = _profile(tmp_path, DOT_IN_ORDER, "dot", ("-O3", "-march=x86-64-v3", "-ffast-math"))
+    assert not any(h.metric("gcc.fold_left_reduction") for h in fast.hot_lines)
+    assert "missed_vectorization" not in _names(fast), fast.diagnoses

@@ -109,3 +109,19 @@ def test_a_loop_gcc_reports_at_its_first_statement_gets_the_verdict(tmp_path: Pa
     hot = [HotLine(line=line, code="", share=0.4, dominant_stall="", metrics=[]) for line in (6, 9)]
     static_metrics(hot, loops.analyze_loops(ESCAPE, "escape", "c"), report)
     assert all(line.metric("gcc.vectorized") == 0.0 for line in hot)
+
+
+DOT = "double dot(const double *a, const double *b, int n) {\n    double s = 0;\n    for (int i = 0; i < n; i++)\n"
+DOT += "        s += a[i] * b[i];\n    return s;\n}\n"
+
+
+def test_a_floating_point_sum_kept_in_order_is_a_fold_left_reduction(tmp_path: Path) -> None:
+    """Scenario (Codee's PWR054, INAF's multiply_arrays v0): gcc -O3 says "loop vectorized" for a double dot
+    product, but keeps the sum in source order (it may not reassociate it): the adds stay scalar. An integer sum
+    and the same sum under -ffast-math are vectorised whole."""
+    loop = _report(tmp_path, DOT)[3]
+    assert loop.vectorized and loop.fold_left
+    assert not _report(tmp_path, DOT.replace("double", "long"))[3].fold_left
+    (tmp_path / "kernel.c").write_text(DOT)
+    fast = vectorize.vectorization_report(tmp_path / "kernel.c", "gcc", [*FLAGS, "-ffast-math"], tmp_path / "fast")
+    assert fast is not None and fast[3].vectorized and not fast[3].fold_left
