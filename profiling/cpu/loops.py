@@ -254,6 +254,18 @@ def _function_name(node: tree_sitter.Node) -> str:
     return _text(inner) if inner is not None else ""
 
 
+def declarations(source: str, function_name: str, language: str = "c") -> list[str]:
+    """The declarations of the function named function_name in source, its parameters' first, each as one
+    statement on one line (`const double *a;`, `double sum = 0;`): what a file included into its body sees."""
+    root = _parser(language).parse(source.encode("utf-8")).root_node
+    function = _find_function(root, function_name)
+    if function is None:
+        return []
+    found = [f"{_text(n)};" for n in _walk(function) if n.type == "parameter_declaration"]
+    found += [_text(n) for n in _walk(function.child_by_field_name("body") or function) if n.type == "declaration"]
+    return [" ".join(text.split()) for text in found]
+
+
 def _find_function(root: tree_sitter.Node, name: str) -> tree_sitter.Node | None:
     for node in _walk(root):
         if node.type == "function_definition" and _function_name(node).split("::")[-1] == name.split("::")[-1]:

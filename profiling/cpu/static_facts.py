@@ -7,12 +7,13 @@ vectoriser verdict per loop (vectorize.py) under the flags the binary records
 The function is named as callgrind reports it (`select(std::array<int, 4ul>&) [clone .constprop.0]`); its loops are
 looked up by its base name in the file holding most of its instructions, and when that file does not define it
 (perf-ninja's `solution`, whose hot code is `Life::simulateNext` inlined from solution.hpp) in the function of that
-file around its hottest line. A file that holds no function around its hottest line is a body `#include`d into
-one (INAF's `multiply_arrays`, whose main includes `v0.c`, a block with the loop): it is read as the body of a
-function of its own (`INCLUDED_BODY`, opened on the file's first line that is not a directive, so its line numbers
-stay). Hot lines of another function of the file, inlined into this one (perf-ninja's
+file around its hottest line. Hot lines of another function of the file, inlined into this one (perf-ninja's
 `power`, whose hot lines are the loops of `multiply`), get the facts of the function around them: the loops that
-hold a line are those of the function its text is in.
+hold a line are those of the function its text is in. A file that holds no function around its hottest line is a
+body `#include`d into one (INAF's `multiply_arrays`, whose main includes `v0.c`, a block with the loop): it is read
+as the body of a function of its own (`INCLUDED_BODY`, opened on the file's first line that is not a directive, so
+its line numbers stay), which first declares what the including function declares (its parameters and locals,
+read from the compile unit: `double sum` there makes `sum += ...` a floating-point chain).
 
 The facts read the file with its macros expanded by the unit's compiler under its recorded flags (preprocess.py),
 through the unit that includes it when it is not one; the raw text when that fails, or when the expanded text
@@ -22,7 +23,8 @@ was used lands in the profile's tool_versions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,13 +52,14 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
     raw = source.read_text(encoding="utf-8", errors="replace")
     language = language_of(source, command)
     expanded = _expanded(command, source, raw, scratch / "preprocess")
-    text, name, analysis = _analysis(expanded.text, base_name(symbol), hot_lines, language)
+    includer = functools.partial(_includer_declarations, command, base_name(symbol), language)
+    text, name, analysis = _analysis(expanded.text, base_name(symbol), hot_lines, language, includer)
     if (not analysis.function_found and expanded.expanded
             and loops.analyze_loops(raw, base_name(symbol), language).function_found):
         # the function lies in a branch the recorded flags leave inactive (gcc records no -D): read it as written
         expanded = preprocess.ExpandedSource(raw, False, f"{base_name(symbol)} is not in the preprocessed text "
                                              f"({expanded.reason})")
-        text, name, analysis = _analysis(raw, base_name(symbol), hot_lines, language)
+        text, name, analysis = _analysis(raw, base_name(symbol), hot_lines, language, includer)
     report, description = _vectoriser_report(command, source, scratch)
     description = f"{description}; {expanded.describe()}"
     by_function = _by_function(text, hot_lines, language, name)
@@ -72,32 +75,45 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
 INCLUDED_BODY = "perfforge_included_body"  # the function a file included into another's body is read as
 
 
-def _analysis(text: str, name: str, hot_lines: list[HotLine], language: str) -> tuple[str, str, loops.LoopAnalysis]:
+def _analysis(text: str, name: str, hot_lines: list[HotLine], language: str,
+              includer: Callable[[], list[str]] = list) -> tuple[str, str, loops.LoopAnalysis]:
     """(the text read, the function analysed, its loops): the function's own; when the file does not define it,
     the function around its hottest line; when no function holds that line, the file read as a body included into
-    one (INCLUDED_BODY)."""
+    one (INCLUDED_BODY) that declares what includer() gives."""
     analysis = loops.analyze_loops(text, name, language)
     if analysis.function_found or not hot_lines:
         return text, name, analysis
     around = loops.function_at(text, hot_lines[0].line, language)
     if around:
         return text, around, loops.analyze_loops(text, around, language)
-    wrapped = as_included_body(text)
+    wrapped = as_included_body(text, includer())
     body = loops.analyze_loops(wrapped, INCLUDED_BODY, language)
     return (wrapped, INCLUDED_BODY, body) if body.loops else (text, name, analysis)
 
 
-def as_included_body(text: str) -> str:
-    """text as the body of a function INCLUDED_BODY, at its own line numbers: the function opens at the start of
-    the first line that is neither blank nor a preprocessor directive (a comment there stays one) and closes after
-    the last; text of directives only stays as it is."""
+def as_included_body(text: str, declarations: Sequence[str] = ()) -> str:
+    """text as the body of a function INCLUDED_BODY, at its own line numbers: the function opens, with the
+    declarations (one line each), at the start of the first line that is neither blank nor a preprocessor directive
+    (a comment there stays one) and closes after the last; text of directives only stays as it is."""
     lines = text.split("\n")
     first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")),
                  len(lines))
     if first == len(lines):
         return text
-    lines[first] = f"void {INCLUDED_BODY}(void) {{ {lines[first]}"
+    lines[first] = f"void {INCLUDED_BODY}(void) {{ {''.join(f'{d} ' for d in declarations)}{lines[first]}"
     return "\n".join(lines) + "\n}\n"
+
+
+def _includer_declarations(command: CompileCommand | None, name: str, language: str) -> list[str]:
+    """The declarations of the function named name in the compile unit (as written: a file included into its body
+    is read at the unit's own text), [] without a unit or where it does not define the function."""
+    if command is None:
+        return []
+    try:
+        unit = command.unit.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return loops.declarations(unit, name, language)
 
 
 def _expanded(command: CompileCommand | None, source: Path, raw: str, scratch: Path) -> preprocess.ExpandedSource:

@@ -721,3 +721,48 @@ def test_a_sum_gcc_vectorises_but_keeps_in_order_is_missed_vectorization(tmp_pat
     fast = _profile(tmp_path, DOT_IN_ORDER, "dot", ("-O3", "-march=x86-64-v3", "-ffast-math"))
     assert not any(h.metric("gcc.fold_left_reduction") for h in fast.hot_lines)
     assert "missed_vectorization" not in _names(fast), fast.diagnoses
+
+
+PIPELINE = HEAD + """\
+#ifndef VERSION
+#define VERSION v0.c
+#endif
+#define STR(x) #x
+#define XSTR(x) STR(x)
+int main(int argc, char **argv) {
+    int N = 4000 + (argc > 5);
+    double *array1 = malloc(2 * N * sizeof(double)), *array2 = array1 + N;
+    for (int i = 0; i < 2 * N; i++) array1[i] = i % 7;
+    double total = 0;
+    for (int k = 0; k < 300; k++) {
+        fflush(stdout);  /* the timing loop's clock calls: gcc does not vectorise across them */
+        double sum = 0;
+#include XSTR(VERSION)
+        total += sum;
+    }
+    printf("%f\\n", total);
+    return 0;
+}
+"""
+V0 = """\
+//
+{
+  for ( int i = 0; i < N; i++ )
+    sum += array1[i] * array2[i];
+}
+"""
+
+
+@needs_tools
+def test_a_loop_in_a_file_included_into_main_gets_its_chain_and_vectoriser_facts(tmp_path: Path) -> None:
+    """Scenario (INAF's multiply_arrays v0, session 28's miss): main `#include`s v0.c, a block holding the dot
+    product, inside its timing loop (through a macro). Its hot lines are v0.c's, which defines no function: they
+    carried no loop fact and nothing was diagnosed. Read as a body that declares what main declares, `sum` is a
+    double: the loop carries a 4-cycle chain, and gcc's in-order sum is named."""
+    (tmp_path / "v0.c").write_text(V0)
+    profile = _profile(tmp_path, PIPELINE, "main", ("-O3", "-march=x86-64-v3"))
+    assert Path(profile.source_file).name == "v0.c"
+    line = next(h for h in profile.hot_lines if h.line == 4)
+    assert line.metric("static.loop_depth") == 1 and line.metric("static.chain_latency_cycles") == 4
+    assert line.metric("gcc.fold_left_reduction") == 1
+    assert {"missed_vectorization", "dependency_chain"} <= set(_names(profile)), profile.diagnoses

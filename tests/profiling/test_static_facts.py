@@ -122,3 +122,5 @@ def test_an_included_body_opens_after_the_directives_and_keeps_line_numbers() ->
     assert wrapped[2].startswith(f"void {INCLUDED_BODY}(void) {{ /* a comment */ {{")
     assert wrapped[3] == "  x += STEP;" and wrapped[-2:] == ["}", ""]
     assert as_included_body("#include <x.h>\n") == "#include <x.h>\n"
+    declared = as_included_body(text, ["double x = 0;", "int n;"]).split("\n")
+    assert declared[2] == f"void {INCLUDED_BODY}(void) {{ double x = 0; int n; /* a comment */ {{"
