@@ -19,7 +19,8 @@ for the whole kernel, so severities of different rules compare (docs/cpu.md has 
   times (1 - 1/cores) times the efficiency threads usually reach;
 - poor_openmp_schedule: a statically scheduled triangular nest loses (p-1)/(2p-1) of its time to imbalance;
 - missed_vectorization: the own instructions of unvectorised hot loops (or of loops vectorised but for a
-  floating-point sum kept in order: a fold-left reduction) times (1 - 1/speed-up) of vector code;
+  floating-point sum kept in order, a fold-left reduction, whose chain dependency_chain does not report: it claims
+  those it reports) times (1 - 1/speed-up) of vector code;
 - branch_mispredictions: the misprediction penalties (conditional and indirect branches) on lines with high
   misprediction rates;
 - accumulator_in_memory: the own instructions of lines updating a loop-invariant memory location from its own
@@ -129,6 +130,15 @@ def _serial_chain_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int
         return set()
     return {line.line for line in profile.hot_lines
             if _m(line, "static.serial_chain_loop_latency_cycles") >= th["min_chain_latency_cycles"].value}
+
+
+def _in_order_sum_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
+    """Lines of a floating-point sum gcc vectorised but keeps in source order (a fold-left reduction) whose chain
+    dependency_chain reports: its cost is the adds' latency, one after another, which that rule estimates (the
+    vector code around it is already there); partial sums or a reassociated (vector) sum are the same fix, and the
+    chain's evidence names both."""
+    return {line for line in _arithmetic_claimed(profile, th)
+            if any(x.line == line and _m(x, "gcc.fold_left_reduction") for x in profile.hot_lines)}
 
 
 def _search_claimed(profile: Profile) -> set[int]:
@@ -497,7 +507,7 @@ def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosi
     # its fix, walking independent chains together).
     claimed = (_claimed(profile, th) | _search_claimed(profile) | _accumulator_claimed(profile, th)
                | _chase_claimed(profile, th) | _division_claimed(profile, th) | _serial_chain_claimed(profile, th)
-               | _indexed_update_claimed(profile, th))
+               | _indexed_update_claimed(profile, th) | _in_order_sum_claimed(profile, th))
     # A loop written with vector registers by hand (intrinsics, vector types) is vectorised already: gcc's "not
     # vectorized" (unsupported type) is about its own vectoriser, not a loop left scalar.
     lines = [line for line in profile.hot_lines if _left_scalar(line)
@@ -684,6 +694,10 @@ def _arithmetic_part(profile: Profile, th: dict[str, Threshold], total: float) -
             extra.append(f"estimated time of the chain: {steps:.0f} steps x {latency:.0f} cycles = {chain_time:.0f} "
                          f"cycles, where callgrind counts {own:.0f} instructions on its lines (an estimate: the "
                          "steps are its loop's branches)")
+        if any(_m(x, "gcc.fold_left_reduction") for x in lines):
+            extra.append("gcc vectorised the loop around this sum but keeps the floating-point adds in source order, "
+                         "one after another (a fold-left reduction: it may not reassociate them without -ffast-math); "
+                         "partial sums, or `#pragma omp simd reduction(+:...)` (-fopenmp-simd), let them overlap")
         how = (f"{split:.0f} partial results (its updates add independent terms)"
                if split > th["independent_chains"].value
                else f"{parts:.0f} independent chains interleaved (independent_chains)")

@@ -207,3 +207,34 @@ def test_the_evidence_names_the_latency_and_says_the_time_is_an_estimate() -> No
     text = " ".join(chain.evidence)
     assert "about 4 cycles of latency" in text and "an estimate" in text and "1000000 steps x 4 cycles" in text
     assert abs(chain.severity - 0.5 * 4e6 / 6e6) < 1e-3  # rounded to 4 digits
+
+
+def _in_order(profile: Profile) -> Profile:
+    """The same loop as gcc reports a double sum at -O3: vectorised, its reduction kept in order (fold-left)."""
+    for line in profile.hot_lines:
+        line.metrics += [CounterValue("gcc.vectorized", 1.0, "flag"), CounterValue("gcc.vector_bytes", 32.0, "byte"),
+                         CounterValue("gcc.fold_left_reduction", 1.0, "flag")]
+    return profile
+
+
+def _names(profile: Profile) -> list[str]:
+    return [d.name for d in diagnose(profile, registry.thresholds_for("cpu"))]
+
+
+def test_an_in_order_sum_whose_chain_is_reported_is_the_chain_s_with_both_fixes_named() -> None:
+    """Scenario (INAF's array_reduction scan and multiply_arrays v0, Codee's PWR054): a floating-point sum gcc
+    vectorises but keeps in source order. Its cost is the adds' latency, which dependency_chain estimates; the chain
+    claims the lines from missed_vectorization, and its evidence names partial sums and `omp simd reduction`."""
+    profile = _in_order(_profile(4.0, 1.0))
+    chain = _chain(profile)
+    assert chain is not None and any("fold-left" in line and "omp simd" in line for line in chain.evidence)
+    assert "missed_vectorization" not in _names(profile)
+
+
+def test_an_in_order_sum_no_chain_reports_is_missed_vectorization() -> None:
+    """The chain's facts missing (its value's type unknown: a chain under min_chain_latency_cycles): gcc's in-order
+    sum is still named, by missed_vectorization."""
+    profile = _in_order(_profile(1.0, 1.0))
+    assert _chain(profile) is None
+    vector = next(d for d in diagnose(profile, registry.thresholds_for("cpu")) if d.name == "missed_vectorization")
+    assert any("source order" in line for line in vector.evidence)

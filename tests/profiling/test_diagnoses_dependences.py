@@ -709,15 +709,17 @@ int main(int argc, char **argv) {
 
 
 @needs_tools
-def test_a_sum_gcc_vectorises_but_keeps_in_order_is_missed_vectorization(tmp_path: Path) -> None:
+def test_a_sum_gcc_vectorises_but_keeps_in_order_is_named_as_the_chain_it_is(tmp_path: Path) -> None:
     """Scenario (Codee's PWR054, held out in session 28, and INAF's multiply_arrays v0): gcc -O3 reports the double
     dot product's loop as vectorised, with an in-order (fold-left) reduction: the loads and products use vectors,
-    the adds stay scalar, one after another. missed_vectorization said nothing (the loop read as vectorised); it
-    names the in-order sum now. Under -ffast-math gcc reassociates the sum and the whole loop is vector code."""
+    the adds stay scalar, one after another. The profile now records it, dependency_chain (the adds' latency)
+    names it with both fixes, and missed_vectorization leaves the chain's lines to it. Under -ffast-math gcc
+    reassociates the sum: no in-order sum is left to name."""
     profile = _profile(tmp_path, DOT_IN_ORDER, "dot", ("-O3", "-march=x86-64-v3"))
     assert any(h.metric("gcc.fold_left_reduction") for h in profile.hot_lines)
-    found = next(d for d in profile.diagnoses if d.name == "missed_vectorization")
-    assert any("source order" in line for line in found.evidence)
+    chain = next(d for d in profile.diagnoses if d.name == "dependency_chain")
+    assert any("fold-left" in line for line in chain.evidence)
+    assert "missed_vectorization" not in _names(profile), profile.diagnoses
     fast = _profile(tmp_path, DOT_IN_ORDER, "dot", ("-O3", "-march=x86-64-v3", "-ffast-math"))
     assert not any(h.metric("gcc.fold_left_reduction") for h in fast.hot_lines)
     assert "missed_vectorization" not in _names(fast), fast.diagnoses
@@ -765,4 +767,4 @@ def test_a_loop_in_a_file_included_into_main_gets_its_chain_and_vectoriser_facts
     line = next(h for h in profile.hot_lines if h.line == 4)
     assert line.metric("static.loop_depth") == 1 and line.metric("static.chain_latency_cycles") == 4
     assert line.metric("gcc.fold_left_reduction") == 1
-    assert {"missed_vectorization", "dependency_chain"} <= set(_names(profile)), profile.diagnoses
+    assert _names(profile)[0] == "dependency_chain", profile.diagnoses
