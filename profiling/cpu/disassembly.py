@@ -59,11 +59,11 @@ def line_code(binary: Path, source_name: str, kernel: str | None = None) -> dict
         stamp = binary.stat().st_mtime_ns
     except OSError:
         return {}
-    return _line_code(str(binary), stamp, source_name, kernel)
+    return _chosen(_line_code(str(binary), stamp, source_name), kernel)
 
 
 @functools.lru_cache(maxsize=8)  # application mode asks once per profiled function of the same binary
-def _line_code(binary: str, _stamp: int, source_name: str, kernel: str | None) -> dict[int, LineCode]:
+def _line_code(binary: str, _stamp: int, source_name: str) -> dict[str, dict[int, LineCode]]:
     objdump = shutil.which("objdump")
     if objdump is None:
         return {}
@@ -72,21 +72,25 @@ def _line_code(binary: str, _stamp: int, source_name: str, kernel: str | None) -
                                  text=True, errors="replace", timeout=OBJDUMP_TIMEOUT_S, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
-    return parse_listing(listing, source_name, kernel)
+    return _by_function(listing, source_name)
 
 
 def parse_listing(listing: str, source_name: str, kernel: str | None = None) -> dict[int, LineCode]:
     """objdump -d -l -C --no-show-raw-insn output -> the code of each line of the source file named source_name;
     a line with code in the function named kernel (its base name: clones and parameters aside) counts that code
     only."""
-    everywhere: dict[int, LineCode] = {}
-    in_kernel: dict[int, LineCode] = {}
+    return _chosen(_by_function(listing, source_name), kernel)
+
+
+def _by_function(listing: str, source_name: str) -> dict[str, dict[int, LineCode]]:
+    """The code of each line of source_name, per function (by base name) it was compiled into."""
+    found: dict[str, dict[int, LineCode]] = {}
+    lines: dict[int, LineCode] = {}
     current: int | None = None
-    own = False
     for text in listing.splitlines():
         symbol = _SYMBOL_RE.match(text)
         if symbol:  # a new function: its first location line comes next
-            current, own = None, kernel is not None and base_name(symbol.group(1)) == kernel
+            current, lines = None, found.setdefault(base_name(symbol.group(1)), {})
             continue
         location = _LOCATION_RE.match(text)
         if location:
@@ -98,11 +102,19 @@ def parse_listing(listing: str, source_name: str, kernel: str | None = None) -> 
         words = [w for w in text.split("\t", 1)[1].split() if w not in _PREFIXES]
         if not words or words[0].startswith("nop") or words[0] in ("(bad)", "int3"):
             continue  # alignment padding after a function's return: never executed, it would dilute the line's count
-        division = bool(_DIVISION_RE.fullmatch(words[0]))
-        for tally in (everywhere, in_kernel) if own else (everywhere,):
-            seen = tally.get(current, LineCode(0, 0))
-            tally[current] = LineCode(seen.instructions + 1, seen.divisions + division)
-    return everywhere | in_kernel
+        seen = lines.get(current, LineCode(0, 0))
+        lines[current] = LineCode(seen.instructions + 1, seen.divisions + bool(_DIVISION_RE.fullmatch(words[0])))
+    return found
+
+
+def _chosen(by_function: dict[str, dict[int, LineCode]], kernel: str | None) -> dict[int, LineCode]:
+    """Every copy of each line summed, the kernel's own code where the line has some there."""
+    everywhere: dict[int, LineCode] = {}
+    for lines in by_function.values():
+        for line, code in lines.items():
+            seen = everywhere.get(line, LineCode(0, 0))
+            everywhere[line] = LineCode(seen.instructions + code.instructions, seen.divisions + code.divisions)
+    return everywhere | by_function.get(kernel, {}) if kernel else everywhere
 
 
 def add_division_counts(hot_lines: list[HotLine], code: dict[int, LineCode]) -> None:

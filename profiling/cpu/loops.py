@@ -261,7 +261,13 @@ def declarations(source: str, function_name: str, language: str = "c") -> list[s
     function = _find_function(root, function_name)
     if function is None:
         return []
-    found = [f"{_text(n)};" for n in _walk(function) if n.type == "parameter_declaration"]
+    declarator = function.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    parameters = declarator.child_by_field_name("parameters") if declarator is not None else None
+    # its own parameters only (not those of a function-pointer parameter's type)
+    found = [f"{_text(n)};" for n in (parameters.named_children if parameters is not None else [])
+             if n.type == "parameter_declaration"]
     found += [_text(n) for n in _walk(function.child_by_field_name("body") or function) if n.type == "declaration"]
     return [" ".join(text.split()) for text in found]
 

@@ -48,18 +48,19 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
     """Add the static metrics to hot_lines (lines of source) and return the kernel counters. binary: the object
     holding the function; files: the user source files of its own instructions, costliest first."""
     command = compile_command(binary, files)
-    disassembly.add_division_counts(hot_lines, disassembly.line_code(binary, source.name, base_name(symbol)))
+    function = base_name(symbol)
+    disassembly.add_division_counts(hot_lines, disassembly.line_code(binary, source.name, function))
     raw = source.read_text(encoding="utf-8", errors="replace")
     language = language_of(source, command)
     expanded = _expanded(command, source, raw, scratch / "preprocess")
-    includer = functools.partial(_includer_declarations, command, base_name(symbol), language)
-    text, name, analysis = _analysis(expanded.text, base_name(symbol), hot_lines, language, includer)
+    includer = functools.partial(_includer_declarations, command, function, language)
+    text, name, analysis = _analysis(expanded.text, function, hot_lines, language, includer)
     if (not analysis.function_found and expanded.expanded
-            and loops.analyze_loops(raw, base_name(symbol), language).function_found):
+            and loops.analyze_loops(raw, function, language).function_found):
         # the function lies in a branch the recorded flags leave inactive (gcc records no -D): read it as written
-        expanded = preprocess.ExpandedSource(raw, False, f"{base_name(symbol)} is not in the preprocessed text "
+        expanded = preprocess.ExpandedSource(raw, False, f"{function} is not in the preprocessed text "
                                              f"({expanded.reason})")
-        text, name, analysis = _analysis(raw, base_name(symbol), hot_lines, language, includer)
+        text, name, analysis = _analysis(raw, function, hot_lines, language, includer)
     report, description = _vectoriser_report(command, source, scratch)
     description = f"{description}; {expanded.describe()}"
     by_function = _by_function(text, hot_lines, language, name)
@@ -76,7 +77,7 @@ INCLUDED_BODY = "perfforge_included_body"  # the function a file included into a
 
 
 def _analysis(text: str, name: str, hot_lines: list[HotLine], language: str,
-              includer: Callable[[], list[str]] = list) -> tuple[str, str, loops.LoopAnalysis]:
+              includer: Callable[[], list[str]]) -> tuple[str, str, loops.LoopAnalysis]:
     """(the text read, the function analysed, its loops): the function's own; when the file does not define it,
     the function around its hottest line; when no function holds that line, the file read as a body included into
     one (INCLUDED_BODY) that declares what includer() gives."""

@@ -132,13 +132,19 @@ def _serial_chain_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int
             if _m(line, "static.serial_chain_loop_latency_cycles") >= th["min_chain_latency_cycles"].value}
 
 
+# the evidence of a floating-point sum gcc vectorised but keeps in order (missed_vectorization, dependency_chain)
+IN_ORDER_SUM = ("gcc vectorised the loop's loads and arithmetic but keeps the floating-point sum in source order, one "
+                "scalar add after another (a fold-left reduction: it may not reassociate the adds without "
+                "-ffast-math); partial sums, or `#pragma omp simd reduction(+:...)` (-fopenmp-simd), let them overlap")
+
+
 def _in_order_sum_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
     """Lines of a floating-point sum gcc vectorised but keeps in source order (a fold-left reduction) whose chain
     dependency_chain reports: its cost is the adds' latency, one after another, which that rule estimates (the
     vector code around it is already there); partial sums or a reassociated (vector) sum are the same fix, and the
     chain's evidence names both."""
-    return {line for line in _arithmetic_claimed(profile, th)
-            if any(x.line == line and _m(x, "gcc.fold_left_reduction") for x in profile.hot_lines)}
+    in_order = {line.line for line in profile.hot_lines if _m(line, "gcc.fold_left_reduction")}
+    return in_order & _arithmetic_claimed(profile, th) if in_order else set()
 
 
 def _search_claimed(profile: Profile) -> set[int]:
@@ -524,10 +530,7 @@ def _check_vectorization(profile: Profile, th: dict[str, Threshold]) -> Diagnosi
     extra = [f"gcc did not vectorise the loop around line(s) {', '.join(str(x.line) for x in lines)}: "
              f"{', '.join(reasons)}"]
     if "in_order_fp_reduction" in reasons:
-        extra.append("gcc vectorised the loads and arithmetic but keeps the floating-point sum in source order, one "
-                     "scalar add after another (it may not reassociate them without -ffast-math): "
-                     "`#pragma omp simd reduction(+:sum)` (-fopenmp-simd), -fassociative-math, or several partial "
-                     "sums let it add in vector lanes")
+        extra.append(IN_ORDER_SUM)
     if "possible_aliasing" in reasons:
         extra.append("the pointers may alias: gcc would need too many run-time overlap checks; `restrict` on "
                      "pointers that never overlap lets it vectorise")
@@ -695,9 +698,7 @@ def _arithmetic_part(profile: Profile, th: dict[str, Threshold], total: float) -
                          f"cycles, where callgrind counts {own:.0f} instructions on its lines (an estimate: the "
                          "steps are its loop's branches)")
         if any(_m(x, "gcc.fold_left_reduction") for x in lines):
-            extra.append("gcc vectorised the loop around this sum but keeps the floating-point adds in source order, "
-                         "one after another (a fold-left reduction: it may not reassociate them without -ffast-math); "
-                         "partial sums, or `#pragma omp simd reduction(+:...)` (-fopenmp-simd), let them overlap")
+            extra.append(IN_ORDER_SUM)
         how = (f"{split:.0f} partial results (its updates add independent terms)"
                if split > th["independent_chains"].value
                else f"{parts:.0f} independent chains interleaved (independent_chains)")

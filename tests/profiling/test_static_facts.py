@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfforge.records import HotLine
+from profiling.cpu.loops import declarations
 from profiling.cpu.static_facts import INCLUDED_BODY, as_included_body, base_name, function_static_facts
 
 LIFE_HPP = """\
@@ -124,3 +125,11 @@ def test_an_included_body_opens_after_the_directives_and_keeps_line_numbers() ->
     assert as_included_body("#include <x.h>\n") == "#include <x.h>\n"
     declared = as_included_body(text, ["double x = 0;", "int n;"]).split("\n")
     assert declared[2] == f"void {INCLUDED_BODY}(void) {{ double x = 0; int n; /* a comment */ {{"
+
+
+def test_an_including_function_s_declarations_are_its_own_parameters_and_locals() -> None:
+    """What a body included into `run` sees: its parameters (not the parameters of a function-pointer parameter's
+    type) and its locals, one statement a line."""
+    unit = "int run(const double *a, int (*cmp)(int, int), int n) {\n    double sum = 0,\n        x;\n    return n;\n}"
+    assert declarations(unit, "run") == ["const double *a;", "int (*cmp)(int, int);", "int n;", "double sum = 0, x;"]
+    assert declarations(unit, "absent") == []
