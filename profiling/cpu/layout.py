@@ -118,7 +118,7 @@ def padded_structs(texts: list[str], language: str) -> dict[str, Padded]:
     reordering the fields by decreasing alignment removes: name -> Padded."""
     found: dict[str, Padded] = {}
     for text in texts:
-        root = loops._parser(language).parse(text.encode("utf-8")).root_node
+        root = loops.syntax_tree(text, language)
         for node in loops._walk(root):
             if node.type not in ("struct_specifier", "class_specifier") or node.child_by_field_name("body") is None:
                 continue
@@ -149,7 +149,7 @@ def padded_lines(text: str, function: str, language: str, structs: dict[str, Pad
     from one: line -> the structure (the one with the largest saving when several)."""
     if not structs:
         return {}
-    root = loops._parser(language).parse(text.encode("utf-8")).root_node
+    root = loops.syntax_tree(text, language)
     definition = loops._find_function(root, function)
     if definition is None:
         return {}

@@ -175,6 +175,19 @@ def _parser(language: str) -> tree_sitter.Parser:
     return tree_sitter.Parser(tree_sitter.Language(module.language()))
 
 
+# gcc's `restrict` on a C++ reference (`std::vector<float> &__restrict v`; C++ has no plain `restrict`): tree-sitter-cpp
+# reads the whole function as an error and finds no definition there, which left its loops without static facts. On a
+# reference the qualifier tells the analysis nothing (dependences.py reads it on pointers only): blanked, byte for byte.
+_REFERENCE_RESTRICT_RE = re.compile(r"(?<=&)(\s*)(__restrict__|__restrict)\b")
+
+
+def syntax_tree(source: str, language: str = "c") -> tree_sitter.Node:
+    """The root of source's syntax tree (language c or cpp), at source's own byte offsets and line numbers."""
+    if language == "cpp":
+        source = _REFERENCE_RESTRICT_RE.sub(lambda m: m.group(1) + " " * len(m.group(2)), source)
+    return _parser(language).parse(source.encode("utf-8")).root_node
+
+
 def _text(node: tree_sitter.Node) -> str:
     return node.text.decode("utf-8", "replace") if node.text is not None else ""
 
@@ -200,7 +213,7 @@ def analyze_loops(source: str, kernel: str, language: str = "c") -> LoopAnalysis
 
 
 def _analyze(source: str, kernel: str, language: str) -> LoopAnalysis:
-    root = _parser(language).parse(source.encode("utf-8")).root_node
+    root = syntax_tree(source, language)
     function = _find_function(root, kernel)
     body = function.child_by_field_name("body") if function is not None else None
     if body is None:
@@ -237,7 +250,7 @@ def function_at(source: str, line: int, language: str = "c") -> str | None:
 
 def functions_at(source: str, lines: Sequence[int], language: str = "c") -> dict[int, str | None]:
     """function_at for each of lines, from one parse of the source."""
-    root = _parser(language).parse(source.encode("utf-8")).root_node
+    root = syntax_tree(source, language)
     definitions = [node for node in _walk(root) if node.type == "function_definition" and _function_name(node)]
     found: dict[int, str | None] = {}
     for line in lines:
@@ -257,7 +270,7 @@ def _function_name(node: tree_sitter.Node) -> str:
 def declarations(source: str, function_name: str, language: str = "c") -> list[str]:
     """The declarations of the function named function_name in source, its parameters' first, each as one
     statement on one line (`const double *a;`, `double sum = 0;`): what a file included into its body sees."""
-    root = _parser(language).parse(source.encode("utf-8")).root_node
+    root = syntax_tree(source, language)
     function = _find_function(root, function_name)
     if function is None:
         return []

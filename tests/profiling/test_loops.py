@@ -139,3 +139,30 @@ void kernel(char *s, char *t, float *x, int n) {
 """
     found = [(e.line, e.text, e.kind) for e in analyze_loops(code, "kernel").invariants]
     assert found == [(3, "strlen(s)", "call_on_written_memory")]
+
+
+RESTRICT_REFERENCES = """\
+#include <vector>
+float dot_product(std::vector<float> &__restrict v1,
+                  std::vector<float> &__restrict__ v2) {
+  float tmp = 0.0f;
+  for (size_t i = 0; i < v1.size(); i++) {
+    tmp += v1[i] * v2[i];
+  }
+  return tmp;
+}
+int masked(int a, int restrict_mask) { return a & restrict_mask; }
+"""
+
+
+def test_a_cpp_function_taking_restrict_references_is_read() -> None:
+    """gcc's `__restrict` on a C++ reference (CoffeeBeforeArch's dot product): tree-sitter-cpp alone finds no
+    function there, so its loop and its floating-point sum went without static facts."""
+    from profiling.cpu.loops import functions_at
+
+    analysis = analyze_loops(RESTRICT_REFERENCES, "dot_product", "cpp")
+    assert analysis.function_found
+    assert [(loop.start_line, loop.end_line) for loop in analysis.loops] == [(5, 7)]
+    assert [(chain.target, chain.lines) for chain in analysis.chains] == [("tmp", (6,))]
+    # an identifier that only begins with the qualifier's spelling is left alone
+    assert functions_at(RESTRICT_REFERENCES, [6, 10], "cpp") == {6: "dot_product", 10: "masked"}
