@@ -779,11 +779,15 @@ def _carried_divisions(profile: Profile, th: dict[str, Threshold]) -> tuple[list
 
 
 def _division_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
-    """Lines of a loop whose iterations wait on each other's divisions: no vectoriser's loop (each step needs the
-    last one's remainder). Claimed only when slow_integer_division reports them."""
+    """Lines of a loop whose iterations wait on each other's divisions (each step needs the last one's remainder),
+    and lines whose compiled code divides in a loop gcc left scalar: no x86 vector instruction divides integers, so
+    the loop cannot be vectorised while the division stays (a divisor known at compile time is a multiplication,
+    which can). Removing the division is the fix to name first. Claimed only when slow_integer_division reports
+    them."""
     if _check_division(profile, th) is None:
         return set()
-    return {line.line for line in profile.hot_lines if _m(line, "static.carried_division_loop")}
+    return {line.line for line in profile.hot_lines if _m(line, "static.carried_division_loop")
+            or (_m(line, "binary.divisions") > 0 and _left_scalar(line))}
 
 
 def _check_division(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
@@ -817,6 +821,9 @@ def _check_division(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | N
         extra.append(f"divisions that do not wait on each other still hold the divider "
                      f"{th['integer_division_throughput_cycles'].value:.0f} cycles each "
                      "(integer_division_throughput_cycles), where callgrind counts one")
+    if scalar := [line.line for line in free if _left_scalar(line)]:
+        extra.append(f"gcc left the loop of line(s) {', '.join(map(str, scalar))} scalar as well: no x86 vector "
+                     "instruction divides integers; without the division (a multiplication) it can be vectorised")
     return make_diagnosis("slow_integer_division", lost / total, findings, extra)
 
 

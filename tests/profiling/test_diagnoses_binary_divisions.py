@@ -184,3 +184,41 @@ def test_a_kernel_its_benchmark_also_inlines_with_constant_sizes_is_slow_integer
     line = next(x for x in profile.hot_lines if x.line == 7)
     assert 10_000 < (line.metric("binary.divisions") or 0) <= 20_000
     assert profile.diagnoses[0].name == "slow_integer_division"
+
+
+REMAINDERS_PROGRAM = """#include <stdio.h>
+#include <stdlib.h>
+
+void remainders(const int *in, int *out, int n, long divisor) {
+    for (int i = 0; i < n; i++) out[i] = in[i] % divisor;
+}
+
+int main(int argc, char **argv) {
+    int n = 4096;
+    int *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
+    for (int i = 0; i < n; i++) in[i] = rand();
+    void (*volatile kernel)(const int *, int *, int, long) = remainders;
+    long s = 0;
+    for (int r = 0; r < 300; r++) { kernel(in, out, n, 1245 + (argc > 5)); s += out[r]; }
+    printf("%ld\\n", s);
+    return 0;
+}
+"""
+
+
+@needs_tools
+def test_a_loop_left_scalar_by_its_division_is_slow_integer_division_not_missed_vectorization(
+        tmp_path: Path) -> None:
+    """Scenario (CoffeeBeforeArch's strength_reduction baseMod, held out): `out[i] = in[i] % divisor`, the divisor
+    known only at run time. gcc leaves the loop scalar because no x86 vector instruction divides integers, and
+    missed_vectorization (0.50) ranked above slow_integer_division (0.47) although vector code needs the division
+    gone first: the division claims the line, and says the loop is left scalar as well."""
+    (tmp_path / "prog.c").write_text(REMAINDERS_PROGRAM)
+    subprocess.run(["gcc", "-O3", "-march=x86-64-v3", "-g", "prog.c", "-o", "prog"], cwd=tmp_path, check=True)
+    profiles = profile_application("./prog", tmp_path, target="cpu", top=2, work_dir=tmp_path / "work")
+    profile = next(p for p in profiles if p.kernel.split("(")[0] == "remainders")
+    line = next(x for x in profile.hot_lines if x.line == 5)
+    assert line.metric("binary.divisions") and line.metric("gcc.vectorized") == 0.0
+    names = [d.name for d in profile.diagnoses]
+    assert names[0] == "slow_integer_division" and "missed_vectorization" not in names
+    assert any("no x86 vector instruction divides integers" in e for e in profile.diagnoses[0].evidence)
