@@ -142,13 +142,14 @@ def _profile_cpu_function(argv: list[str], workdir: Path, function: RankedFuncti
                           index: int) -> Profile:
     """One callgrind pass toggled to the function; its hot lines are lines of its file, with the static facts a
     task profile carries when that file can be read (profiling/cpu/static_facts.py)."""
-    from profiling.cpu import callgrind
+    from profiling.cpu import callgrind, disassembly
     from profiling.cpu.static_facts import function_static_facts
 
     out_file = work_dir / f"callgrind.{index}.out"
     _run_under_callgrind(argv, workdir, out_file, toggle=function.name)
     source = workdir / function.file  # an absolute file stays as it is
-    result = callgrind.parse_callgrind(out_file.read_text(errors="replace"), source.name, function.name)
+    result = callgrind.parse_callgrind(out_file.read_text(errors="replace"), source.name, function.name,
+                                       disassembly.inline_sites(Path(function.object), source.name, function.name))
     lines = source.read_text(errors="replace").split("\n") if source.is_file() else []
     hot = callgrind.hot_lines(result, lines) if lines else []
     counters, tools = callgrind.counters(result), f"valgrind: {tool_version('valgrind')}"

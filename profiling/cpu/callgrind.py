@@ -14,6 +14,7 @@ core; the profile run sets OMP_NUM_THREADS=1 so OpenMP kernels are measured as o
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections import defaultdict
@@ -23,7 +24,10 @@ from pathlib import Path
 from perfforge.errors import PerfforgeError
 from perfforge.records import CounterValue, HotLine
 from profiling import sandbox
+from profiling.cpu import disassembly
 from profiling.cpu.cache_model import simulated_cache_model
+from profiling.cpu.disassembly import InlineSites
+from profiling.cpu.symbols import base_name
 
 # What each cachegrind event counts, and its unit.
 EVENTS: dict[str, tuple[str, str]] = {
@@ -109,6 +113,9 @@ class _ParseState:
     last_source_line: int | None = None  # the last line of the source file this function's costs were charged to
     callee: str = ""  # the last cfn=
     pending_calls: int | None = None  # the count of a calls= line whose cost line comes next
+    kernel: str = ""  # the kernel's base name
+    in_kernel: bool = False  # fn= is the kernel (or a clone): its inlined header code has call sites to charge
+    inlined: InlineSites = field(default_factory=dict)  # of the kernel, keyed by normalised paths
 
 
 def _position(token: str, last: int) -> int:
@@ -121,11 +128,12 @@ def _position(token: str, last: int) -> int:
 
 
 _HEADER_RE = re.compile(r"^(\w+)[=:]\s*(.*)$")
-# The compilers' intrinsics headers (x86's xmmintrin.h ... avx512fintrin.h, Arm's arm_neon.h and arm_sve.h): each
-# function there wraps one instruction, so the cost of its inlined code is the cost of the source statement that
-# called it. Debug information files it under the header's own lines, which would leave a hand-vectorised loop's
-# every load (and miss) off the source: it is charged to the source line before it in callgrind's listing (the
-# statement, or its loop's header: the same loop either way). Other headers (a C++ library's operator[]) stay out.
+# Code the kernel inlined from a header (a C++ library's std::find, an intrinsic) is filed under the header's lines,
+# which would leave its cost off the source: it is charged to the source line whose call inlined it, read from the
+# binary's inline chains (disassembly.inline_sites), where one line did. Without that (no objdump, a header location
+# several lines inlined), the compilers' intrinsics headers (x86's xmmintrin.h ... avx512fintrin.h, Arm's
+# arm_neon.h and arm_sve.h), whose functions wrap one instruction each, are charged to the source line before them in
+# callgrind's listing (the statement, or its loop's header: the same loop either way); other headers stay out.
 _INTRINSICS_HEADER_RE = re.compile(r"(?:^|/)(?:\w*intrin\.h|arm_neon\.h|arm_sve\.h)$")
 _COMPRESSED_RE = re.compile(r"^\((\d+)\)(?: (.*))?$")
 
@@ -150,10 +158,12 @@ def _costs(events: list[str], numbers: list[str]) -> dict[str, int]:
     return {event: int(value) for event, value in zip(events, numbers, strict=False) if value != "0"}
 
 
-def parse_callgrind(text: str, source_name: str, kernel: str) -> CallgrindResult:
+def parse_callgrind(text: str, source_name: str, kernel: str, inlined: InlineSites | None = None) -> CallgrindResult:
     """Parse a callgrind output file. source_name is the editable source's file name: lines of every file of that
-    name count (the build may compile a staged copy), lines of other files do not."""
-    state, names = _ParseState(), _Names()
+    name count (the build may compile a staged copy), lines of other files do not, except the header code the kernel
+    inlined, charged to the lines inlined names for it (disassembly.inline_sites)."""
+    state, names = _ParseState(kernel=base_name(kernel)), _Names()
+    state.inlined = {(os.path.normpath(path), line): sites for (path, line), sites in (inlined or {}).items()}
     own: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     calls: list[_Call] = []
     fn_in_source: set[str] = set()
@@ -189,6 +199,7 @@ def _header_line(key: str, value: str, state: _ParseState, names: _Names, totals
         state.fn = names.resolve("fn", value)
         state.file = state.fn_file
         state.last_source_line = None
+        state.in_kernel = base_name(state.fn) == state.kernel
     elif key in ("cfi", "cfl"):
         names.resolve("fl", value)  # defines the id of a compressed name
     elif key == "cfn":
@@ -210,17 +221,29 @@ def _cost_line(line: str, state: _ParseState, own: dict[int, dict[str, int]], ca
     if state.pending_calls is not None:  # the inclusive cost of the call announced by calls=
         cost = _costs(state.events, tokens[1:])
         cost["__count__"] = state.pending_calls
-        calls.append(_Call(state.fn, state.callee, position if in_source else None, cost))
+        calls.append(_Call(state.fn, state.callee, position if in_source else _inline_site(state, position), cost))
         state.pending_calls = None
         return
-    charged = position if in_source else None
-    if not in_source and state.last_source_line is not None and _INTRINSICS_HEADER_RE.search(state.file):
+    charged = position if in_source else _inline_site(state, position)
+    if charged is None and not in_source and state.last_source_line is not None \
+            and _INTRINSICS_HEADER_RE.search(state.file):
         charged = state.last_source_line
     if charged is not None:
         fn_in_source.add(state.fn)
         state.last_source_line = charged
         for event, count in _costs(state.events, tokens[1:]).items():
             own[charged][event] += count
+
+
+def _inline_site(state: _ParseState, position: int) -> int | None:
+    """The source line whose call inlined the kernel's code at this header position: the one line the binary
+    names, or of several the line callgrind charged last (the code around it), else None."""
+    sites = state.inlined.get((os.path.normpath(state.file), position)) if state.in_kernel else None
+    if not sites:
+        return None
+    if len(sites) == 1:
+        return next(iter(sites))
+    return state.last_source_line if state.last_source_line in sites else None
 
 
 def _reaches_source(calls: list[_Call], fn_in_source: set[str]) -> set[str]:
@@ -292,7 +315,8 @@ def run_callgrind(binary: Path, config_args: list[str], kernel: str, source_name
         raise CallgrindError(f"the harness failed under callgrind: {result.reason()}")
     if not out_file.is_file():
         raise CallgrindError(f"callgrind wrote no output file {out_file}")
-    parsed = parse_callgrind(out_file.read_text(encoding="utf-8", errors="replace"), source_name, kernel)
+    parsed = parse_callgrind(out_file.read_text(encoding="utf-8", errors="replace"), source_name, kernel,
+                             disassembly.inline_sites(binary, source_name, kernel))
     if not parsed.totals.get("Ir"):
         raise CallgrindError(f"callgrind counted no instructions in {kernel!r}: is that the function's name in the "
                              "binary (C++ names are mangled; static functions may be inlined away)?")

@@ -1,4 +1,5 @@
-"""Integer divisions in the compiled code, per source line, from objdump's disassembly with line numbers.
+"""What the compiled code says per source line, from objdump's disassembly with line numbers and inline chains:
+integer divisions, and which of the source's lines inlined a header's code.
 
 Callgrind counts a division as one instruction, and the source cannot say which divisions are left after
 compilation: one by a literal or a constant becomes a multiplication, one by a field, a parameter or a call's
@@ -14,6 +15,13 @@ also inlined, unrolled or vectorised into the benchmark loop that calls it) has 
 each; callgrind's counts are the kernel's own, so a line that has code in the kernel's symbol (or its clones) is
 read from that code only, and a line that has none there (an out-of-line callee's) from all of its copies.
 
+Inlined headers: debug information files the code a function inlined from a header (a C++ library's `std::find`,
+an intrinsic) under the header's lines, and callgrind charges it there, off the source; `objdump --inlines` prints,
+for each location, the chain of call sites it was inlined through. The first of them in the source is the line
+whose call brought that code in: `inline_sites` maps each header location of a function to those source lines, so
+that callgrind.py charges the header's cost to the call (a quadratic `std::find` in a loop was otherwise no hot
+line at all), and the line's code here counts the instructions it inlined.
+
 The hot lines get `binary.divisions` (where there are any); slow_integer_division reads it. A binary without line
 information, or no objdump, gives nothing: the divisions are then not measured, and the rule reads only the
 source's loop-carried divisions.
@@ -25,7 +33,7 @@ import functools
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfforge.records import CounterValue, HotLine
@@ -38,6 +46,8 @@ _DIVISION_RE = re.compile(r"i?div[bwlq]?")
 _LOCATION_RE = re.compile(r"^(\S.*):(\d+)(?: \(discriminator \d+\))?$")
 # a symbol's first line: "0000000000001189 <modsum>:" (demangled with -C: "<ns::f(int) [clone .constprop.0]>:")
 _SYMBOL_RE = re.compile(r"^[0-9a-f]+ <(.+)>:$")
+# --inlines' chain, innermost caller first: "inlined by /path/file.cpp:40 (_ZL8baselineRN9benchmark5StateE)"
+_INLINED_BY_RE = re.compile(r"^inlined by (\S.*?):(\d+)(?: \(discriminator \d+\))?(?: \(\S+\))?$")
 # an instruction line: "    1189:\tmnemonic operands" (--no-show-raw-insn)
 _INSTRUCTION_RE = re.compile(r"^\s+[0-9a-f]+:\t(\S+)")
 _PREFIXES = frozenset({"lock", "rep", "repz", "repnz", "repe", "repne", "notrack", "data16", "cs", "ds", "bnd"})
@@ -51,70 +61,115 @@ class LineCode:
     divisions: int
 
 
+# a header location (its path as the debug information gives it, its line) -> the source lines inlining its code
+InlineSites = dict[tuple[str, int], frozenset[int]]
+
+
+@dataclass
+class FunctionCode:
+    """One function's code as objdump lists it: per source line, and the header locations it inlined."""
+
+    lines: dict[int, LineCode] = field(default_factory=dict)
+    inlined: dict[tuple[str, int], set[int]] = field(default_factory=dict)
+
+
 def line_code(binary: Path, source_name: str, kernel: str | None = None) -> dict[int, LineCode]:
     """The code of each line of the source file named source_name (every file of that name counts, as callgrind's
     hot lines do) in binary, read from the function named kernel where the line has code there; {} where objdump
     is missing or fails."""
+    return _chosen(_functions_of(binary, source_name), kernel)
+
+
+def inline_sites(binary: Path, source_name: str, kernel: str) -> InlineSites:
+    """The header locations whose code the function named kernel (its base name) inlined, each with the lines of
+    the source file named source_name that called it in; {} where objdump is missing or fails."""
+    found = _functions_of(binary, source_name).get(base_name(kernel))
+    return {where: frozenset(lines) for where, lines in found.inlined.items()} if found else {}
+
+
+def _functions_of(binary: Path, source_name: str) -> dict[str, FunctionCode]:
     try:
         stamp = binary.stat().st_mtime_ns
     except OSError:
         return {}
-    return _chosen(_line_code(str(binary), stamp, source_name), kernel)
+    return _listed(str(binary), stamp, source_name)
 
 
 @functools.lru_cache(maxsize=8)  # application mode asks once per profiled function of the same binary
-def _line_code(binary: str, _stamp: int, source_name: str) -> dict[str, dict[int, LineCode]]:
+def _listed(binary: str, _stamp: int, source_name: str) -> dict[str, FunctionCode]:
     objdump = shutil.which("objdump")
     if objdump is None:
         return {}
-    try:
-        listing = subprocess.run([objdump, "-d", "-l", "-C", "--no-show-raw-insn", binary], capture_output=True,
-                                 text=True, errors="replace", timeout=OBJDUMP_TIMEOUT_S, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    return _by_function(listing, source_name)
+    # --inlines (binutils 2.30 on) adds the inline chains; an objdump without it lists the lines alone
+    for extra in (["--inlines"], []):
+        try:
+            listing = subprocess.run([objdump, "-d", "-l", *extra, "-C", "--no-show-raw-insn", binary],
+                                     capture_output=True, text=True, errors="replace", timeout=OBJDUMP_TIMEOUT_S,
+                                     check=True).stdout
+        except subprocess.CalledProcessError:
+            continue
+        except (OSError, subprocess.SubprocessError):
+            return {}
+        return _by_function(listing, source_name)
+    return {}
 
 
 def parse_listing(listing: str, source_name: str, kernel: str | None = None) -> dict[int, LineCode]:
-    """objdump -d -l -C --no-show-raw-insn output -> the code of each line of the source file named source_name;
-    a line with code in the function named kernel (its base name: clones and parameters aside) counts that code
-    only."""
+    """objdump -d -l [--inlines] -C --no-show-raw-insn output -> the code of each line of the source file named
+    source_name; a line with code in the function named kernel (its base name: clones and parameters aside) counts
+    that code only."""
     return _chosen(_by_function(listing, source_name), kernel)
 
 
-def _by_function(listing: str, source_name: str) -> dict[str, dict[int, LineCode]]:
-    """The code of each line of source_name, per function (by base name) it was compiled into."""
-    found: dict[str, dict[int, LineCode]] = {}
-    lines: dict[int, LineCode] = {}
-    current: int | None = None
+def _by_function(listing: str, source_name: str) -> dict[str, FunctionCode]:
+    """Each function's (by base name) code per line of source_name, and its inlined header locations. An
+    instruction belongs to its innermost location's line when that is in the source, else to the first line of
+    the source in its inline chain (the call that inlined it), else to none."""
+    found: dict[str, FunctionCode] = {}
+    code = FunctionCode()
+    innermost: tuple[str, int] | None = None
+    chain: list[tuple[str, int]] = []
+    chain_open = False  # "inlined by" lines after an instruction start the next instruction's chain afresh
     for text in listing.splitlines():
         symbol = _SYMBOL_RE.match(text)
         if symbol:  # a new function: its first location line comes next
-            current, lines = None, found.setdefault(base_name(symbol.group(1)), {})
+            code, innermost, chain = found.setdefault(base_name(symbol.group(1)), FunctionCode()), None, []
+            continue
+        caller = _INLINED_BY_RE.match(text)
+        if caller:
+            chain = (chain if chain_open else []) + [(caller.group(1), int(caller.group(2)))]
+            chain_open = True
             continue
         location = _LOCATION_RE.match(text)
         if location:
-            current = int(location.group(2)) if Path(location.group(1)).name == source_name else None
+            innermost, chain, chain_open = (location.group(1), int(location.group(2))), [], True
             continue
         instruction = _INSTRUCTION_RE.match(text)
-        if instruction is None or current is None:
+        if instruction is None or innermost is None:
             continue
+        chain_open = False
         words = [w for w in text.split("\t", 1)[1].split() if w not in _PREFIXES]
         if not words or words[0].startswith("nop") or words[0] in ("(bad)", "int3"):
             continue  # alignment padding after a function's return: never executed, it would dilute the line's count
-        seen = lines.get(current, LineCode(0, 0))
-        lines[current] = LineCode(seen.instructions + 1, seen.divisions + bool(_DIVISION_RE.fullmatch(words[0])))
+        line = next((number for path, number in (innermost, *chain) if Path(path).name == source_name), None)
+        if line is None:
+            continue
+        if Path(innermost[0]).name != source_name:
+            code.inlined.setdefault(innermost, set()).add(line)
+        seen = code.lines.get(line, LineCode(0, 0))
+        code.lines[line] = LineCode(seen.instructions + 1, seen.divisions + bool(_DIVISION_RE.fullmatch(words[0])))
     return found
 
 
-def _chosen(by_function: dict[str, dict[int, LineCode]], kernel: str | None) -> dict[int, LineCode]:
+def _chosen(by_function: dict[str, FunctionCode], kernel: str | None) -> dict[int, LineCode]:
     """Every copy of each line summed, the kernel's own code where the line has some there."""
     everywhere: dict[int, LineCode] = {}
-    for lines in by_function.values():
-        for line, code in lines.items():
+    for function in by_function.values():
+        for line, code in function.lines.items():
             seen = everywhere.get(line, LineCode(0, 0))
             everywhere[line] = LineCode(seen.instructions + code.instructions, seen.divisions + code.divisions)
-    return everywhere | by_function.get(kernel, {}) if kernel else everywhere
+    own = by_function.get(base_name(kernel)) if kernel else None
+    return everywhere | own.lines if own else everywhere
 
 
 def add_division_counts(hot_lines: list[HotLine], code: dict[int, LineCode]) -> None:

@@ -123,6 +123,10 @@ class LinearSearch:
     table: str  # the array compared element by element
     key: str  # what each element is compared with (the loop does not change it)
     bound: str  # the loop's own bound on the index ("" when only the comparison ends it: a sentinel scan)
+    # a call of the standard library's linear scans (`std::find(begin(v), end(v), x)`) inside a loop: the scan is
+    # the call's, at loop_line..end_line (the call's lines), inside the loop starting at around_line
+    algorithm: str = ""
+    around_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -230,6 +234,7 @@ def _analyze(source: str, kernel: str, language: str) -> LoopAnalysis:
                         for found in _carried_scalars(node, loop)]
     analysis.searches = [found for node, loop in loop_nodes if loop.innermost
                          if (found := _linear_search(node, loop)) is not None]
+    analysis.searches += _algorithm_searches(loop_nodes, _uses_std(root))
     analysis.recomputed = _recomputed(loop_nodes)
     analysis.vector_loops = dependences.hand_vectorized_loops(root, function, loop_nodes)
     analysis.accumulators = dependences.memory_accumulators(function, loop_nodes)
@@ -523,6 +528,56 @@ def _linear_search(node: tree_sitter.Node, loop: Loop) -> LinearSearch | None:
     return None
 
 
+# The standard library's linear scans: each call walks its range element by element (until a match, for the find
+# family), so one inside a loop costs the range's length every iteration, where a hash set, a sorted range's binary
+# search or a table indexed by the key would not.
+_SCAN_ALGORITHMS = frozenset({"find", "find_if", "find_if_not", "find_first_of", "adjacent_find", "search", "count",
+                              "count_if", "any_of", "all_of", "none_of"})
+_STD_CALL_RE = re.compile(r"^(?:::)?std::(?:ranges::)?(\w+)$")
+
+
+def _uses_std(root: tree_sitter.Node) -> set[str]:
+    """The scan algorithms the file may call unqualified: all of them under `using namespace std;`, else those
+    named by `using std::find;`, less any the file defines itself (a union-find's `find(parent, x)`)."""
+    found: set[str] = set()
+    for node in root.children:
+        text = re.sub(r"\s+", "", _text(node))
+        if node.type == "using_declaration" and text in ("usingnamespacestd;", "usingnamespace::std;"):
+            found |= _SCAN_ALGORITHMS
+        elif node.type == "using_declaration" and (match := re.fullmatch(r"using(?:::)?std::(\w+);", text)):
+            found.add(match.group(1))
+    defined = {_function_name(node) for node in _walk(root) if node.type == "function_definition"}
+    return (found & _SCAN_ALGORITHMS) - defined
+
+
+def _algorithm_searches(loop_nodes: list[tuple[tree_sitter.Node, Loop]], unqualified: set[str]) -> list[LinearSearch]:
+    """Calls of the standard library's linear scans inside a loop (the innermost loop holding each): `std::find`,
+    `std::count_if`, `std::ranges::any_of`, ..., or the bare name where the file's using-declarations allow it (a
+    function of the user's own called `find`, a union-find's, is not one). A range of a few elements fixed in the
+    source (`std::find(a, a + 4, x)`) is no search whose cost grows."""
+    innermost: dict[int, tuple[tree_sitter.Node, Loop]] = {}
+    for node, loop in sorted(loop_nodes, key=lambda item: item[1].depth):  # a deeper loop overwrites its outer ones
+        innermost |= {call.id: (call, loop) for call in _walk(node) if call.type == "call_expression"}
+    found = []
+    for call, loop in innermost.values():
+        name = re.sub(r"\s+", "", _text(call.child_by_field_name("function")))
+        qualified = _STD_CALL_RE.match(name)
+        algorithm = qualified.group(1) if qualified else name
+        if algorithm not in _SCAN_ALGORITHMS or (qualified is None and algorithm not in unqualified):
+            continue
+        arguments = call.child_by_field_name("arguments")
+        texts = [_text(a) for a in arguments.named_children] if arguments is not None else []
+        if qualified is None and len(texts) < 3:  # the iterator forms: first, last, and a value or a predicate
+            continue
+        fixed = re.search(r"\+\s*(\d+)\s*$", texts[1]) if len(texts) > 1 else None
+        if fixed and int(fixed.group(1)) <= MAX_FIXED_TRIPS:
+            continue
+        found.append(LinearSearch(loop_line=_line(call), end_line=call.end_point.row + 1, exit_line=_line(call),
+                                  table=texts[0] if texts else "", key=texts[-1] if texts else "", bound="",
+                                  algorithm=name, around_line=loop.start_line))
+    return sorted(found, key=lambda search: search.loop_line)
+
+
 def _bounds_index(term: tree_sitter.Node, index: str) -> bool:
     return (term.type == "binary_expression" and _text(term.child_by_field_name("operator")) in _COMPARISONS
             and any(side is not None and side.type == "identifier" and _text(side) == index
@@ -813,13 +868,16 @@ def _struct_accesses(root: tree_sitter.Node, function: tree_sitter.Node,
 
 def avoidable_work_facts(analysis: LoopAnalysis, line: int) -> list[tuple[str, float, str]]:
     """(metric, value, unit) facts of one source line about work a rewrite avoids, for a hot line's metrics:
-    `static.linear_search_loop` (the start line of the linear search whose span holds the line),
+    `static.linear_search_loop` (the start line of the linear search whose span holds the line; with
+    `static.linear_search_call_loop`, the line of the loop around a standard library scan the line calls),
     `static.recomputed_exprs` (pure calls and divisions on the line that every iteration of an enclosing loop
     recomputes with the same values) and `static.recomputed_outer_loop` (the outermost such loop's line)."""
     facts: list[tuple[str, float, str]] = []
     search = next((s for s in analysis.searches if s.loop_line <= line <= s.end_line), None)
     if search is not None:
         facts.append(("static.linear_search_loop", float(search.loop_line), "line"))
+        if search.algorithm:  # the scan is a library call's, inside the loop starting at around_line
+            facts.append(("static.linear_search_call_loop", float(search.around_line), "line"))
     recomputed = [r for r in analysis.recomputed if r.line == line]
     if recomputed:
         facts += [("static.recomputed_exprs", float(len(recomputed)), "expr"),

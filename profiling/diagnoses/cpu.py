@@ -373,10 +373,17 @@ def _check_search(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | Non
         share = sum(_line_cycles(x, th) for x in lines) / total
         findings.append(finding("linear_search_share", share, th["min_line_share"], ">=", [x.line for x in lines]))
         mispredicts = sum(_m(x, "Bcm") for x in lines)
+        code = " / ".join(x.code.strip() for x in lines)
+        if around := next((int(_m(x, "static.linear_search_call_loop")) for x in lines
+                           if _m(x, "static.linear_search_call_loop")), 0):
+            extra.append(f"line {loop} ({share:.0%} of the estimated cycles) calls a standard library scan inside the "
+                         f"loop at line {around}: each call walks the range element by element, so every iteration "
+                         f"costs the range's length (a hash set, a sorted range's binary search or a table indexed "
+                         f"by the key does not): {code}")
+            continue
         extra.append(f"the loop at line {loop} ({share:.0%} of the estimated cycles) scans a table element by element "
                      f"until one compares with a key it does not change, so its trip count grows with the table "
-                     f"({mispredicts:.0f} mispredicted branches on its lines: data-dependent exits): "
-                     + " / ".join(x.code.strip() for x in lines))
+                     f"({mispredicts:.0f} mispredicted branches on its lines: data-dependent exits): {code}")
     extra.append(f"the saving is not measured (callgrind gives no trip count): {saving:.0%} of the scans' cycles is "
                  "assumed (search_saving)")
     share_all = sum(_line_cycles(x, th) for lines in scans.values() for x in lines) / total

@@ -147,3 +147,25 @@ def test_inlined_intrinsics_are_charged_to_the_source_line_before_them_and_other
     result = callgrind.parse_callgrind(text, "gemm.c", "kernel")
     assert {line: cost.own for line, cost in result.lines.items()} == {
         87: {"Ir": 10.0}, 97: {"Ir": 16.0, "Dr": 12.0, "D1mr": 8.0}, 98: {"Ir": 4.0}}
+
+
+def test_a_headers_inlined_code_is_charged_to_the_call_the_binary_says_inlined_it() -> None:
+    """`std::find` inlined into the kernel (CoffeeBeforeArch's duplicate_removal): its loop is filed under
+    stl_algobase.h's lines. With the binary's inline sites (disassembly.inline_sites) a header location one source
+    line inlined is charged to that line, its calls too; one that several lines inlined goes to the one callgrind
+    charged last when that is among them, else stays off; another function's code (a callee's, fn=helper) maps
+    nothing, even at the same header location."""
+    algo = "/usr/include/c++/12/bits/stl_algobase.h"
+    text = ("events: Ir Dr\nfl=/b/dedup.cpp\nfn=kernel(int)\n38 3\n"
+            f"fi={algo}\n2072 100 50\n2073 7\n"
+            "cfn=helper\ncalls=2 5\n2072 30 3\n"
+            "fe=/b/dedup.cpp\n41 2\n"
+            f"fi={algo}\n2073 5\n2080 9\n"
+            f"fn=helper\nfi={algo}\n2072 11\ntotals: 167 53\n")
+    sites = {(algo, 2072): frozenset({40}), (algo, 2073): frozenset({40, 41}), (algo, 2080): frozenset({40, 44})}
+    result = callgrind.parse_callgrind(text, "dedup.cpp", "kernel", sites)
+    assert {line: cost.own for line, cost in result.lines.items()} == {
+        38: {"Ir": 3.0}, 40: {"Ir": 107.0, "Dr": 50.0}, 41: {"Ir": 7.0}}
+    assert result.lines[40].calls == {"Ir": 30.0, "Dr": 3.0}
+    # without the sites, the library's code stays off the source as before
+    assert set(callgrind.parse_callgrind(text, "dedup.cpp", "kernel").lines) == {38, 41}

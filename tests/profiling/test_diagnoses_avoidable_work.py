@@ -285,3 +285,57 @@ def test_a_wide_unit_stride_stream_is_not_a_cache_miss_bottleneck(d1_rate_pct: f
                  D1_misses=accesses * d1_rate_pct / 100, LL_misses=accesses * ll_rate_pct / 100)
     names = [d.name for d in diagnose(_serial([line]))]
     assert ("cache_miss_bound" in names) is flagged, names
+
+
+DEDUPLICATE = """#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <unordered_set>
+#include <vector>
+
+__attribute__((noinline)) size_t unique_values(const std::vector<int> &in, std::vector<int> &out) {
+  out.clear();
+  for (int x : in) {
+    if (SCAN) out.push_back(x);
+  }
+  return out.size();
+}
+
+int main() {
+  std::vector<int> in(4000), out;
+  for (auto &x : in) x = rand() % 3000;
+  size_t kept = 0;
+  for (int r = 0; r < 5; r++) kept += unique_values(in, out);
+  printf("%zu\\n", kept);
+  return 0;
+}
+"""
+
+
+@needs_tools
+@pytest.mark.parametrize("scan, searches", [
+    ("std::find(out.begin(), out.end(), x) == out.end()", True),
+    ("seen(out, x)", False)])
+def test_std_find_over_the_values_kept_so_far_is_a_linear_search(scan: str, searches: bool, tmp_path: Path) -> None:
+    """Scenario (CoffeeBeforeArch's duplicate_removal baseline, held out): `std::find` over the kept values, once per
+    input, inlined from <bits/stl_algobase.h>. Callgrind files the scan's instructions (nearly all the function's)
+    under the header's lines, so the function had no hot line and no diagnosis; they are now charged to line 10,
+    the call that inlined them (the binary's inline chains), and the call in a loop is a linear search. The twin
+    keeps a hash set of the values seen (`seen` inserts into a static unordered_set): no search."""
+    code = DEDUPLICATE.replace("SCAN", scan)
+    if not searches:
+        code = code.replace("__attribute__((noinline)) size_t", """static std::unordered_set<int> kept_set;
+static bool seen(std::vector<int> &, int x) { return kept_set.insert(x).second; }
+__attribute__((noinline)) size_t""")
+    (tmp_path / "prog.cpp").write_text(code)
+    subprocess.run(["g++", "-O2", "-g", "prog.cpp", "-o", "prog"], cwd=tmp_path, check=True)
+    profiles = profile_application("./prog", tmp_path, target="cpu", top=3, work_dir=tmp_path / "work")
+    profile = next(p for p in profiles if p.kernel.startswith("unique_values"))
+    names = [d.name for d in profile.diagnoses]
+    if searches:
+        line = next(h for h in profile.hot_lines if h.line == 10)
+        assert line.share > 0.9
+        assert names[0] == "linear_search"
+        assert "calls a standard library scan inside the loop at line 9" in " ".join(profile.diagnoses[0].evidence)
+    else:
+        assert "linear_search" not in names

@@ -222,3 +222,33 @@ def test_a_loop_left_scalar_by_its_division_is_slow_integer_division_not_missed_
     names = [d.name for d in profile.diagnoses]
     assert names[0] == "slow_integer_division" and "missed_vectorization" not in names
     assert any("no x86 vector instruction divides integers" in e for e in profile.diagnoses[0].evidence)
+
+
+INLINES_LISTING = """
+0000000000001c10 <baseline(benchmark::State&)>:
+baseline(benchmark::State&):
+/tmp/w/src/dedup.cpp:38
+    1c10:\tpush   %r15
+std::__find_if(int*, int*, int const&):
+/usr/include/c++/12/bits/stl_algobase.h:2072
+inlined by /usr/include/c++/12/bits/stl_algo.h:3884 (_ZSt4findIPiiET_S1_S1_RKT0_)
+inlined by /tmp/w/src/dedup.cpp:40 (_ZL8baselineRN9benchmark5StateE)
+    1c20:\tcmp    (%rax),%edx
+    1c22:\tidivl  %ecx
+inlined by /tmp/w/src/dedup.cpp:41 (_ZL8baselineRN9benchmark5StateE)
+    1c24:\tje     1c40 <baseline(benchmark::State&)+0x30>
+/usr/include/c++/12/bits/stl_vector.h:1123
+    1c26:\tmov    (%rdi),%rax
+"""
+
+
+def test_an_inlined_headers_code_belongs_to_the_source_line_whose_call_inlined_it() -> None:
+    """objdump --inlines' chains: the header's instructions count on the first source line of their chain (40, then
+    41 for a chain printed afresh after an instruction), and the header locations map to those lines; a location
+    with no source line in its chain (stl_vector.h:1123 here, no chain) belongs to none."""
+    from profiling.cpu.disassembly import _by_function
+
+    code = parse_listing(INLINES_LISTING, "dedup.cpp", "baseline")
+    assert code == {38: LineCode(1, 0), 40: LineCode(2, 1), 41: LineCode(1, 0)}
+    inlined = _by_function(INLINES_LISTING, "dedup.cpp")["baseline"].inlined
+    assert inlined == {("/usr/include/c++/12/bits/stl_algobase.h", 2072): {40, 41}}

@@ -105,3 +105,34 @@ def test_hot_lines_get_the_search_fact_of_the_scan_they_are_in() -> None:
     hot = [HotLine(line=n, code="", share=0.4, dominant_stall="", metrics=[]) for n in (7, 8, 10)]
     static_metrics(hot, analysis, {})  # task mode and application mode both add the facts here
     assert [h.metric("static.linear_search_loop") for h in hot] == [7.0, 7.0, None]
+
+
+LIBRARY_SCANS = """\
+#include <algorithm>
+#include <vector>
+using namespace std;
+int find(int *parent, int x) { while (parent[x] != x) x = parent[x]; return x; }
+int kernel(vector<int> &v, vector<int> &keys, int *parent, int *a) {
+  int hits = 0;
+  for (int k : keys) {
+    if (std::find(v.begin(), v.end(), k) != v.end()) hits++;
+    hits += std::count_if(v.begin(), v.end(), [k](int x) { return x < k; });
+    hits += std::ranges::any_of(v, [k](int x) { return x == k; });
+    hits += find(parent, k);
+    hits += std::find(a, a + 4, k) != a + 4;
+  }
+  return hits + (std::find(v.begin(), v.end(), 3) != v.end());
+}
+"""
+
+
+def test_a_standard_library_scan_called_in_a_loop_is_a_linear_search() -> None:
+    """CoffeeBeforeArch's duplicate_removal (held out): `std::find` over the values kept so far, once per input. Not
+    searches: the file's own `find` (a union-find's, though `using namespace std`), a scan of four elements fixed in
+    the source, and a scan outside every loop."""
+    analysis = analyze_loops(LIBRARY_SCANS, "kernel", "cpp")
+    assert [(s.loop_line, s.algorithm, s.around_line) for s in analysis.searches] == [
+        (8, "std::find", 7), (9, "std::count_if", 7), (10, "std::ranges::any_of", 7)]
+    assert ("static.linear_search_call_loop", 7.0, "line") in avoidable_work_facts(analysis, 8)
+    for line in (11, 12, 14):
+        assert not [f for f in avoidable_work_facts(analysis, line) if f[0].startswith("static.linear_search")]
