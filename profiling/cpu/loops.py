@@ -355,7 +355,10 @@ def _base_identifier(node: tree_sitter.Node) -> str:
 
 def _declared_name(declarator: tree_sitter.Node | None) -> str:
     while declarator is not None and declarator.type != "identifier":
-        declarator = declarator.child_by_field_name("declarator")
+        inner = declarator.child_by_field_name("declarator")
+        if inner is None and declarator.type == "reference_declarator":  # C++'s `&v`: no field names its child
+            inner = declarator.named_children[-1] if declarator.named_children else None
+        declarator = inner
     return _text(declarator) if declarator is not None else ""
 
 
@@ -792,8 +795,13 @@ def _field_entries(declaration: tree_sitter.Node) -> list[tuple[str, int]]:
     return entries
 
 
+# C++ containers whose elements lie one after another in memory (an array of structures when they are structures)
+_CONTIGUOUS_CONTAINERS = frozenset({"vector", "array", "span", "valarray"})
+
+
 def _pointer_types(function: tree_sitter.Node) -> dict[str, str]:
-    """Names declared as pointers (parameters and locals) -> their element type name."""
+    """Names declared as pointers, arrays or contiguous C++ containers (`std::vector<S> &v`, `std::array<S, 8>`;
+    parameters and locals) -> their element type name."""
     types: dict[str, str] = {}
     for node in _walk(function):
         if node.type not in ("parameter_declaration", "declaration"):
@@ -802,18 +810,38 @@ def _pointer_types(function: tree_sitter.Node) -> dict[str, str]:
         if type_node is None:
             continue
         type_name = _text(type_node.child_by_field_name("name") or type_node)
+        element = _container_element(type_node)
         for declarator in node.children_by_field_name("declarator"):
             target = declarator
             if declarator.type == "init_declarator":
                 target = declarator.child_by_field_name("declarator")
-            if target is not None and target.type == "pointer_declarator":
+            if target is not None and target.type in ("pointer_declarator", "array_declarator"):
                 types[_declared_name(target)] = type_name
+            elif target is not None and element:
+                types[_declared_name(target)] = element
     return types
 
 
+def _container_element(type_node: tree_sitter.Node) -> str:
+    """The element type of `std::vector<S>` (and the other contiguous containers), "" for any other type."""
+    template = type_node if type_node.type == "template_type" else next(
+        (n for n in type_node.named_children if n.type == "template_type"), None)
+    if template is None or _text(template.child_by_field_name("name")) not in _CONTIGUOUS_CONTAINERS:
+        return ""
+    arguments = template.child_by_field_name("arguments")
+    first = arguments.named_children[0] if arguments is not None and arguments.named_children else None
+    return _text(first.child_by_field_name("type") or first).split()[-1] if first is not None else ""
+
+
 def _element_aliases(loop: tree_sitter.Node) -> dict[str, str]:
-    """Pointers declared in the loop as one element of an array (q = &p[i], q = p + i): q -> p."""
+    """Names of one element of an array inside the loop: pointers declared in it as one element (q = &p[i],
+    q = p + i): q -> p; and a range-for's variable over an array or container (`for (auto &e : v)`): e -> v."""
     aliases = {}
+    if loop.type == "for_range_loop":
+        name = _declared_name(loop.child_by_field_name("declarator"))
+        right = loop.child_by_field_name("right")
+        if name and right is not None and right.type == "identifier":
+            aliases[name] = _text(right)
     for node in _walk(loop):
         if node.type == "init_declarator" and node.child_by_field_name("value") is not None:
             value = node.child_by_field_name("value")
@@ -834,7 +862,7 @@ def _field_access_array(access: tree_sitter.Node, aliases: dict[str, str]) -> st
         return _base_identifier(argument)
     if operator == "->" and argument.type == "parenthesized_expression":
         return _base_identifier(argument)
-    if operator == "->" and argument.type == "identifier":
+    if argument.type == "identifier":  # q->x through q = &p[i]; e.x through a range-for's element e
         return aliases.get(_text(argument), "")
     return ""
 

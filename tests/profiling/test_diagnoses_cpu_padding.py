@@ -120,3 +120,36 @@ def test_the_padding_threshold_is_documented() -> None:
     entry = registry.thresholds_for("cpu")["min_padding_share"]
     assert entry.unit == "ratio" and len(entry.reason) > 80
     assert "min_padding_share" in registry.get_rule("poor_data_layout").thresholds
+
+
+# ---- an array of structures walked by a C++ range-for -------------------------------------------------------------
+
+PARTICLES = """#include <cstdio>
+#include <vector>
+struct Particle { double x, y, z, vx, vy, vz, mass, charge; };
+
+__attribute__((noinline)) void drift(std::vector<Particle> &ps, double dt) {
+  for (auto &p : ps) {
+    p.x += dt * p.vx;
+  }
+}
+
+int main() {
+  std::vector<Particle> ps(200000);
+  for (size_t i = 0; i < ps.size(); i++) ps[i].vx = 1e-3 * (double)(i % 7);
+  for (int r = 0; r < 4; r++) drift(ps, 0.5);
+  printf("%f\\n", ps[12345].x);
+  return 0;
+}
+"""
+
+
+@needs_tools
+def test_a_range_for_over_a_vector_of_structures_using_two_fields_is_a_poor_data_layout(tmp_path: Path) -> None:
+    """`for (auto &p : ps) p.x += dt * p.vx` over 200,000 64-byte particles: 16 of each structure's 64 bytes used,
+    one D1 miss per element. The range-for's element was no array element to the layout facts, so only
+    cache_miss_bound spoke; poor_data_layout now names the wasted three quarters of each line."""
+    profile = profile_function(tmp_path, PARTICLES, "drift", cpp=True)
+    names = diagnosis_names(profile)
+    assert names[0] == "poor_data_layout", profile.diagnoses
+    assert any("25% of each 64-byte structure" in e for e in profile.diagnoses[0].evidence)

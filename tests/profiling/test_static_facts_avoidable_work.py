@@ -136,3 +136,32 @@ def test_a_standard_library_scan_called_in_a_loop_is_a_linear_search() -> None:
     assert ("static.linear_search_call_loop", 7.0, "line") in avoidable_work_facts(analysis, 8)
     for line in (11, 12, 14):
         assert not [f for f in avoidable_work_facts(analysis, line) if f[0].startswith("static.linear_search")]
+
+
+ELEMENTS_OF_STRUCTURES = """\
+#include <array>
+#include <vector>
+struct Particle { double x, y, z, vx, vy, vz, mass, charge; };
+void drift(std::vector<Particle> &ps, double dt) {
+  for (auto &p : ps) {
+    p.x += dt;
+  }
+}
+void kick(Particle w[], int n, const std::array<Particle, 64> &a, double *out) {
+  for (const Particle &e : a) { out[0] += e.mass; }
+  for (int k = 0; k < n; k++) w[k].vx *= 0.5;
+}
+void scale(std::vector<double> &v, Particle s) { for (double &x : v) { x *= s.mass; } }
+"""
+
+
+def test_a_range_for_over_a_container_of_structures_is_an_array_of_structures() -> None:
+    """C++'s array of structures walked by a range-for (`for (auto &p : ps) p.x += dt`, CoffeeBeforeArch's data-
+    oriented-design example in its plain form) and a C array parameter (`Particle w[]`) touch one field of each
+    64-byte structure: the layout facts poor_data_layout reads. A range over scalars using a structure passed by
+    value is none."""
+    found = {f: [(s.array, s.loop_line, s.fields_used, s.used_bytes, s.struct_bytes)
+                 for s in analyze_loops(ELEMENTS_OF_STRUCTURES, f, "cpp").structs]
+             for f in ("drift", "kick", "scale")}
+    assert found == {"drift": [("ps", 5, ("x",), 8, 64)],
+                     "kick": [("a", 10, ("mass",), 8, 64), ("w", 11, ("vx",), 8, 64)], "scale": []}
