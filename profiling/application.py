@@ -148,8 +148,8 @@ def _profile_cpu_function(argv: list[str], workdir: Path, function: RankedFuncti
     out_file = work_dir / f"callgrind.{index}.out"
     _run_under_callgrind(argv, workdir, out_file, toggle=function.name)
     source = workdir / function.file  # an absolute file stays as it is
-    result = callgrind.parse_callgrind(out_file.read_text(errors="replace"), source.name, function.name,
-                                       disassembly.inline_sites(Path(function.object), source.name, function.name))
+    sites = disassembly.inline_sites(Path(function.object), source.name, function.name) if source.is_file() else {}
+    result = callgrind.parse_callgrind(out_file.read_text(errors="replace"), source.name, function.name, sites)
     lines = source.read_text(errors="replace").split("\n") if source.is_file() else []
     hot = callgrind.hot_lines(result, lines) if lines else []
     counters, tools = callgrind.counters(result), f"valgrind: {tool_version('valgrind')}"

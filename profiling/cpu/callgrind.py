@@ -99,8 +99,9 @@ class CallgrindResult:
 class _Call:
     caller: str
     callee: str
-    line: int | None  # caller line when the call site is in the source file
-    cost: dict[str, int]
+    line: int | None  # caller line when the call site is in the source file (or inlined its code)
+    cost: dict[str, float]
+    inlined: bool = False  # made by header code the line inlined: never a call of the source's own function
 
 
 @dataclass
@@ -164,7 +165,7 @@ def parse_callgrind(text: str, source_name: str, kernel: str, inlined: InlineSit
     inlined, charged to the lines inlined names for it (disassembly.inline_sites)."""
     state, names = _ParseState(kernel=base_name(kernel)), _Names()
     state.inlined = {(os.path.normpath(path), line): sites for (path, line), sites in (inlined or {}).items()}
-    own: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    own: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     calls: list[_Call] = []
     fn_in_source: set[str] = set()
     totals: dict[str, int] = {}
@@ -212,38 +213,45 @@ def _header_line(key: str, value: str, state: _ParseState, names: _Names, totals
         desc.append(value)
 
 
-def _cost_line(line: str, state: _ParseState, own: dict[int, dict[str, int]], calls: list[_Call],
+def _cost_line(line: str, state: _ParseState, own: dict[int, dict[str, float]], calls: list[_Call],
                fn_in_source: set[str], source_name: str) -> None:
     tokens = line.split()
     position = _position(tokens[0], state.last_line)
     state.last_line = position
     in_source = Path(state.file).name == source_name
+    sites = () if in_source else _inline_sites(state, position)
     if state.pending_calls is not None:  # the inclusive cost of the call announced by calls=
         cost = _costs(state.events, tokens[1:])
         cost["__count__"] = state.pending_calls
-        calls.append(_Call(state.fn, state.callee, position if in_source else _inline_site(state, position), cost))
+        if in_source:
+            calls.append(_Call(state.fn, state.callee, position, cost))
+        for site in sites:  # a call the inlined header code makes: the lines that inlined it share it
+            calls.append(_Call(state.fn, state.callee, site, {k: v / len(sites) for k, v in cost.items()},
+                               inlined=True))
+        if not in_source and not sites:
+            calls.append(_Call(state.fn, state.callee, None, cost))
         state.pending_calls = None
         return
-    charged = position if in_source else _inline_site(state, position)
-    if charged is None and not in_source and state.last_source_line is not None \
+    charged = (position,) if in_source else sites
+    if not charged and not in_source and state.last_source_line is not None \
             and _INTRINSICS_HEADER_RE.search(state.file):
-        charged = state.last_source_line
-    if charged is not None:
+        charged = (state.last_source_line,)
+    if charged:
         fn_in_source.add(state.fn)
-        state.last_source_line = charged
+        if len(charged) == 1:
+            state.last_source_line = charged[0]
         for event, count in _costs(state.events, tokens[1:]).items():
-            own[charged][event] += count
+            for site in charged:
+                own[site][event] += count / len(charged)
 
 
-def _inline_site(state: _ParseState, position: int) -> int | None:
-    """The source line whose call inlined the kernel's code at this header position: the one line the binary
-    names, or of several the line callgrind charged last (the code around it), else None."""
+def _inline_sites(state: _ParseState, position: int) -> tuple[int, ...]:
+    """The source lines whose calls inlined the kernel's code at this header position (the binary's inline
+    chains), () for another function's code or a location no source line inlined. Callgrind's line-level counts
+    cannot tell several inlined copies of one location apart: their cost is split evenly among the lines (an
+    estimate; two `std::find` calls of one loop get half each)."""
     sites = state.inlined.get((os.path.normpath(state.file), position)) if state.in_kernel else None
-    if not sites:
-        return None
-    if len(sites) == 1:
-        return next(iter(sites))
-    return state.last_source_line if state.last_source_line in sites else None
+    return tuple(sorted(sites)) if sites else ()
 
 
 def _reaches_source(calls: list[_Call], fn_in_source: set[str]) -> set[str]:
@@ -260,14 +268,16 @@ def _reaches_source(calls: list[_Call], fn_in_source: set[str]) -> set[str]:
     return reached
 
 
-def _line_costs(own: dict[int, dict[str, int]], calls: list[_Call], fn_in_source: set[str], kernel: str,
+def _line_costs(own: dict[int, dict[str, float]], calls: list[_Call], fn_in_source: set[str], kernel: str,
                 kernel_calls: int) -> dict[int, LineCost]:
     reaching = _reaches_source(calls, fn_in_source)
     lines: dict[int, LineCost] = defaultdict(LineCost)
     for number, cost in own.items():
         lines[number].own = {event: count / kernel_calls for event, count in cost.items()}
     for call in calls:
-        if call.line is not None and call.callee in fn_in_source and call.callee != kernel:
+        # a call from inlined library code (std::sort's out-of-line loop, which holds the source's lambda) is no
+        # call of the source's own function that the source could inline
+        if call.line is not None and not call.inlined and call.callee in fn_in_source and call.callee != kernel:
             lines[call.line].source_calls += call.cost.get("__count__", 0) / kernel_calls
             inclusive = lines[call.line].source_call_cost
             for event, count in call.cost.items():

@@ -47,7 +47,7 @@ _LOCATION_RE = re.compile(r"^(\S.*):(\d+)(?: \(discriminator \d+\))?$")
 # a symbol's first line: "0000000000001189 <modsum>:" (demangled with -C: "<ns::f(int) [clone .constprop.0]>:")
 _SYMBOL_RE = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 # --inlines' chain, innermost caller first: "inlined by /path/file.cpp:40 (_ZL8baselineRN9benchmark5StateE)"
-_INLINED_BY_RE = re.compile(r"^inlined by (\S.*?):(\d+)(?: \(discriminator \d+\))?(?: \(\S+\))?$")
+_INLINED_BY_RE = re.compile(r"^inlined by (\S.*?):(\d+)(?: \(discriminator \d+\))?(?: \(.*\))?$")
 # an instruction line: "    1189:\tmnemonic operands" (--no-show-raw-insn)
 _INSTRUCTION_RE = re.compile(r"^\s+[0-9a-f]+:\t(\S+)")
 _PREFIXES = frozenset({"lock", "rep", "repz", "repnz", "repe", "repne", "notrack", "data16", "cs", "ds", "bnd"})
@@ -96,22 +96,28 @@ def _functions_of(binary: Path, source_name: str) -> dict[str, FunctionCode]:
 
 
 @functools.lru_cache(maxsize=8)  # application mode asks once per profiled function of the same binary
-def _listed(binary: str, _stamp: int, source_name: str) -> dict[str, FunctionCode]:
+def _listed(binary: str, stamp: int, source_name: str) -> dict[str, FunctionCode]:
+    listing = _listing(binary, stamp)
+    return _by_function(listing, source_name) if listing else {}
+
+
+@functools.lru_cache(maxsize=2)  # the functions of several source files read one binary's listing
+def _listing(binary: str, _stamp: int) -> str:
     objdump = shutil.which("objdump")
     if objdump is None:
-        return {}
-    # --inlines (binutils 2.30 on) adds the inline chains; an objdump without it lists the lines alone
+        return ""
+    # --inlines (binutils 2.30 on) adds the inline chains (about 3.5 times the listing of a small C++ program); an
+    # objdump without it lists the lines alone
     for extra in (["--inlines"], []):
         try:
-            listing = subprocess.run([objdump, "-d", "-l", *extra, "-C", "--no-show-raw-insn", binary],
-                                     capture_output=True, text=True, errors="replace", timeout=OBJDUMP_TIMEOUT_S,
-                                     check=True).stdout
+            return subprocess.run([objdump, "-d", "-l", *extra, "-C", "--no-show-raw-insn", binary],
+                                  capture_output=True, text=True, errors="replace", timeout=OBJDUMP_TIMEOUT_S,
+                                  check=True).stdout
         except subprocess.CalledProcessError:
             continue
         except (OSError, subprocess.SubprocessError):
-            return {}
-        return _by_function(listing, source_name)
-    return {}
+            return ""
+    return ""
 
 
 def parse_listing(listing: str, source_name: str, kernel: str | None = None) -> dict[int, LineCode]:

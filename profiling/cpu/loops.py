@@ -234,7 +234,7 @@ def _analyze(source: str, kernel: str, language: str) -> LoopAnalysis:
                         for found in _carried_scalars(node, loop)]
     analysis.searches = [found for node, loop in loop_nodes if loop.innermost
                          if (found := _linear_search(node, loop)) is not None]
-    analysis.searches += _algorithm_searches(loop_nodes, _uses_std(root))
+    analysis.searches += _algorithm_searches(function, loop_nodes, _uses_std(root))
     analysis.recomputed = _recomputed(loop_nodes)
     analysis.vector_loops = dependences.hand_vectorized_loops(root, function, loop_nodes)
     analysis.accumulators = dependences.memory_accumulators(function, loop_nodes)
@@ -553,32 +553,84 @@ def _uses_std(root: tree_sitter.Node) -> set[str]:
     return (found & _SCAN_ALGORITHMS) - defined
 
 
-def _algorithm_searches(loop_nodes: list[tuple[tree_sitter.Node, Loop]], unqualified: set[str]) -> list[LinearSearch]:
+def _algorithm_searches(function: tree_sitter.Node, loop_nodes: list[tuple[tree_sitter.Node, Loop]],
+                        unqualified: set[str]) -> list[LinearSearch]:
     """Calls of the standard library's linear scans inside a loop (the innermost loop holding each): `std::find`,
     `std::count_if`, `std::ranges::any_of`, ..., or the bare name where the file's using-declarations allow it (a
-    function of the user's own called `find`, a union-find's, is not one). A range of a few elements fixed in the
-    source (`std::find(a, a + 4, x)`) is no search whose cost grows."""
-    innermost: dict[int, tuple[tree_sitter.Node, Loop]] = {}
+    function of the user's own called `find`, a union-find's, is not one), scanning the same range again each
+    iteration. Not searches whose cost grows: a call in a `for`'s initialiser (it runs once); a range the loop moves
+    or declares (`std::find(it + 1, v.end(), x)` resuming where the last one stopped, one pass in all;
+    `std::count(w.begin(), w.end(), 'a')` over each word of a range-for, each scanned once); a range of a few elements
+    fixed in the source (`std::find(a, a + 4, x)`, a `std::array<int, 4>` or `int a[4]`)."""
+    innermost: dict[int, tuple[tree_sitter.Node, tree_sitter.Node, Loop]] = {}
     for node, loop in sorted(loop_nodes, key=lambda item: item[1].depth):  # a deeper loop overwrites its outer ones
-        innermost |= {call.id: (call, loop) for call in _walk(node) if call.type == "call_expression"}
+        innermost |= {call.id: (call, node, loop) for call in _walk(node) if call.type == "call_expression"}
+    sizes = _fixed_sizes(function)
     found = []
-    for call, loop in innermost.values():
+    for call, node, loop in innermost.values():
         name = re.sub(r"\s+", "", _text(call.child_by_field_name("function")))
         qualified = _STD_CALL_RE.match(name)
         algorithm = qualified.group(1) if qualified else name
         if algorithm not in _SCAN_ALGORITHMS or (qualified is None and algorithm not in unqualified):
             continue
         arguments = call.child_by_field_name("arguments")
+        # the scanned range: first and last (a ranges:: form takes the range alone; a predicate is no range)
+        ranges = arguments.named_children[:1 if "ranges::" in name else 2] if arguments is not None else []
         texts = [_text(a) for a in arguments.named_children] if arguments is not None else []
         if qualified is None and len(texts) < 3:  # the iterator forms: first, last, and a value or a predicate
             continue
+        initialiser = node.child_by_field_name("initializer")
+        if initialiser is not None and initialiser.start_byte <= call.start_byte < initialiser.end_byte:
+            continue
+        names = {_text(n) for r in ranges for n in _walk(r) if n.type == "identifier"}
+        if names & (_range_element(node) | _resumed(node)):
+            continue
         fixed = re.search(r"\+\s*(\d+)\s*$", texts[1]) if len(texts) > 1 else None
-        if fixed and int(fixed.group(1)) <= MAX_FIXED_TRIPS:
+        if (fixed and int(fixed.group(1)) <= MAX_FIXED_TRIPS) or any(sizes.get(n, 0) for n in names):
             continue
         found.append(LinearSearch(loop_line=_line(call), end_line=call.end_point.row + 1, exit_line=_line(call),
                                   table=texts[0] if texts else "", key=texts[-1] if texts else "", bound="",
                                   algorithm=name, around_line=loop.start_line))
     return sorted(found, key=lambda search: search.loop_line)
+
+
+def _range_element(loop: tree_sitter.Node) -> set[str]:
+    """A range-for's element variable (a new range each iteration when it is a container), or nothing."""
+    name = _declared_name(loop.child_by_field_name("declarator")) if loop.type == "for_range_loop" else ""
+    return {name} if name else set()
+
+
+def _resumed(loop: tree_sitter.Node) -> set[str]:
+    """Iterators the loop sets from a scan's result (`it = std::find(it + 1, v.end(), x)`): the next scan resumes
+    where the last one stopped, one pass over the range in all."""
+    found = set()
+    for node in _walk(loop):
+        if node.type == "assignment_expression" and any(
+                n.type == "call_expression" and _STD_CALL_RE.match(re.sub(r"\s+", "", _text(
+                    n.child_by_field_name("function")))) for n in _walk(node.child_by_field_name("right"))):
+            found.add(_text(node.child_by_field_name("left")))
+    return found
+
+
+def _fixed_sizes(function: tree_sitter.Node) -> dict[str, int]:
+    """Arrays of the function of at most MAX_FIXED_TRIPS elements fixed in the source: `int a[4]`,
+    `std::array<int, 4> a` (parameters and locals) -> their size."""
+    sizes: dict[str, int] = {}
+    for node in _walk(function):
+        if node.type not in ("parameter_declaration", "declaration"):
+            continue
+        type_text = re.sub(r"\s+", "", _text(node.child_by_field_name("type") or node))
+        declared = re.search(r"(?:^|::)array<[^,<>]+,(\d+)>$", type_text)
+        for declarator in node.children_by_field_name("declarator"):
+            target = declarator.child_by_field_name("declarator") if declarator.type == "init_declarator" \
+                else declarator
+            size = target.child_by_field_name("size") if target is not None and target.type == "array_declarator" \
+                else None
+            count = int(_text(size)) if size is not None and _text(size).isdigit() else (
+                int(declared.group(1)) if declared else 0)
+            if 0 < count <= MAX_FIXED_TRIPS:
+                sizes[_declared_name(target)] = count
+    return sizes
 
 
 def _bounds_index(term: tree_sitter.Node, index: str) -> bool:

@@ -794,7 +794,18 @@ def _division_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
     if _check_division(profile, th) is None:
         return set()
     return {line.line for line in profile.hot_lines if _m(line, "static.carried_division_loop")
-            or (_m(line, "binary.divisions") > 0 and _left_scalar(line))}
+            or _scalar_for_its_division(line)}
+
+
+# gcc's reasons that a division can be behind (no vector type for the operation), or none at all; any other reason
+# (a call, control flow, aliasing, a dependence, an outer loop) leaves the loop scalar with the division gone too
+_DIVISION_REASONS = frozenset({"unsupported_type", "not_profitable"})
+
+
+def _scalar_for_its_division(line: HotLine) -> bool:
+    """A line whose compiled code divides, in a loop gcc left scalar for no reason but what a division explains."""
+    return (_m(line, "binary.divisions") > 0 and line.metric("gcc.vectorized") == 0.0
+            and set(_missed_reasons(line)) <= _DIVISION_REASONS)
 
 
 def _check_division(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
@@ -828,7 +839,7 @@ def _check_division(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | N
         extra.append(f"divisions that do not wait on each other still hold the divider "
                      f"{th['integer_division_throughput_cycles'].value:.0f} cycles each "
                      "(integer_division_throughput_cycles), where callgrind counts one")
-    if scalar := [line.line for line in free if _left_scalar(line)]:
+    if scalar := [line.line for line in free if _scalar_for_its_division(line)]:
         extra.append(f"gcc left the loop of line(s) {', '.join(map(str, scalar))} scalar as well: no x86 vector "
                      "instruction divides integers; without the division (a multiplication) it can be vectorised")
     return make_diagnosis("slow_integer_division", lost / total, findings, extra)

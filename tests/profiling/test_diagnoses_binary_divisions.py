@@ -252,3 +252,25 @@ def test_an_inlined_headers_code_belongs_to_the_source_line_whose_call_inlined_i
     assert code == {38: LineCode(1, 0), 40: LineCode(2, 1), 41: LineCode(1, 0)}
     inlined = _by_function(INLINES_LISTING, "dedup.cpp")["baseline"].inlined
     assert inlined == {("/usr/include/c++/12/bits/stl_algobase.h", 2072): {40, 41}}
+
+
+@pytest.mark.parametrize("reason, claimed", [("unsupported_type", True), ("function_call", False)])
+def test_a_division_claims_only_a_loop_nothing_else_keeps_scalar(reason: str, claimed: bool) -> None:
+    """The review's case: `for (i = 0; i < n / m; i++) a[i] = g(a[i]);` puts the hoisted `div` on the loop's line,
+    and gcc leaves the loop scalar for the call: the division is no reason the loop stays scalar, so
+    missed_vectorization keeps it and the division's evidence does not promise vector code."""
+    from perfforge.records import CounterValue, HotLine, Timing
+    from profiling.diagnoses import diagnose
+
+    metrics = {"Ir": 6e5, "Ir_self": 6e5, "static.loop_depth": 1.0, "static.outer_loop_line": 5.0,
+               "binary.divisions": 4e4, "gcc.vectorized": 0.0, f"gcc.missed.{reason}": 1.0}
+    line = HotLine(line=5, code="for (...) a[i] = f(a[i] % m);", share=0.6, dominant_stall="",
+                   metrics=[CounterValue(name, value, "") for name, value in metrics.items()])
+    profile = Profile(machine="test", tool_versions="", timing=Timing(5.0, 4.9, 5.1, 30, "monotonic_clock"),
+                      target="cpu", kernel="k", hot_lines=[line],
+                      counters=[CounterValue("Ir", 1e6, "inst"), CounterValue("cpu_cores", 1.0, "core")])
+    found = {d.name: d for d in diagnose(profile)}
+    assert "slow_integer_division" in found
+    assert ("missed_vectorization" not in found) == claimed
+    said = any("no x86 vector instruction" in e for e in found["slow_integer_division"].evidence)
+    assert said == claimed

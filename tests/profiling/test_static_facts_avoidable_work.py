@@ -165,3 +165,30 @@ def test_a_range_for_over_a_container_of_structures_is_an_array_of_structures() 
              for f in ("drift", "kick", "scale")}
     assert found == {"drift": [("ps", 5, ("x",), 8, 64)],
                      "kick": [("a", 10, ("mass",), 8, 64), ("w", 11, ("vx",), 8, 64)], "scale": []}
+
+
+SINGLE_PASS_SCANS = """\
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+int kernel(std::vector<int> &v, std::vector<std::string> &words, std::array<int, 4> &small, int x) {
+  int n = 0;
+  for (auto &w : words) n += std::count(w.begin(), w.end(), 'a');
+  for (auto it = std::find(v.begin(), v.end(), x); it != v.end(); it = std::find(it + 1, v.end(), x)) n++;
+  auto it = v.begin();
+  while ((it = std::find(it, v.end(), x)) != v.end()) ++it;
+  for (int k = 0; k < x; k++) n += std::count(small.begin(), small.end(), k);
+  for (int k = 0; k < x; k++) n += std::count(v.begin(), v.end(), k);
+  for (size_t i = 0; i < v.size(); i++) n += std::find(v.begin() + i, v.end(), x) != v.end();
+  return n;
+}
+"""
+
+
+def test_library_scans_that_pass_over_their_data_once_are_no_linear_search() -> None:
+    """The review's false positives: each word of a range-for counted once, a find resumed where the last stopped
+    (in a for's header or a while's condition: one pass in all), a std::array of four. Still searches: a count
+    over the whole vector per k, and a find from i to the end per i (quadratic in all)."""
+    searches = analyze_loops(SINGLE_PASS_SCANS, "kernel", "cpp").searches
+    assert [(s.loop_line, s.algorithm) for s in searches] == [(12, "std::count"), (13, "std::find")]
