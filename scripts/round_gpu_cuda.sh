@@ -31,7 +31,10 @@
 #               MODELS="ei=/tmp/iter/round_01/train"
 #     eval      one perfforge eval process, PR runs at once, MODELS (base and the SFT), SEEDS; held-out instances
 #               (seed 300 on) of EVAL_PATTERNS; in the background (after the measure stage's process, if any),
-#               polled with `poll eval`
+#               polled with `poll eval`. GPUS=n (an nvidia-h200-x2: 2) runs one process per GPU, EVAL_PATTERNS
+#               dealt out among them (process g: CUDA_VISIBLE_DEVICES=g, --out /tmp/eval_g; g = 0 is /tmp/eval): a
+#               validated candidate holds its GPU about 13 s, so three seeds of 20 runs (120 candidates) need two
+#               GPUs to fit the 30-minute hold (session 30); scripts/eval_compare.py reads the directories together
 #     poll      poll synth|measure|train|eval: wait up to WAIT_S for it, print its log's tail; the eval packed into
 #               $OUT/eval.tgz without build products, the synth's stats into $OUT
 #
@@ -98,8 +101,9 @@ pairs)
 print(d.groupby('pattern').size() if 'pattern' in d else d.columns.tolist())" ;;
 train)
     # shellcheck disable=SC2086 (one word per pattern)
-    cd /tmp && rm -f /tmp/train.done && setsid nohup bash -c "python3 -m perfforge.cli train $PAIRS --base-model \
-        $BASE --out /tmp/train ${HOLDOUT:+--holdout $HOLDOUT} --eval-fraction 0 --max-steps ${STEPS:-80} \
+    # one GPU (CUDA_VISIBLE_DEVICES=0): with two visible the trainer would spread the batch over both, another recipe
+    cd /tmp && rm -f /tmp/train.done && setsid nohup bash -c "CUDA_VISIBLE_DEVICES=0 python3 -m perfforge.cli train \
+        $PAIRS --base-model $BASE --out /tmp/train ${HOLDOUT:+--holdout $HOLDOUT} --eval-fraction 0 --max-steps ${STEPS:-80} \
         --batch-size 8 $how --max-length 2048 --logging-steps 10 \
         --save-steps 1000 > /tmp/train.log 2>&1; touch /tmp/train.done" > /dev/null 2>&1 < /dev/null & ;;
 iterate)
@@ -110,11 +114,21 @@ iterate)
         --max-steps ${STEPS:-150} --batch-size 8 --max-length 2048 --jobs ${IJ:-12} ${CONSTRAIN:-} \
         > /tmp/iterate.log 2>&1; touch /tmp/iterate.done" > /dev/null 2>&1 < /dev/null & ;;
 eval)
+    gpus=${GPUS:-1}; runs=""
+    for g in $(seq 0 $((gpus - 1))); do
+        mine=$(echo $EVAL_PATTERNS | tr ' ' '\n' | awk -v g="$g" -v n="$gpus" '(NR - 1) % n == g' | tr '\n' ' ')
+        [ -n "$mine" ] || continue
+        # the other GPUs' directories start from the originals measured under /tmp/eval (after the measure stage)
+        out=/tmp/eval; seed=""
+        [ "$g" = 0 ] || { out=/tmp/eval_$g; seed="mkdir -p $out; cp -rn /tmp/eval/tasks $out/;"; }
+        runs="$runs ($seed CUDA_VISIBLE_DEVICES=$g python3 -m perfforge.cli eval --backend transformers \
+--base-model $BASE --models ${MODELS:-base sft=/tmp/train} ${TASKS/--patterns $EVAL_PATTERNS/--patterns $mine} $LOOP \
+--parallel-runs ${PR:-3} --no-report --out $out > $out.log 2>&1) &"
+    done
     # shellcheck disable=SC2086 (one word per flag, model and seed)
     cd /tmp && rm -f /tmp/eval.done && setsid nohup bash -c "while [ -f /tmp/measure.log ] && \
-        [ ! -f /tmp/measure.done ]; do sleep 2; done; python3 -m perfforge.cli eval --backend transformers \
-        --base-model $BASE --models ${MODELS:-base sft=/tmp/train} $TASKS $LOOP --parallel-runs ${PR:-3} \
-        --no-report --out /tmp/eval > /tmp/eval.log 2>&1; touch /tmp/eval.done" > /dev/null 2>&1 < /dev/null & ;;
+        [ ! -f /tmp/measure.done ]; do sleep 2; done; $runs wait; touch /tmp/eval.done" \
+        > /dev/null 2>&1 < /dev/null & ;;
 poll)
     what=${2:?poll synth, measure, train, iterate or eval}
     # a machine given back and lent afresh holds no stage: say so at once rather than wait WAIT_S for nothing
@@ -123,8 +137,12 @@ poll)
     for _ in $(seq 1 $((${WAIT_S:-500} / 5))); do [ -f "/tmp/$what.done" ] && break; sleep 5; done
     tail -"${LINES_SHOWN:-6}" "/tmp/$what.log"
     if [ "$what" = eval ]; then
-        cd /tmp/eval && tar czf "$OUT/eval.tgz" --exclude='*.o' --exclude=bin --exclude='*.so' --exclude='*.ncu-rep' \
-            --exclude=work --exclude=bundle . 2>/dev/null || true
+        for dir in /tmp/eval /tmp/eval_*; do
+            [ -d "$dir" ] || continue
+            tail -2 "$dir.log" 2>/dev/null
+            (cd "$dir" && tar czf "$OUT/$(basename "$dir").tgz" --exclude='*.o' --exclude=bin --exclude='*.so' \
+                --exclude='*.ncu-rep' --exclude=work --exclude=bundle . 2>/dev/null) || true
+        done
     elif [ "$what" = iterate ]; then
         cp /tmp/iter/iterate.json "$OUT"/ 2>/dev/null || true
     elif [ "$what" = train ]; then
