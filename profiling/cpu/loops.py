@@ -813,11 +813,14 @@ def _carried_scalars(nest: tree_sitter.Node, loop: Loop) -> list[CarriedScalar]:
 
 # ---- arrays of structures -----------------------------------------------------------------------------------------
 
+_STRUCT_TYPES = ("struct_specifier", "class_specifier")  # C++'s class lays its fields out as a struct does
+
+
 def _struct_layouts(root: tree_sitter.Node) -> dict[str, list[tuple[str, int]]]:
     """Structures defined in the file: type name -> [(field, bytes)] (typedef names and struct tags)."""
     layouts: dict[str, list[tuple[str, int]]] = {}
     for node in _walk(root):
-        if node.type != "struct_specifier" or node.child_by_field_name("body") is None:
+        if node.type not in _STRUCT_TYPES or node.child_by_field_name("body") is None:
             continue
         fields = [entry for decl in node.child_by_field_name("body").named_children
                   if decl.type == "field_declaration" for entry in _field_entries(decl)]
@@ -834,8 +837,12 @@ def _field_entries(declaration: tree_sitter.Node) -> list[tuple[str, int]]:
     type_text = _text(declaration.child_by_field_name("type")).split()[-1] if declaration.child_by_field_name(
         "type") is not None else ""
     scalar = TYPE_BYTES.get(type_text, 8)
+    if any(c.type == "storage_class_specifier" and _text(c) == "static" for c in declaration.children):
+        return []  # a static member is stored once, outside every instance
     entries = []
     for declarator in declaration.children_by_field_name("declarator"):
+        if declarator.type == "function_declarator":
+            continue  # a method declared in the body (`void drift(double dt);`) takes no room in an instance
         count, node = 1, declarator
         while node is not None and node.type == "array_declarator":
             size = node.child_by_field_name("size")
@@ -921,6 +928,9 @@ def _field_access_array(access: tree_sitter.Node, aliases: dict[str, str]) -> st
 
 def _struct_accesses(root: tree_sitter.Node, function: tree_sitter.Node,
                      loop_nodes: list[tuple[tree_sitter.Node, Loop]]) -> list[StructAccess]:
+    """Per innermost loop and array of structures: the fields its element accesses use (`p[i].x`, `q->x` with
+    `q = &p[i]`, `e.x` for a range-for's element), a method called on the element counting the fields its body
+    uses, at the body's lines (`e.update()`: inlined, its code runs at those lines)."""
     layouts, pointer_types = _struct_layouts(root), _pointer_types(function)
     found = []
     for node, loop in loop_nodes:
@@ -930,10 +940,19 @@ def _struct_accesses(root: tree_sitter.Node, function: tree_sitter.Node,
         used: dict[str, dict[str, set[int]]] = {}
         for access in (n for n in _walk(node) if n.type == "field_expression"):
             array = _field_access_array(access, aliases)
-            if array and pointer_types.get(array) in layouts:
-                field_name = _text(access.child_by_field_name("field"))
-                used.setdefault(array, {}).setdefault(field_name, set()).add(_line(access))
+            if not array or pointer_types.get(array) not in layouts:
+                continue
+            name = _text(access.child_by_field_name("field"))
+            fields = used.setdefault(array, {})
+            if access.parent is not None and access.parent.type == "call_expression" \
+                    and access.parent.child_by_field_name("function") == access:
+                for field_name, lines in _method_fields(root, pointer_types[array], name, layouts).items():
+                    fields.setdefault(field_name, set()).update(lines | {_line(access)})
+            else:
+                fields.setdefault(name, set()).add(_line(access))
         for array, fields in used.items():
+            if not fields:
+                continue
             type_name = pointer_types[array]
             layout = dict(layouts[type_name])
             found.append(StructAccess(
@@ -942,6 +961,28 @@ def _struct_accesses(root: tree_sitter.Node, function: tree_sitter.Node,
                 fields_used=tuple(sorted(fields)), used_bytes=sum(layout.get(f, 8) for f in fields),
                 struct_bytes=sum(layout.values())))
     return found
+
+
+def _method_fields(root: tree_sitter.Node, type_name: str, method: str,
+                   layouts: dict[str, list[tuple[str, int]]]) -> dict[str, set[int]]:
+    """The fields of type_name that its method's body uses (`v0` or `this->v0`), with their lines: the method
+    defined in the structure's body or out of it (`Type::method`); {} where the file does not define it."""
+    fields = {name for name, _ in layouts.get(type_name, [])}
+    used: dict[str, set[int]] = {}
+    for node in _walk(root):
+        if node.type != "function_definition" or _function_name(node) not in (method, f"{type_name}::{method}"):
+            continue
+        owner = node.parent.parent if node.parent is not None else None  # class body -> struct_specifier
+        inside = owner is not None and owner.type in _STRUCT_TYPES and _text(owner.child_by_field_name("name")) \
+            == type_name
+        if not inside and _function_name(node) != f"{type_name}::{method}":
+            continue
+        body = node.child_by_field_name("body")
+        for ident in (n for n in (_walk(body) if body is not None else []) if n.type in ("identifier",
+                                                                                           "field_identifier")):
+            if _text(ident) in fields:
+                used.setdefault(_text(ident), set()).add(_line(ident))
+    return used
 
 
 # ---- per-line facts of avoidable work -------------------------------------------------------------------------------

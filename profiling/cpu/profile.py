@@ -131,7 +131,7 @@ def _static_line_metrics(hot: HotLine, analysis: loops.LoopAnalysis,
     on_written = sum(i.kind == "call_on_written_memory" for i in invariants)
     if on_written:
         metrics.append(CounterValue("static.invariant_calls_on_written_memory", float(on_written), "expr"))
-    metrics += _struct_metrics(hot.line, analysis)
+    metrics += struct_metrics(hot.line, analysis)
     if loop is not None:
         # Names and operators ride in the metric's name (as gcc.missed.<reason> does) so the diagnosis can say what
         # the nest carries; the value is the line of its first update.
@@ -166,7 +166,9 @@ def carried_metric(carried: loops.CarriedScalar) -> str:
     return f"static.carried_scan.{carried.name}"
 
 
-def _struct_metrics(line: int, analysis: loops.LoopAnalysis) -> list[CounterValue]:
+def struct_metrics(line: int, analysis: loops.LoopAnalysis) -> list[CounterValue]:
+    """The array-of-structures facts of the line: of the structure accesses whose lines hold it, the one that uses
+    the least of its structure."""
     accesses = [s for s in analysis.structs if line in s.lines]
     if not accesses:
         return []

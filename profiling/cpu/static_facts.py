@@ -31,7 +31,7 @@ from pathlib import Path
 from perfforge.records import CounterValue, HotLine
 from profiling.cpu import disassembly, layout, loops, preprocess, vectorize
 from profiling.cpu.compile_command import CompileCommand, compile_command, language_of
-from profiling.cpu.profile import static_metrics
+from profiling.cpu.profile import static_metrics, struct_metrics
 from profiling.cpu.symbols import base_name
 
 
@@ -70,6 +70,9 @@ def function_static_facts(symbol: str, source: Path, hot_lines: list[HotLine], b
     for owner, lines in by_function.items():  # functions of the file inlined into the analysed one
         _add_padding(lines, layout.padded_lines(text, owner, language, structs))
         counters = _merged(counters, static_metrics(lines, loops.analyze_loops(text, owner, language), report))
+        for hot in lines:  # a method the analysed function's loop calls on each structure: the loop's facts
+            if hot.metric("static.aos_used_fraction") is None:
+                hot.metrics += struct_metrics(hot.line, analysis)
     return StaticFacts(counters, description)
 
 

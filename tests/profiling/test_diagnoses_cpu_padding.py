@@ -153,3 +153,39 @@ def test_a_range_for_over_a_vector_of_structures_using_two_fields_is_a_poor_data
     names = diagnosis_names(profile)
     assert names[0] == "poor_data_layout", profile.diagnoses
     assert any("25% of each 64-byte structure" in e for e in profile.diagnoses[0].evidence)
+
+
+OBJECTS = """#include <cstdio>
+#include <vector>
+struct Object {
+  int v0 = 0, v1 = 0, v2 = 0, v3 = 0, v4 = 0, v5 = 0, v6 = 0, v7 = 0;
+  int v8 = 0, v9 = 0, v10 = 0, v11 = 0, v12 = 0, v13 = 0, v14 = 0, v15 = 0;
+  void inc_v0() { v0++; }
+};
+
+__attribute__((noinline)) void update(std::vector<Object> &objects) {
+  for (auto &o : objects) {
+    o.inc_v0();
+  }
+}
+
+int main() {
+  std::vector<Object> objects(1 << 16);
+  for (int r = 0; r < 20; r++) update(objects);
+  printf("%d\\n", objects[99].v0);
+  return 0;
+}
+"""
+
+
+@needs_tools
+def test_a_method_a_loop_calls_on_each_structure_counts_the_fields_it_uses(tmp_path: Path) -> None:
+    """Scenario (CoffeeBeforeArch's data-oriented-design example, held out): each 64-byte object's `inc_v0()`,
+    inlined, increments one field; every access misses D1 (one line per object) and the costly line is the
+    method's body, outside the loop. cache_miss_bound alone spoke; the loop's layout facts now follow the method
+    (the fields its body uses, at its lines), and poor_data_layout names the 60 unused bytes of each object."""
+    profile = profile_function(tmp_path, OBJECTS, "update", cpp=True)
+    names = diagnosis_names(profile)
+    assert names[0] == "poor_data_layout", profile.diagnoses
+    body = next(h for h in profile.hot_lines if h.line == 6)
+    assert body.metric("static.aos_used_bytes") == 4.0 and body.metric("static.aos_struct_bytes") == 64.0

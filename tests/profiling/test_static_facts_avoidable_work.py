@@ -192,3 +192,27 @@ def test_library_scans_that_pass_over_their_data_once_are_no_linear_search() -> 
     over the whole vector per k, and a find from i to the end per i (quadratic in all)."""
     searches = analyze_loops(SINGLE_PASS_SCANS, "kernel", "cpp").searches
     assert [(s.loop_line, s.algorithm) for s in searches] == [(12, "std::count"), (13, "std::find")]
+
+
+METHODS = """\
+#include <vector>
+class Body { public: double x, y, z, vx, vy, vz, m, q; static int count; void drift(double dt);
+  double energy() const { return m * (vx * vx); } };
+void Body::drift(double dt) { x += dt * vx; }
+void step(std::vector<Body> &bs, double dt, double *e) {
+  for (auto &b : bs) {
+    b.drift(dt);
+  }
+  for (auto &b : bs) { *e += b.energy(); }
+  for (auto &b : bs) { b.reset(); }
+}
+"""
+
+
+def test_a_method_called_on_each_element_counts_the_fields_its_body_uses() -> None:
+    """A class's methods, defined in its body or out of it, count the fields they use at their own lines (where
+    their inlined code runs); a method declared in the body and a static member take no room in an instance; a
+    method the file does not define counts nothing."""
+    found = [(s.loop_line, s.lines, s.fields_used, s.used_bytes, s.struct_bytes)
+             for s in analyze_loops(METHODS, "step", "cpp").structs]
+    assert found == [(6, (4, 7), ("vx", "x"), 16, 64), (9, (3, 9), ("m", "vx"), 16, 64)]
