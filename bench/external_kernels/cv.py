@@ -150,10 +150,9 @@ def leave_one_project_out(items: Sequence[Scored], misses: dict[str, str], base:
     folds, totals = [], {"kernels": 0, "top1": 0, "top3": 0, "top1_file": 0, "top3_file": 0}
     for project in projects:
         test = [x for x in items if x[1] == project]
-        train = [x for x in items if x[1] != project]
+        train = [i for i, x in enumerate(items) if x[1] != project]
         n = len(test) + sum(p == project for p in misses.values())
-        chosen, train_hits = choose([i for i, x in enumerate(items) if x[1] != project], per_setting, base,
-                                    candidates)
+        chosen, train_hits = choose(train, per_setting, base, candidates)
         held = hits(test, apply(base, chosen), diagnose)
         file_hits = hits(test, base, diagnose)
         fold: dict[str, Any] = {

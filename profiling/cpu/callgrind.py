@@ -14,6 +14,7 @@ core; the profile run sets OMP_NUM_THREADS=1 so OpenMP kernels are measured as o
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -164,7 +165,7 @@ def parse_callgrind(text: str, source_name: str, kernel: str, inlined: InlineSit
     name count (the build may compile a staged copy), lines of other files do not, except the header code the kernel
     inlined, charged to the lines inlined names for it (disassembly.inline_sites)."""
     state, names = _ParseState(kernel=base_name(kernel)), _Names()
-    state.inlined = {(os.path.normpath(path), line): sites for (path, line), sites in (inlined or {}).items()}
+    state.inlined = {(_normalised(path), line): sites for (path, line), sites in (inlined or {}).items()}
     own: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     calls: list[_Call] = []
     fn_in_source: set[str] = set()
@@ -250,8 +251,13 @@ def _inline_sites(state: _ParseState, position: int) -> tuple[int, ...]:
     chains), () for another function's code or a location no source line inlined. Callgrind's line-level counts
     cannot tell several inlined copies of one location apart: their cost is split evenly among the lines (an
     estimate; two `std::find` calls of one loop get half each)."""
-    sites = state.inlined.get((os.path.normpath(state.file), position)) if state.in_kernel else None
+    sites = state.inlined.get((_normalised(state.file), position)) if state.in_kernel and state.inlined else None
     return tuple(sorted(sites)) if sites else ()
+
+
+@functools.lru_cache(maxsize=4096)  # once per file name, not per cost line
+def _normalised(path: str) -> str:
+    return os.path.normpath(path)
 
 
 def _reaches_source(calls: list[_Call], fn_in_source: set[str]) -> set[str]:

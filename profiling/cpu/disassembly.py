@@ -136,35 +136,51 @@ def _by_function(listing: str, source_name: str) -> dict[str, FunctionCode]:
     innermost: tuple[str, int] | None = None
     chain: list[tuple[str, int]] = []
     chain_open = False  # "inlined by" lines after an instruction start the next instruction's chain afresh
+    line: int | None = None  # the source line the next instructions belong to (set when the location changes)
+    inlined = False  # their innermost location is a header's: line inlined it
     for text in listing.splitlines():
         symbol = _SYMBOL_RE.match(text)
         if symbol:  # a new function: its first location line comes next
-            code, innermost, chain = found.setdefault(base_name(symbol.group(1)), FunctionCode()), None, []
+            code, innermost, chain, line = found.setdefault(base_name(symbol.group(1)), FunctionCode()), None, [], None
             continue
         caller = _INLINED_BY_RE.match(text)
-        if caller:
-            chain = (chain if chain_open else []) + [(caller.group(1), int(caller.group(2)))]
+        location = None if caller else _LOCATION_RE.match(text)
+        if caller or location:
+            if caller:
+                chain = (chain if chain_open else []) + [(caller.group(1), int(caller.group(2)))]
+            else:
+                innermost, chain = (location.group(1), int(location.group(2))), []
             chain_open = True
-            continue
-        location = _LOCATION_RE.match(text)
-        if location:
-            innermost, chain, chain_open = (location.group(1), int(location.group(2))), [], True
+            line = _source_line(innermost, chain, source_name)
+            inlined = innermost is not None and _file_name(innermost[0]) != source_name
             continue
         instruction = _INSTRUCTION_RE.match(text)
-        if instruction is None or innermost is None:
+        if instruction is None:
             continue
         chain_open = False
+        if line is None:
+            continue
         words = [w for w in text.split("\t", 1)[1].split() if w not in _PREFIXES]
         if not words or words[0].startswith("nop") or words[0] in ("(bad)", "int3"):
             continue  # alignment padding after a function's return: never executed, it would dilute the line's count
-        line = next((number for path, number in (innermost, *chain) if Path(path).name == source_name), None)
-        if line is None:
-            continue
-        if Path(innermost[0]).name != source_name:
+        if inlined:
             code.inlined.setdefault(innermost, set()).add(line)
         seen = code.lines.get(line, LineCode(0, 0))
         code.lines[line] = LineCode(seen.instructions + 1, seen.divisions + bool(_DIVISION_RE.fullmatch(words[0])))
     return found
+
+
+def _source_line(innermost: tuple[str, int] | None, chain: list[tuple[str, int]], source_name: str) -> int | None:
+    """The line of source_name the code at this location belongs to: the innermost location's, else the first of
+    its inline chain's (the call that inlined it), else None."""
+    if innermost is None:
+        return None
+    return next((number for path, number in (innermost, *chain) if _file_name(path) == source_name), None)
+
+
+@functools.lru_cache(maxsize=4096)  # a listing names a few hundred files over millions of lines
+def _file_name(path: str) -> str:
+    return Path(path).name
 
 
 def _chosen(by_function: dict[str, FunctionCode], kernel: str | None) -> dict[int, LineCode]:

@@ -568,7 +568,7 @@ def _algorithm_searches(function: tree_sitter.Node, loop_nodes: list[tuple[tree_
     sizes = _fixed_sizes(function)
     found = []
     for call, node, loop in innermost.values():
-        name = re.sub(r"\s+", "", _text(call.child_by_field_name("function")))
+        name = _callee(call)
         qualified = _STD_CALL_RE.match(name)
         algorithm = qualified.group(1) if qualified else name
         if algorithm not in _SCAN_ALGORITHMS or (qualified is None and algorithm not in unqualified):
@@ -594,6 +594,11 @@ def _algorithm_searches(function: tree_sitter.Node, loop_nodes: list[tuple[tree_
     return sorted(found, key=lambda search: search.loop_line)
 
 
+def _callee(call: tree_sitter.Node) -> str:
+    """A call's function as written, without whitespace (`std :: find` -> `std::find`)."""
+    return re.sub(r"\s+", "", _text(call.child_by_field_name("function")))
+
+
 def _range_element(loop: tree_sitter.Node) -> set[str]:
     """A range-for's element variable (a new range each iteration when it is a container), or nothing."""
     name = _declared_name(loop.child_by_field_name("declarator")) if loop.type == "for_range_loop" else ""
@@ -606,8 +611,8 @@ def _resumed(loop: tree_sitter.Node) -> set[str]:
     found = set()
     for node in _walk(loop):
         if node.type == "assignment_expression" and any(
-                n.type == "call_expression" and _STD_CALL_RE.match(re.sub(r"\s+", "", _text(
-                    n.child_by_field_name("function")))) for n in _walk(node.child_by_field_name("right"))):
+                n.type == "call_expression" and _STD_CALL_RE.match(_callee(n))
+                for n in _walk(node.child_by_field_name("right"))):
             found.add(_text(node.child_by_field_name("left")))
     return found
 
@@ -896,11 +901,9 @@ def _element_aliases(loop: tree_sitter.Node) -> dict[str, str]:
     """Names of one element of an array inside the loop: pointers declared in it as one element (q = &p[i],
     q = p + i): q -> p; and a range-for's variable over an array or container (`for (auto &e : v)`): e -> v."""
     aliases = {}
-    if loop.type == "for_range_loop":
-        name = _declared_name(loop.child_by_field_name("declarator"))
-        right = loop.child_by_field_name("right")
-        if name and right is not None and right.type == "identifier":
-            aliases[name] = _text(right)
+    right = loop.child_by_field_name("right") if loop.type == "for_range_loop" else None
+    if right is not None and right.type == "identifier":
+        aliases |= {name: _text(right) for name in _range_element(loop)}
     for node in _walk(loop):
         if node.type == "init_declarator" and node.child_by_field_name("value") is not None:
             value = node.child_by_field_name("value")
