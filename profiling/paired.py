@@ -374,8 +374,10 @@ class Pair:
                 return self._run_interpreted(side, process, inputs, timeout_s=timeout_s, flush=flush, fetch=fetch)
             if flush and on_host:  # a staged (CUDA) process flushes the device's L2 itself
                 self.host_flusher.flush(cpu, tuple(per_call))
+        # the original's last body (on these inputs, in a checked call) bounds where the candidate's probes land
+        hint_ms = self.original.body_ms if side == "candidate" else 0.0
         with _failures_of(side), _judge_thread(cpu, on=False):
-            timed = process.call(timeout_s, poison_byte=self.poison_byte, probe=probe)
+            timed = process.call(timeout_s, poison_byte=self.poison_byte, probe=probe, body_hint_ms=hint_ms)
         if side == "candidate":
             self._take_samples()  # between calls, the process stopped: its ring buffer never fills
         return SideResult(self.fetch(side, inputs, timeout_s=timeout_s) if fetch else None, timed)

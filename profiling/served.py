@@ -83,15 +83,16 @@ STOP_TIMEOUT_S = 5.0  # every thread of a stopped process reports stopped long b
 # How long the judge polls for a probed correctness call's "start" before it sleeps on it: the harness says it
 # within 10-50 us of being resumed on the 2-core VM; a process slower than this is waited for as usual.
 START_SPIN_S = 0.002
-# The probes a correctness call may take while none has found a thread of its running an instruction (each its own
-# stop: about 80 us on the 2-core VM), and the span the next one's place is drawn within, in probe costs (the threads
-# run between probes for up to that many probes' time)
-MAX_PROBES_A_CALL = 16
-REPROBE_SPAN = 4
-# The chance a correctness call whose probe read its work is probed once more (and after that one, again): no probe
-# of a call is known to be its last, so a body that cheats once it has seen a stop is read cheating in about half
-# of its calls; about one probe more a call
-FOLLOW_UP_CHANCE = 0.5
+# A correctness call's probes come as a Poisson process over its body: the first at a uniform point of the body
+# expected, each next one an exponential wait after the last let go, until "synced" (or the call's deadline). No
+# stop says anything of the next: a body that cheats once it has seen a stop, or once none has come for a while, is
+# held cheating with a chance that grows with how long it cheats (1 - exp(-cheating / mean wait)), in every call.
+# With one follow-up at chance 0.5 within 4 probe costs (sessions 26-30), the twenty-sixth red team's body (FTZ
+# from the first stop on) was read in 27% of the calls a probe held mid-body; it read correct in 1 of 100 verdicts
+# under two busy loops and in one CI run (scratch/ftz31, session 31). PROBES_A_BODY: the mean wait is the body
+# expected over this many (more probes per call cost correctness calls a stop of about 0.1-0.3 ms each), never
+# below one probe's hold (the threads run at least half the time on average while probed)
+PROBES_A_BODY = 8
 MAX_BUFFER_BYTES = 16 << 30  # all buffers of one process: more is a harness bug, not a task
 MESSAGE_BYTES = 512
 # Kernel receive timestamps on the judge's end of the channel (Linux's SO_TIMESTAMPNS and its SCM message, which
@@ -222,6 +223,7 @@ class KernelProcess:
         self.probes_in_body = 0
         self.code_moved = 0  # probes that found its executable mappings not as they were when it was ready
         self._probe_cost_ns = 0  # the last probe's own time, from its start to every thread held
+        self._probe_hold_ns = 0  # and from every thread held to this side of the probe's letting them go
         self.probe_fp = probe_fp
         self._probing = probe_fp and fp_probe.available()
         self._probe_at = random.Random(os.urandom(16))  # where in the body each probe lands: nothing it can predict
@@ -319,7 +321,7 @@ class KernelProcess:
     # ---- one call
 
     def call(self, timeout_s: float, *, fetch: bool = False, settle: Callable[[], float] | None = None,
-             poison_byte: int = POISON_BYTE, probe: bool | None = None) -> CallTime:
+             poison_byte: int = POISON_BYTE, probe: bool | None = None, body_hint_ms: float = 0.0) -> CallTime:
         """Run the loop body once on what the buffers hold now, timed by the judge's clock. The process is stopped
         again when this returns; a staged process's buffers can be read after fetch(), any other's at once.
 
@@ -329,12 +331,15 @@ class KernelProcess:
         finish in that untimed gap and its outputs read right. `settle` (the judge's timed flush) runs right after
         the fetch, before the stop too. `poison_byte`: what a staged C process poisons this call's outputs with on
         the device (the judge poisons everyone else's in its own memory). `probe` (default: probe_calls): its threads
-        are held once mid-call, their modes and instruction pointers read (fp_probe.py): such a call's time is not
-        one to use."""
+        are held mid-call (a correctness process's: as often as PROBES_A_BODY says), their modes and instruction
+        pointers read (fp_probe.py): such a call's time is not one to use. `body_hint_ms`: how long another process
+        took on these same inputs (the original's, just before): the body a correctness call's probes are spread
+        over is the shorter of that and this process's last, so a candidate that makes one call long cannot thin
+        the next one's probes."""
         fetch = fetch and self.staged
         probe = self._probing and (self.probe_calls if probe is None else probe)
         timed = self._round_trip(_poisoning(b"call", poison_byte), timeout_s, f"call {self.calls}", fetch=fetch,
-                                 settle=settle, probe=probe)
+                                 settle=settle, probe=probe, body_hint_ms=body_hint_ms)
         self.body_ms = timed.duration_ms
         self.calls += 1
         if fetch:
@@ -369,7 +374,8 @@ class KernelProcess:
         return elapsed_ms
 
     def _round_trip(self, word: bytes, timeout_s: float, during: str, *, fetch: bool = False,
-                    settle: Callable[[], float] | None = None, probe: bool = False) -> CallTime:
+                    settle: Callable[[], float] | None = None, probe: bool = False,
+                    body_hint_ms: float = 0.0) -> CallTime:
         assert self._process is not None and self._channel is not None
         self._refuse_pending()
         self._channel.send(word)
@@ -392,7 +398,8 @@ class KernelProcess:
             self._expect("start", deadline, during, spin_s=START_SPIN_S if probe and self.probe_calls else 0.0)
             started = self._stamp_ns
         # before the judge waits for "done": nothing of its protocol signals the process meanwhile
-        held_ns, read_ns = self._probe_call(started) if probe else (None, None)
+        held_ns, read_ns, holding_ns = self._probe_call(started, deadline, body_hint_ms) if probe else (None, None, 0)
+        deadline += holding_ns / 1e9  # the judge's own stops are not the call's time
         if self.windowed:
             self._expect("synced", deadline, during)
             finished = self._stamp_ns
@@ -428,43 +435,43 @@ class KernelProcess:
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
                         settle_ms=settle_ms, after_done_ms=after_done_ms)
 
-    def _probe_call(self, started_ns: int) -> tuple[int | None, int | None]:
-        """Probe this call while its body runs: when the last probe held its threads, and the same where that probe
-        read its work (fp_probe.reads_work; None: it did not). A correctness process's probe that found every one of
-        its several threads in a system call read nothing of its work and is followed by another, soon: on a loaded
-        host a chain of short-lived FTZ workers ran its worker's instructions in about 1% of a 9.5-ms body (512
-        elements; the rest it waited for a core in clone), and 100 added calls of one probe each read its work 0-4
-        times (2 of 6 verdicts read correct). One that did is followed with FOLLOW_UP_CHANCE: a body that waited
-        for its call's one probe and set FTZ after it (the twenty-sixth red team: a gap in rdtsc, no import) read
-        correct 6 of 6 while that probe was the last."""
+    def _probe_call(self, started_ns: int, deadline: float, body_hint_ms: float) -> tuple[int | None, int | None, int]:
+        """Probe this call while its body runs: when the last probe held its threads, when the first that read its
+        work did (fp_probe.reads_work; None: none did), and how long its threads were held in all. A correctness
+        process's call is probed until its body is over (PROBES_A_BODY); any other's once. A probe that found every
+        one of several threads in a system call read nothing of their work: on a loaded host a chain of short-lived
+        FTZ workers ran its worker's instructions in about 1% of a 9.5-ms body (2 of 6 verdicts read correct when
+        one probe followed such a one)."""
+        body_ms = self.body_ms
+        if self.probe_calls and body_hint_ms > 0:
+            body_ms = min(body_ms, body_hint_ms) if body_ms > 0 else body_hint_ms
+        held = self._probe_fp(started_ns, started_ns + int(self._probe_at.random() * body_ms * 1e6))
         held_ns = read_ns = None
-        held = self._probe_fp(started_ns)
-        for probes in range(1, MAX_PROBES_A_CALL + 1):
-            if held is None:  # a follow-up that held nothing read nothing; the stops before it were seen
-                read_ns = None
-                break
+        holding_ns = 0
+        while held is not None:  # a probe that held nothing read nothing; the stops before it were seen
             held_ns = held.held_ns
-            read = fp_probe.reads_work(held)
-            read_ns = held_ns if read else None  # the last probe's: a follow-up that read nothing counts nothing
-            if (probes == MAX_PROBES_A_CALL or not (self.probe_calls and self.windowed)
-                    or (read and self._probe_at.random() >= FOLLOW_UP_CHANCE)
+            holding_ns += self._probe_hold_ns
+            if read_ns is None and fp_probe.reads_work(held):
+                read_ns = held_ns
+            if (not (self.probe_calls and self.windowed) or time.monotonic() >= deadline
                     or select.select([self._channel], [], [], 0)[0]):  # "synced" sent: the body is over
                 break
-            held = self._probe_fp(_realtime_ns(), span_ms=REPROBE_SPAN * self._probe_cost_ns / 1e6)
-        return held_ns, read_ns
+            mean_wait_ns = max(self._probe_hold_ns, body_ms * 1e6 / PROBES_A_BODY)
+            released = _realtime_ns()
+            held = self._probe_fp(started_ns, released + int(self._probe_at.expovariate(1.0) * mean_wait_ns))
+        return held_ns, read_ns, holding_ns
 
-    def _probe_fp(self, started_ns: int, *, span_ms: float | None = None) -> fp_probe.Held | None:
-        """Read every thread's floating-point modes at a random point of this call's body (within the last call's
-        body length from its start, the process it replaced gave its first call's; or within `span_ms` from
-        `started_ns`), while it runs. A process found gone is left to the protocol's next read, with its exit status
-        where the probe reaped it. Returns what it held (None: nothing was read)."""
+    def _probe_fp(self, started_ns: int, at_ns: int) -> fp_probe.Held | None:
+        """Read every thread's floating-point modes as near `at_ns` as the judge can hold them (begun the probe's own
+        time early), while this call's body (from `started_ns`) runs. A process found gone is left to the
+        protocol's next read, with its exit status where the probe reaped it. Returns what it held (None: nothing
+        was read)."""
         assert self._process is not None
         # over the whole body (nineteenth red team: a cap at 50 ms let FTZ from 65 ms into 180 ms calls go unseen),
         # begun the probe's own time early (listing, seizing and stopping the threads: about 80 us on the 2-core VM).
         # Without it decay_fesetenv_by_hand_restored's FTZ (bodies of 16-500 us, holds 80-450 us after "start") was
         # read in 10 of 20 correctness-only verdicts, against 19 of 20 with it (twenty-first session, 20 runs each)
-        span_ms = self.body_ms if span_ms is None else span_ms
-        at_ns = started_ns + int(self._probe_at.random() * span_ms * 1e6) - self._probe_cost_ns
+        at_ns -= self._probe_cost_ns
         while _realtime_ns() < at_ns:
             time.sleep(max(0.0, (at_ns - _realtime_ns()) / 1e9 - 50e-6))  # then yield the last 50 us away
             os.sched_yield()
@@ -504,6 +511,7 @@ class KernelProcess:
             if self.mappings and held.regions and pc_samples.moved(self.mappings, held.regions):
                 self.code_moved += 1
         self._probe_cost_ns = max(0, held.held_ns - begun_ns)
+        self._probe_hold_ns = max(0, _realtime_ns() - held.held_ns)
         return held
 
     def _settle_main(self, woke_ns: int) -> None:

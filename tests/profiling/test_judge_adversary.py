@@ -1358,8 +1358,11 @@ def test_ftz_workers_beside_a_decoy_that_always_works_are_caught(tmp_path: Path)
 @pytest.mark.skipif(not fp_probe.available(), reason="ptrace refused here (Yama scope)")
 def test_ftz_set_once_the_calls_probe_was_seen_is_caught(tmp_path: Path) -> None:
     """Twenty-sixth session's red team: honest until the call's one probe (seen as a gap in rdtsc), FTZ|DAZ after
-    it. Read correct 6 of 6 while a probe that read work was a call's last; a follow-up probe now comes with
-    served.FOLLOW_UP_CHANCE."""
+    it. Read correct 6 of 6 while a probe that read work was a call's last. With one follow-up at chance 0.5 within
+    four probe costs it read correct in a CI run and in 1 of 100 verdicts under two busy loops (a probe held mid-body
+    was followed by one that saw FTZ in 27% of calls); the follow-ups are a Poisson process over the body now
+    (served.PROBES_A_BODY): held cheating in 56-85% of the default configuration's calls, about one verdict in 10^4
+    under two busy loops by the calls' rates (scratch measurement of session 31)."""
     task_dir = RARE_INPUTS / "geosum_subnormal_tail"
     verdict = validate(load_task(task_dir), task_dir / "ftz_after_the_calls_probe.c", tmp_path / "work",
                        timing=False)

@@ -1,8 +1,8 @@
 /* Twenty-sixth session's red team: a single-threaded body that stays honest until it sees its call's probe (a gap
  * of more than 120 us in rdtsc, no import) and sets FTZ|DAZ for the rest of the call. A correctness call was probed
- * once when that probe read work (a lone thread always does): correct 6 of 6, idle and under load. Calls are now
- * probed again with served.FOLLOW_UP_CHANCE, so no probe is known to be the last: rejected 6 of 6 idle, 4 of 4
- * under a busy loop beside a judge at nice 19. */
+ * once when that probe read work (a lone thread always does): correct 6 of 6, idle and under load. Then probed
+ * once more at chance 0.5 (sessions 26-30): correct in a CI run and in 1 of 100 verdicts under two busy loops. A
+ * correctness call's probes are a Poisson process over its body now (served.PROBES_A_BODY). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
