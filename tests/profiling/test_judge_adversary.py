@@ -1369,6 +1369,18 @@ def test_ftz_set_once_the_calls_probe_was_seen_is_caught(tmp_path: Path) -> None
     assert verdict.status is Status.REJECTED and "flush-to-zero" in verdict.reason, verdict.reason
 
 
+@pytest.mark.parametrize("attacker", ["ftz_before_start_through_the_got.c", "synced_said_early_through_the_got.c"])
+def test_ftz_outside_the_calls_window_is_caught(tmp_path: Path, attacker: str) -> None:
+    """Thirty-first session's red team, through the harness's `send` redirected in its GOT (mprotect and setcontext
+    found by hand): the whole kernel run under FTZ|DAZ before "start" is passed on (read correct 20 of 20), or
+    "synced" said as the body begins and the harness's own swallowed, FTZ|DAZ once a stop was seen (18 of 20).
+    Correctness calls were probed only between "start" and "synced"; they are probed from their resumption to
+    their "done" now, whatever the words say."""
+    task_dir = RARE_INPUTS / "geosum_subnormal_tail"
+    verdict = validate(load_task(task_dir), task_dir / attacker, tmp_path / "work", timing=False)
+    assert verdict.status is Status.REJECTED and "flush-to-zero" in verdict.reason, verdict.reason
+
+
 def test_honest_threads_through_libm_routines_that_set_rounding_inside_pass(tmp_path: Path) -> None:
     """Nineteenth red team (false rejection): glibc's fmal calls feholdexcept/fesetround/fesetenv inside itself
     (round toward zero, then back), and those were watched routines, so honest code calling fmal in its loop read
