@@ -83,8 +83,9 @@ STOP_TIMEOUT_S = 5.0  # every thread of a stopped process reports stopped long b
 # How long the judge polls for a probed correctness call's "start" before it sleeps on it: the harness says it
 # within 10-50 us of being resumed on the 2-core VM; a process slower than this is waited for as usual.
 START_SPIN_S = 0.002
-# A correctness call's probes come as a Poisson process over its body: the first at a uniform point of the body
-# expected, each next one an exponential wait after the last let go, until "synced" (or the call's deadline). No
+# A correctness call's probes come as a Poisson process over the whole call, from its resumption to its "done": in
+# its body the first at a uniform point of the body expected, and every wait an exponential one after the last
+# probe let go, until the harness's next word (or the call's deadline). No
 # stop says anything of the next: a body that cheats once it has seen a stop, or once none has come for a while, is
 # held cheating with a chance that grows with how long it cheats (1 - exp(-cheating / mean wait)), in every call.
 # With one follow-up at chance 0.5 within 4 probe costs (sessions 26-30), the twenty-sixth red team's body (FTZ
@@ -93,6 +94,9 @@ START_SPIN_S = 0.002
 # expected over this many (more probes per call cost correctness calls a stop of about 0.1-0.3 ms each), never
 # below one probe's hold (the threads run at least half the time on average while probed)
 PROBES_A_BODY = 8
+# The least mean wait, whatever the body and the holds known: a process's first probed call has neither (body_ms 0,
+# no hold measured yet), and a wait of 0 would hold it back to back from resumption to "synced" (session 31's review)
+MIN_PROBE_WAIT_NS = 100_000
 MAX_BUFFER_BYTES = 16 << 30  # all buffers of one process: more is a harness bug, not a task
 MESSAGE_BYTES = 512
 # Kernel receive timestamps on the judge's end of the channel (Linux's SO_TIMESTAMPNS and its SCM message, which
@@ -147,15 +151,15 @@ class CallTime:
 
 @dataclass
 class Probed:
-    """What one stretch of a call's probes found: when the last held its threads, when the first that read its
-    work did (fp_probe.reads_work; None: none did), how long its threads were held in all."""
+    """What one stretch of a call's probes found: when the last held its threads, the same where that last probe
+    read its work (fp_probe.reads_work; None: it did not), how long its threads were held in all."""
 
     held_ns: int | None = None
     read_ns: int | None = None
     holding_ns: int = 0
 
     def add(self, other: Probed) -> None:
-        self.held_ns = other.held_ns or self.held_ns
+        self.held_ns = other.held_ns if other.held_ns is not None else self.held_ns
         self.read_ns = self.read_ns if self.read_ns is not None else other.read_ns
         self.holding_ns += other.holding_ns
 
@@ -243,10 +247,11 @@ class KernelProcess:
         self._probing = probe_fp and fp_probe.available()
         self._probe_at = random.Random(os.urandom(16))  # where in the body each probe lands: nothing it can predict
         self.probe_calls = probe_calls
-        self.body_ms = body_ms  # the last call's body, which the next probe's place is drawn within
+        self.body_ms = body_ms  # the last call's body: the next probe's place is drawn within it (or a hint, shorter)
         self._own_code: list[tuple[int, int]] | None = None  # its executable's code ranges, read at the first probe
         self._fetched = -1  # the call count at the last fetch: one fetch per call
         self._trip_began: float | None = None  # when the round trip under way resumed the process (monotonic)
+        self._spin_until = 0.0  # until when (monotonic) a probed correctness call's waits are polled, not slept
         # no wall-clock limit of its own: the judge times every call out; CPU time for the whole verdict
         self.limits = sandbox.Limits(timeout_s=LIFETIME_S, memory_bytes=memory_bytes)
         self.buffers: list[SharedBuffer] = []
@@ -417,9 +422,11 @@ class KernelProcess:
         # was probed). An honest harness is there for microseconds, where a probe seldom lands.
         whole = probe and self.probe_calls and self.windowed
         body_ms = self._probe_span_ms(body_hint_ms) if probe else 0.0
+        # waits polled, not slept, until START_SPIN_S after resumption, as "start" is (below)
+        self._spin_until = time.monotonic() + (START_SPIN_S if whole else 0.0)
         outside = Probed()
         if whole:
-            outside.add(self._probes(resumed, deadline, self._mean_wait_ns(body_ms)))
+            outside.add(self._probes(resumed, deadline, body_ms))
         if self.windowed:
             # a correctness process's probed call: "start" polled for, not slept on (waking took about 40 us on the
             # 2-core VM, and its bodies can be over in 20). Not in a timing round: its calls must not differ from an
@@ -428,17 +435,18 @@ class KernelProcess:
                          spin_s=START_SPIN_S if probe and self.probe_calls else 0.0)
             started = self._stamp_ns
         # before the judge waits for "done": nothing of its protocol signals the process meanwhile
-        inside = self._probe_call(started, deadline, body_ms) if probe else Probed()
+        inside = self._probe_call(started, deadline + outside.holding_ns / 1e9, body_ms) if probe else Probed()
         if self.windowed:
             self._expect("synced", deadline + (outside.holding_ns + inside.holding_ns) / 1e9, during)
             finished = self._stamp_ns
             if whole:
-                outside.add(self._probes(started, deadline, self._mean_wait_ns(body_ms)))
+                outside.add(self._probes(started, deadline + (outside.holding_ns + inside.holding_ns) / 1e9,
+                                         body_ms))
         # the judge's own stops are not the call's time
         deadline += (outside.holding_ns + inside.holding_ns) / 1e9
-        held_ns, read_ns = inside.held_ns or outside.held_ns, inside.read_ns
+        held_ns = inside.held_ns if inside.held_ns is not None else outside.held_ns
+        read_ns = inside.read_ns  # a probe outside the body reads the harness (a lone thread always "reads work")
         self._expect("done", deadline, during)
-        self._trip_began = None
         done = self._stamp_ns
         if watch:  # every thread's CPU time now and once stopped; the process's clock after its threads' (a
             # thread's tick landing between the reads lowers the sum)
@@ -453,6 +461,7 @@ class KernelProcess:
             # from "done", not from the judge's asking: device work left running through the judge's wake-up
             # (the copy back waits for it in stream order) must show in this round trip
             fetch_ms = (self._stamp_ns - done) / 1e6
+        self._trip_began = None
         if settle is not None:
             settle_ms = settle()
         self._stop()
@@ -473,11 +482,11 @@ class KernelProcess:
     def _probe_call(self, started_ns: int, deadline: float, body_ms: float) -> Probed:
         """Probe this call while its body runs: the first probe at a uniform point of `body_ms` from its start; a
         correctness process's call then until its body is over (PROBES_A_BODY), any other's once."""
-        return self._probes(started_ns, deadline, self._mean_wait_ns(body_ms),
+        return self._probes(started_ns, deadline, body_ms,
                             at_ns=started_ns + int(self._probe_at.random() * body_ms * 1e6),
                             once=not (self.probe_calls and self.windowed))
 
-    def _probes(self, started_ns: int, deadline: float, mean_wait_ns: float, *, at_ns: int | None = None,
+    def _probes(self, started_ns: int, deadline: float, body_ms: float, *, at_ns: int | None = None,
                 once: bool = False) -> Probed:
         """Probes from now until a word of the harness waits on the channel (or the deadline passes): the first at
         `at_ns` (default: an exponential wait from now, and none when a word waits already), each next one an
@@ -489,17 +498,20 @@ class KernelProcess:
         if at_ns is None:
             if self._word_waiting():
                 return probed
-            at_ns = _realtime_ns() + int(self._probe_at.expovariate(1.0) * mean_wait_ns)
-        held = self._probe_fp(started_ns, at_ns)
+            at_ns = _realtime_ns() + int(self._probe_at.expovariate(1.0) * self._mean_wait_ns(body_ms))
+        held = self._probe_fp(started_ns, at_ns, deadline)
         while held is not None:  # a probe that held nothing read nothing; the stops before it were seen
             probed.held_ns = held.held_ns
             probed.holding_ns += self._probe_hold_ns
-            if probed.read_ns is None and fp_probe.reads_work(held):
-                probed.read_ns = held.held_ns
-            if once or time.monotonic() >= deadline or self._word_waiting():
+            # the last probe's, as the count of calls probed mid-body takes it: one that counted where any probe
+            # of the call read work read the FTZ chain correct in 1 of 10 verdicts under load (session 26)
+            probed.read_ns = held.held_ns if fp_probe.reads_work(held) else None
+            if once or time.monotonic() >= deadline + probed.holding_ns / 1e9 or self._word_waiting():
                 break
             released = _realtime_ns()
-            held = self._probe_fp(started_ns, released + int(self._probe_at.expovariate(1.0) * mean_wait_ns))
+            held = self._probe_fp(started_ns, released + int(self._probe_at.expovariate(1.0)
+                                                             * self._mean_wait_ns(body_ms)),
+                                  deadline + probed.holding_ns / 1e9)
         return probed
 
     def _probe_span_ms(self, body_hint_ms: float) -> float:
@@ -511,18 +523,19 @@ class KernelProcess:
 
     def _mean_wait_ns(self, body_ms: float) -> float:
         """The mean wait between a correctness call's probes: the body expected over PROBES_A_BODY, never below one
-        probe's hold."""
-        return max(self._probe_hold_ns, body_ms * 1e6 / PROBES_A_BODY)
+        probe's hold (nor MIN_PROBE_WAIT_NS)."""
+        return max(MIN_PROBE_WAIT_NS, self._probe_hold_ns, body_ms * 1e6 / PROBES_A_BODY)
 
     def _word_waiting(self, wait_s: float = 0.0) -> bool:
         """Whether the harness has sent a word the judge has not read yet (waiting up to `wait_s` for one)."""
         return bool(select.select([self._channel], [], [], wait_s)[0])
 
-    def _probe_fp(self, started_ns: int, at_ns: int) -> fp_probe.Held | None:
+    def _probe_fp(self, started_ns: int, at_ns: int, deadline: float | None = None) -> fp_probe.Held | None:
         """Read every thread's floating-point modes as near `at_ns` as the judge can hold them (begun the probe's own
-        time early), while this call's body (from `started_ns`) runs. A process found gone is left to the
-        protocol's next read, with its exit status where the probe reaped it. Returns what it held (None: nothing
-        was read)."""
+        time early), while this call (whose body began at `started_ns`, or which was resumed then) runs; a
+        correctness process's wait ends with no probe at its harness's next word or at `deadline` (monotonic). A
+        process found gone is left to the protocol's next read, with its exit status where the probe reaped it.
+        Returns what it held (None: nothing was read)."""
         assert self._process is not None
         # over the whole body (nineteenth red team: a cap at 50 ms let FTZ from 65 ms into 180 ms calls go unseen),
         # begun the probe's own time early (listing, seizing and stopping the threads: about 80 us on the 2-core VM).
@@ -535,6 +548,12 @@ class KernelProcess:
         while (now_ns := _realtime_ns()) < at_ns:
             wait_s = max(0.0, (at_ns - now_ns) / 1e9 - 50e-6)  # then yield the last 50 us away
             if watch_words:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None
+                if deadline is not None:
+                    wait_s = min(wait_s, max(0.0, deadline - time.monotonic()))
+                if time.monotonic() < self._spin_until:  # polled: a sleeping judge wakes about 40 us late
+                    wait_s = 0.0
                 if self._word_waiting(wait_s):
                     return None
             else:
@@ -655,10 +674,10 @@ class KernelProcess:
         while True:
             now = time.monotonic()
             left = deadline - now
-            if left <= 0:
+            if left <= 0 and not select.select([self._channel], [], [], 0.0)[0]:  # a word in time is read
                 raise ProtocolError(f"the {self.who} timed out after {now - began:.1f} s in {during} (hung or far too "
                                     "slow)", "timeout")
-            ready, _, _ = select.select([self._channel], [], [], 0.0 if now < spin_until else min(left, 0.5))
+            ready, _, _ = select.select([self._channel], [], [], 0.0 if now < spin_until else max(0.0, min(left, 0.5)))
             if ready:
                 data, ancillary, _, _ = self._channel.recvmsg(MESSAGE_BYTES, socket.CMSG_SPACE(STAMP_BYTES))
                 if data:

@@ -1335,8 +1335,8 @@ def test_ftz_in_a_chain_of_short_lived_workers_is_caught(tmp_path: Path) -> None
     its successor was never listed (1.11-1.14x, caught now and then). Every thread is held before any is read now,
     and the threads are listed again until no new one appears. Under load (a busy loop beside a judge at nice 19) it
     passed 5 of 6 verdicts still: each probe found the worker in clone, not yet started, and counted; only a probe
-    that finds a thread running instructions counts now, and a correctness call is probed again until one does
-    (fp_probe.reads_work; 16 of 16 rejected under that load)."""
+    that finds a thread running instructions counts now (fp_probe.reads_work; 16 of 16 rejected under that load),
+    and a correctness call is probed throughout (served.PROBES_A_BODY)."""
     task_dir = RARE_INPUTS / "geosum_subnormal_tail"
     verdict = validate(load_task(task_dir), task_dir / "ftz_in_short_lived_workers.c", tmp_path / "work",
                        timing=False)
