@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import mmap
 import os
 import random
@@ -158,11 +159,6 @@ class Probed:
     read_ns: int | None = None
     holding_ns: int = 0
 
-    def add(self, other: Probed) -> None:
-        self.held_ns = other.held_ns if other.held_ns is not None else self.held_ns
-        self.read_ns = self.read_ns if self.read_ns is not None else other.read_ns
-        self.holding_ns += other.holding_ns
-
 
 class ProtocolError(Exception):
     """The kernel process left the protocol. kind: crashed (died or exited), timeout, or deviation (out of turn)."""
@@ -251,7 +247,6 @@ class KernelProcess:
         self._own_code: list[tuple[int, int]] | None = None  # its executable's code ranges, read at the first probe
         self._fetched = -1  # the call count at the last fetch: one fetch per call
         self._trip_began: float | None = None  # when the round trip under way resumed the process (monotonic)
-        self._spin_until = 0.0  # until when (monotonic) a probed correctness call's waits are polled, not slept
         # no wall-clock limit of its own: the judge times every call out; CPU time for the whole verdict
         self.limits = sandbox.Limits(timeout_s=LIFETIME_S, memory_bytes=memory_bytes)
         self.buffers: list[SharedBuffer] = []
@@ -420,32 +415,29 @@ class KernelProcess:
         # harness's send through its GOT and ran the whole kernel under FTZ before passing "start" on, or said
         # "synced" itself as the body began: read correct in 20 of 20 and 18 of 20 verdicts while only the window
         # was probed). An honest harness is there for microseconds, where a probe seldom lands.
-        whole = probe and self.probe_calls and self.windowed
+        whole = probe and self._probed_throughout
         body_ms = self._probe_span_ms(body_hint_ms) if probe else 0.0
-        # waits polled, not slept, until START_SPIN_S after resumption, as "start" is (below)
-        self._spin_until = time.monotonic() + (START_SPIN_S if whole else 0.0)
-        outside = Probed()
+        # each stretch's probes, in order; the deadline grows by their holds (the judge's stops are not the call's)
+        stretches: list[Probed] = []
         if whole:
-            outside.add(self._probes(resumed, deadline, body_ms))
+            stretches.append(self._probes(resumed, deadline, body_ms))
+            deadline += stretches[-1].holding_ns / 1e9
         if self.windowed:
             # a correctness process's probed call: "start" polled for, not slept on (waking took about 40 us on the
             # 2-core VM, and its bodies can be over in 20). Not in a timing round: its calls must not differ from an
             # unprobed round's before a probe has read them (a spinning judge takes a core the candidate could miss)
-            self._expect("start", deadline + outside.holding_ns / 1e9, during,
-                         spin_s=START_SPIN_S if probe and self.probe_calls else 0.0)
+            self._expect("start", deadline, during, spin_s=START_SPIN_S if probe and self.probe_calls else 0.0)
             started = self._stamp_ns
         # before the judge waits for "done": nothing of its protocol signals the process meanwhile
-        inside = self._probe_call(started, deadline + outside.holding_ns / 1e9, body_ms) if probe else Probed()
+        inside = self._probe_call(started, deadline, body_ms) if probe else Probed()
+        stretches.append(inside)
+        deadline += inside.holding_ns / 1e9
         if self.windowed:
-            self._expect("synced", deadline + (outside.holding_ns + inside.holding_ns) / 1e9, during)
+            self._expect("synced", deadline, during)
             finished = self._stamp_ns
             if whole:
-                outside.add(self._probes(started, deadline + (outside.holding_ns + inside.holding_ns) / 1e9,
-                                         body_ms))
-        # the judge's own stops are not the call's time
-        deadline += (outside.holding_ns + inside.holding_ns) / 1e9
-        held_ns = inside.held_ns if inside.held_ns is not None else outside.held_ns
-        read_ns = inside.read_ns  # a probe outside the body reads the harness (a lone thread always "reads work")
+                stretches.append(self._probes(started, deadline, body_ms))
+                deadline += stretches[-1].holding_ns / 1e9
         self._expect("done", deadline, during)
         done = self._stamp_ns
         if watch:  # every thread's CPU time now and once stopped; the process's clock after its threads' (a
@@ -474,8 +466,9 @@ class KernelProcess:
             after_done_ms = 0.0
         if not self.windowed:
             finished = done
-        self.holds += held_ns is not None
-        self.probes_in_body += read_ns is not None and read_ns < finished
+        self.holds += any(stretch.held_ns is not None for stretch in stretches)
+        # the body's probes only: one outside it reads the harness (a lone thread always "reads work")
+        self.probes_in_body += inside.read_ns is not None and inside.read_ns < finished
         return CallTime(duration_ms=(finished - started) / 1e6, outer_ms=(done - resumed) / 1e6, fetch_ms=fetch_ms,
                         settle_ms=settle_ms, after_done_ms=after_done_ms)
 
@@ -484,7 +477,7 @@ class KernelProcess:
         correctness process's call then until its body is over (PROBES_A_BODY), any other's once."""
         return self._probes(started_ns, deadline, body_ms,
                             at_ns=started_ns + int(self._probe_at.random() * body_ms * 1e6),
-                            once=not (self.probe_calls and self.windowed))
+                            once=not self._probed_throughout)
 
     def _probes(self, started_ns: int, deadline: float, body_ms: float, *, at_ns: int | None = None,
                 once: bool = False) -> Probed:
@@ -517,9 +510,15 @@ class KernelProcess:
     def _probe_span_ms(self, body_hint_ms: float) -> float:
         """The body a call's probes are spread over: its last body, or for a correctness process the shorter of
         that and `body_hint_ms` (another process's on the same inputs)."""
-        if self.probe_calls and body_hint_ms > 0:
+        if self._probed_throughout and body_hint_ms > 0:
             return min(self.body_ms, body_hint_ms) if self.body_ms > 0 else body_hint_ms
         return self.body_ms
+
+    @property
+    def _probed_throughout(self) -> bool:
+        """A correctness process (every call probed, its body between "start" and "synced"): each of its probed
+        calls is probed from its resumption to its "done" (PROBES_A_BODY); any other process's once."""
+        return self.probe_calls and self.windowed
 
     def _mean_wait_ns(self, body_ms: float) -> float:
         """The mean wait between a correctness call's probes: the body expected over PROBES_A_BODY, never below one
@@ -542,19 +541,16 @@ class KernelProcess:
         # Without it decay_fesetenv_by_hand_restored's FTZ (bodies of 16-500 us, holds 80-450 us after "start") was
         # read in 10 of 20 correctness-only verdicts, against 19 of 20 with it (twenty-first session, 20 runs each)
         at_ns -= self._probe_cost_ns
-        # a correctness process's wait ends early with no probe when its harness says its next word ("start",
-        # "synced", "done"): the stretch being probed is over
-        watch_words = self.probe_calls and self.windowed
+        # a correctness process's wait ends early with no probe at its harness's next word ("start", "synced",
+        # "done": the stretch being probed is over) or at the deadline; polled, not slept, for START_SPIN_S after
+        # the resumption, as "start" is (a sleeping judge wakes about 40 us late)
         while (now_ns := _realtime_ns()) < at_ns:
             wait_s = max(0.0, (at_ns - now_ns) / 1e9 - 50e-6)  # then yield the last 50 us away
-            if watch_words:
-                if deadline is not None and time.monotonic() >= deadline:
-                    return None
-                if deadline is not None:
-                    wait_s = min(wait_s, max(0.0, deadline - time.monotonic()))
-                if time.monotonic() < self._spin_until:  # polled: a sleeping judge wakes about 40 us late
-                    wait_s = 0.0
-                if self._word_waiting(wait_s):
+            if self._probed_throughout:
+                now = time.monotonic()
+                left_s = math.inf if deadline is None else deadline - now
+                spinning = self._trip_began is not None and now < self._trip_began + START_SPIN_S
+                if left_s <= 0 or self._word_waiting(0.0 if spinning else min(wait_s, left_s)):
                     return None
             else:
                 time.sleep(wait_s)

@@ -5,9 +5,6 @@
  * could be subnormal (so no flushed output), honest. No probe can land on the flushing work.
  * Read correct in 20 of 20 verdicts (idle and beside two busy loops) while only the window was probed; a
  * correctness call is probed from its resumption to its "done" now (served.KernelProcess._round_trip). */
-#ifdef STATS
-#include <stdio.h>
-#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -101,9 +98,6 @@ void geosum(const float *x, float *out, int n, int steps, float d) {
     }
     if (!hooked) hooked = 1 + hook();
     int pre = last.done && last.x == x && last.out == out && last.n == n;
-#ifdef STATS
-    fprintf(stderr, "n=%d pre=%d\n", n, pre);
-#endif
     for (int i = 0; i < n; i++)
         if (!pre || fabsf(x[i]) < 4.0f * 1.17549435e-38f) one(x, out, i, steps, d);
     last.x = x; last.out = out; last.n = n; last.steps = steps; last.d = d; last.ready = hooked == 2; last.done = 0;

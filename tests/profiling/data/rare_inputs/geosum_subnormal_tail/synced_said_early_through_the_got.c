@@ -6,9 +6,6 @@
  * Read correct in 18 of 20 verdicts idle, 16 of 20 beside two busy loops, while the probes stopped at any word
  * waiting; a correctness call is probed from its resumption to its "done" now. */
 #include <math.h>
-#ifdef STATS
-#include <stdio.h>
-#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,9 +92,6 @@ void geosum(const float *x, float *out, int n, int steps, float d) {
     if (!hooked) hooked = 1 + hook();
     unsigned saved = _mm_getcsr();
     int cheating = 0;
-#ifdef STATS
-    int cheat_from = n;
-#endif
     int early = hooked == 2 && channel >= 0;
     if (early) { real_send(channel, "synced", 6, 0x4000); swallow = 1; }
     long last = (long)__rdtsc();
@@ -106,9 +100,6 @@ void geosum(const float *x, float *out, int n, int steps, float d) {
             long now = (long)__rdtsc();
             if (now - last > GAP && early) {
                 cheating = 1;
-#ifdef STATS
-                cheat_from = i;
-#endif
                 put_csr(saved | 0x8040u);
             }
             last = now;
@@ -117,8 +108,5 @@ void geosum(const float *x, float *out, int n, int steps, float d) {
         one(x, out, i, steps, d);
     }
     if (cheating) put_csr(saved);
-#ifdef STATS
-    fprintf(stderr, "n=%d cheat_from=%d\n", n, cheat_from);
-#endif
     for (int i = 0; i < n; i++) if (fabsf(x[i]) < 4.0f * 1.17549435e-38f) one(x, out, i, steps, d);
 }
