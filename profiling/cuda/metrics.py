@@ -86,6 +86,10 @@ L2_RED_SECTORS = "lts__t_sectors_srcunit_tex_op_red.sum"  # sector: L2 reduction
 
 # Divergence.
 THREADS_PER_INST = "smsp__thread_inst_executed_per_inst_executed.ratio"  # thread: active lanes per warp inst, 32 max
+# thread: lanes per warp instruction that were active and not predicated off (32 max); ncu counts a lane whose
+# predicate is false as active in THREADS_PER_INST, so a short if-body nvcc turned into predicated instructions
+# shows only here
+THREADS_PER_INST_PRED_ON = "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio"
 UNIFORM_BRANCH_PCT = "smsp__sass_average_branch_targets_threads_uniform.pct"  # %: branches all lanes took alike
 DIVERGENT_BRANCHES = "smsp__sass_branch_targets_threads_divergent.sum"  # branch: branch targets that split a warp
 

@@ -11,6 +11,7 @@ cause outranks its symptom.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from perfforge.records import Diagnosis, Finding, HotLine, Profile
@@ -326,20 +327,64 @@ def register_spills(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | N
     return make_diagnosis("register_spills", share * busy, [finding("local_sectors_share", share, limit, ">")], extra)
 
 
-@_rule("branch_divergence", (m.THREADS_PER_INST, m.DIVERGENT_BRANCHES, m.SM_THROUGHPUT_PCT, m.ISSUE_ACTIVE_PCT),
-       ("threads_per_inst",),
+# A branch condition on the thread index modulo a stride, or masked by an expression: `if (tid % (2*s) == 0)`,
+# `if ((threadIdx.x & (2*s - 1)) == 0)`. Whatever the divisor past 1, lanes of one warp disagree (tid % k == 0 holds
+# for one lane in k), so the branch splits every warp it runs in.
+LANE_SPLIT_RE = re.compile(r"\bif\s*\(.*\b(?:threadIdx\.[xyz]|tid|thread_rank\(\))\s*(?:%|&\s*\()")
+
+
+def _lane_split_lines(profile: Profile, th: dict[str, Threshold]) -> list[HotLine]:
+    """Hot lines whose branch condition splits warps by thread index (LANE_SPLIT_RE), holding at least
+    lane_split_line_share of the samples; the statement each guards (the next line, where hot) follows it."""
+    limit = _threshold(th, "lane_split_line_share").value
+    by_line = {h.line: h for h in profile.hot_lines}
+    found: list[HotLine] = []
+    for h in profile.hot_lines:
+        if h.share >= limit and LANE_SPLIT_RE.search(h.code) and h not in found:
+            found.append(h)
+            guarded = by_line.get(h.line + 1)
+            if guarded is not None and guarded not in found:
+                found.append(guarded)
+    return found
+
+
+@_rule("branch_divergence", (m.THREADS_PER_INST, m.THREADS_PER_INST_PRED_ON, m.DIVERGENT_BRANCHES,
+                             m.SM_THROUGHPUT_PCT, m.ISSUE_ACTIVE_PCT),
+       ("threads_per_inst", "lane_split_line_share"),
        "make branch conditions uniform per warp (remap work so a warp's lanes take the same path), or predicate")
 def branch_divergence(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """Lanes of a warp taking different paths: measured (active threads per instruction under threads_per_inst),
+    or read from a hot branch whose condition splits warps by thread index (the interleaved reduction's
+    `tid % (2*s) == 0`, whose short body nvcc predicates: ncu then counts the predicated-off lanes as active and
+    measures 31.9 threads per instruction on How_to_optimize_in_GPU's reduce v0, cuda-samples' reduce0 and
+    CoffeeBeforeArch's diverged sum, all on an H200)."""
     threads = profile.counter(m.THREADS_PER_INST)
     limit = _threshold(th, "threads_per_inst")
-    if threads is None or threads >= limit.value:
-        return None
-    idle_lanes = 1 - threads / 32
     busy = max(_value(profile, m.SM_THROUGHPUT_PCT), _value(profile, m.ISSUE_ACTIVE_PCT)) / 100
-    lines = _lines(profile, "divergent_branches")
-    return make_diagnosis("branch_divergence", min(1.0, 2 * idle_lanes) * busy,
-                          [finding(m.THREADS_PER_INST, threads, limit, "<", lines)],
-                          [f"{m.DIVERGENT_BRANCHES} = {_value(profile, m.DIVERGENT_BRANCHES):.4g}"])
+    findings: list[Finding] = []
+    extra: list[str] = []
+    severity = 0.0
+    if threads is not None and threads < limit.value:
+        # Recoverable time: the idle lanes' share of the issued work, while the SM is busy issuing it
+        severity = min(1.0, 2 * (1 - threads / 32)) * busy
+        findings.append(finding(m.THREADS_PER_INST, threads, limit, "<", _lines(profile, "divergent_branches")))
+        extra.append(f"{m.DIVERGENT_BRANCHES} = {_value(profile, m.DIVERGENT_BRANCHES):.4g}")
+    split = _lane_split_lines(profile, th)
+    if split:
+        share = min(1.0, sum(h.share for h in split))
+        # Recoverable time: the samples on the splitting branch and the statement it guards, which the fix (the
+        # active lanes packed into whole warps) runs in fewer, full warps, while the SM is busy issuing them
+        severity = max(severity, share * busy)
+        findings.append(finding("lane_split_line_share", share, _threshold(th, "lane_split_line_share"), ">=",
+                                [h.line for h in split]))
+        pred_on = profile.counter(m.THREADS_PER_INST_PRED_ON)
+        measured = (f"; ncu counts predicated-off lanes as active ({threads:.4g} threads per instruction, "
+                    f"{pred_on:.4g} not predicated off)" if threads is not None and pred_on is not None else "")
+        extra.append(f"line {split[0].line} (`{split[0].code.strip()}`) branches on the thread index modulo a "
+                     f"stride: lanes of one warp take different paths{measured}")
+    if not findings:
+        return None
+    return make_diagnosis("branch_divergence", severity, findings, extra)
 
 
 def _roofline_text(profile: Profile) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perfforge.records import CounterValue, Profile, RooflinePoint, Stall, Timing
+from perfforge.records import CounterValue, HotLine, Profile, RooflinePoint, Stall, Timing
 from profiling.cuda import launches as ln
 from profiling.cuda import metrics as m
 from profiling.cuda.profile import build_profile, profile_from_files
@@ -292,3 +292,34 @@ def test_cache_pressure_of_uncoalesced_accesses_is_their_symptom():
     assert "the fix to make first" in " ".join(found[1].evidence)
     coalesced = diagnose(synthetic({**NAIVE_UNCOALESCED, m.GLOBAL_EXCESSIVE_SECTORS: 0.0}))
     assert coalesced[0].name == "poor_cache_locality"
+
+
+# The interleaved reduction (How_to_optimize_in_GPU's reduce v0, cuda-samples' reduce0, CoffeeBeforeArch's diverged
+# sum, measured alike on an H200): nvcc predicates the short body of `if (tid % (2*s) == 0)`, so ncu counts 31.87
+# active threads per instruction (24.03 not predicated off) and the SM's busy issuing the modulo looks compute-bound.
+INTERLEAVED = {m.THREADS_PER_INST: 31.87, m.THREADS_PER_INST_PRED_ON: 24.03, m.DIVERGENT_BRANCHES: 0.0,
+               m.SM_THROUGHPUT_PCT: 78.66, m.ISSUE_ACTIVE_PCT: 79.18, m.MEMORY_THROUGHPUT_PCT: 37.0,
+               m.FMA_PIPE_PCT: 20.5}
+
+
+def interleaved(condition: str, share: float = 0.51) -> Profile:
+    lines = [HotLine(20, "for(unsigned int s=1; s < blockDim.x; s *= 2) {", 0.15, "barrier"),
+             HotLine(21, condition, share, "wait"), HotLine(22, "sdata[tid] += sdata[tid + s];", 0.12, "wait")]
+    return replace(synthetic(INTERLEAVED), hot_lines=lines)
+
+
+@pytest.mark.parametrize("condition", ["if (tid % (2*s) == 0) {", "if ((threadIdx.x % (2 * s)) == 0) {",
+                                       "if ((tid & (2 * s - 1)) == 0) {"])
+def test_a_branch_splitting_warps_by_thread_index_is_divergence_though_ncu_counts_full_warps(condition):
+    found = diagnose(interleaved(condition))
+    assert [d.name for d in found][:2] == ["branch_divergence", "compute_bound"]
+    top = found[0]
+    assert top.findings[0].lines == [21, 22]
+    assert "not predicated off" in top.evidence[-1]
+
+
+@pytest.mark.parametrize(("condition", "share"), [("if (tid % (2*s) == 0) {", 0.05),  # a cold branch
+                                                  ("if (s % 64 == 0) {", 0.51),  # the same for every lane
+                                                  ("if (tid < s) {", 0.51)])  # whole warps while s >= 32
+def test_no_divergence_read_from_a_cold_branch_or_another_condition(condition, share):
+    assert "branch_divergence" not in names(interleaved(condition, share))
