@@ -335,8 +335,8 @@ LANE_SPLIT_RE = re.compile(r"\bif\s*\(.*\b(?:threadIdx\.[xyz]|tid|thread_rank\(\
 
 def _lane_split_lines(profile: Profile, th: dict[str, Threshold]) -> list[HotLine]:
     """Hot lines whose branch condition splits warps by thread index (LANE_SPLIT_RE), holding at least
-    lane_split_line_share of the samples; the statement each guards (the next line, where hot) follows it."""
-    limit = _threshold(th, "lane_split_line_share").value
+    source_line_share of the samples; the statement each guards (the next line, where hot) follows it."""
+    limit = _threshold(th, "source_line_share").value
     by_line = {h.line: h for h in profile.hot_lines}
     found: list[HotLine] = []
     for h in profile.hot_lines:
@@ -350,7 +350,7 @@ def _lane_split_lines(profile: Profile, th: dict[str, Threshold]) -> list[HotLin
 
 @_rule("branch_divergence", (m.THREADS_PER_INST, m.THREADS_PER_INST_PRED_ON, m.DIVERGENT_BRANCHES,
                              m.SM_THROUGHPUT_PCT, m.ISSUE_ACTIVE_PCT),
-       ("threads_per_inst", "lane_split_line_share"),
+       ("threads_per_inst", "source_line_share"),
        "make branch conditions uniform per warp (remap work so a warp's lanes take the same path), or predicate")
 def branch_divergence(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
     """Lanes of a warp taking different paths: measured (active threads per instruction under threads_per_inst),
@@ -375,7 +375,7 @@ def branch_divergence(profile: Profile, th: dict[str, Threshold]) -> Diagnosis |
         # Recoverable time: the samples on the splitting branch and the statement it guards, which the fix (the
         # active lanes packed into whole warps) runs in fewer, full warps, while the SM is busy issuing them
         severity = max(severity, share * busy)
-        findings.append(finding("lane_split_line_share", share, _threshold(th, "lane_split_line_share"), ">=",
+        findings.append(finding("source_line_share", share, _threshold(th, "source_line_share"), ">=",
                                 [h.line for h in split]))
         pred_on = profile.counter(m.THREADS_PER_INST_PRED_ON)
         measured = (f"; ncu counts predicated-off lanes as active ({threads:.4g} threads per instruction, "
@@ -385,6 +385,61 @@ def branch_divergence(profile: Profile, th: dict[str, Threshold]) -> Diagnosis |
     if not findings:
         return None
     return make_diagnosis("branch_divergence", severity, findings, extra)
+
+
+# A compound assignment to an element through an index: `c[row * N + col] += a[...] * b[...]`, or the same written
+# out (`c[i] = c[i] + ...`); and the loop variable of a `for` line.
+ACCUMULATE_RE = re.compile(r"^\s*(\w+)\s*\[([^\]]+)\]\s*"
+                           r"(?:(?:[-+*/|&^]|<<|>>)=(?!=)|=\s*\1\s*\[\s*\2\s*\]\s*[-+*/|&^])")
+FOR_VARIABLE_RE = re.compile(r"^\s*for\s*\(\s*(?:[\w:<>]+\s+)*(\w+)\s*=")
+
+
+def _global_accumulator_lines(profile: Profile, th: dict[str, Threshold]) -> list[HotLine]:
+    """Hot lines (at least source_line_share of the samples) that touch global memory and update an element whose
+    index does not name the variable of the nearest `for` line above them: the same address loaded and stored at
+    every step of the loop."""
+    limit = _threshold(th, "source_line_share").value
+    loops = sorted((h.line, match.group(1)) for h in profile.hot_lines if (match := FOR_VARIABLE_RE.match(h.code)))
+    found = []
+    for h in profile.hot_lines:
+        update = ACCUMULATE_RE.match(h.code)
+        if h.share < limit or update is None or not (h.metric("global_sectors") or 0) > 0:
+            continue
+        above = [variable for line, variable in loops if line < h.line]
+        if above and not re.search(rf"\b{re.escape(above[-1])}\b", update.group(2)):
+            found.append(h)
+    return found
+
+
+@_rule("accumulator_in_global_memory", (m.GLOBAL_ST_REQUESTS, m.GLOBAL_LD_REQUESTS, m.GRID_SIZE, m.BLOCK_SIZE),
+       ("source_line_share", "accumulator_stores_per_warp"),
+       "accumulate in a local variable (a register) and store the result once after the loop; __restrict__ "
+       "pointers let the compiler keep it in a register itself",
+       requires=(m.GLOBAL_ST_REQUESTS, m.GLOBAL_LD_REQUESTS, m.GRID_SIZE, m.BLOCK_SIZE))
+def accumulator_in_global_memory(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
+    """A thread's running sum kept in its output element in global memory: loaded and stored at every step of its
+    loop, because the compiler must assume the output may alias the inputs (CoffeeBeforeArch's baseline matmul on
+    an H200: 99% of the samples on `c[row * N + col] += a[row * N + k] * b[k * N + col]`, 1025 stores a warp; its
+    next version sums into a local `tmp` and stores once). The CUDA counterpart of the CPU's accumulator_in_memory."""
+    stores, loads = _value(profile, m.GLOBAL_ST_REQUESTS), _value(profile, m.GLOBAL_LD_REQUESTS)
+    grid, block = _value(profile, m.GRID_SIZE), _value(profile, m.BLOCK_SIZE)
+    warps = grid * -(-block // 32)
+    per_warp, limit = _ratio(stores, warps), _threshold(th, "accumulator_stores_per_warp")
+    if per_warp < limit.value:
+        return None
+    lines = _global_accumulator_lines(profile, th)
+    if not lines:
+        return None
+    share = min(1.0, sum(h.share for h in lines))
+    findings = [finding("global_store_requests_per_warp", per_warp, limit, ">=", [h.line for h in lines]),
+                finding("source_line_share", share, _threshold(th, "source_line_share"), ">=",
+                        [h.line for h in lines])]
+    extra = [f"line {lines[0].line} (`{lines[0].code.strip()}`) updates an element whose index does not change in "
+             "its loop: a global load and store of the same address at every step"]
+    # Recoverable time: the samples on the line times the share of the kernel's global accesses that are the
+    # accumulator's reload and store (one of each per store), which a register removes
+    return make_diagnosis("accumulator_in_global_memory", share * min(1.0, _ratio(2 * stores, stores + loads)),
+                          findings, extra)
 
 
 def _roofline_text(profile: Profile) -> list[str]:

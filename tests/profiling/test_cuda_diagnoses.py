@@ -323,3 +323,40 @@ def test_a_branch_splitting_warps_by_thread_index_is_divergence_though_ncu_count
                                                   ("if (tid < s) {", 0.51)])  # whole warps while s >= 32
 def test_no_divergence_read_from_a_cold_branch_or_another_condition(condition, share):
     assert "branch_divergence" not in names(interleaved(condition, share))
+
+
+# CoffeeBeforeArch's baseline matmul on an H200: each thread sums into its output element in global memory, loaded
+# and stored at every k (1025 stores a warp launched, 2048 loads), 99% of the samples on that line.
+ACCUMULATING = {m.GLOBAL_ST_REQUESTS: 33587200.0, m.GLOBAL_LD_REQUESTS: 67108864.0, m.GRID_SIZE: 1024.0,
+                m.BLOCK_SIZE: 1024.0, m.SM_THROUGHPUT_PCT: 32.97, m.MEMORY_THROUGHPUT_PCT: 75.32,
+                m.DRAM_THROUGHPUT_PCT: 0.15, m.L1_THROUGHPUT_PCT: 48.53}
+
+
+def accumulating(update: str, loop: str = "for (int k = 0; k < N; k++) {", global_sectors: float = 3.0e8,
+                 counters: dict[str, float] | None = None) -> Profile:
+    lines = [HotLine(22, loop, 0.003, "not_selected"),
+             HotLine(24, update, 0.99, "long_scoreboard",
+                     [CounterValue("global_sectors", global_sectors, "sector")])]
+    return replace(synthetic({**ACCUMULATING, **(counters or {})}), hot_lines=lines)
+
+
+@pytest.mark.parametrize("update", ["c[row * N + col] += a[row * N + k] * b[k * N + col];",
+                                    "c[row * N + col] = c[row * N + col] + a[row * N + k] * b[k * N + col];"])
+def test_an_accumulator_kept_in_global_memory_is_named(update):
+    top = diagnose(accumulating(update))[0]
+    assert top.name == "accumulator_in_global_memory"
+    assert top.findings[0].lines == [24]
+    assert top.severity == pytest.approx(0.99 * 2 * 33587200 / (33587200 + 67108864), abs=1e-3)
+
+
+@pytest.mark.parametrize(("update", "kwargs"), [
+    # the output element changes with the loop: a row written once, element by element
+    ("out_row[j] /= (float)sum;", {"loop": "for (int j = 0; j < C; j++) {"}),
+    # a shared-memory tree: no global memory on the line, a store a block
+    ("sdata[tid] += sdata[tid + s];", {"loop": "for (unsigned int s = 1; s < blockDim.x; s *= 2) {",
+                                       "global_sectors": 0.0}),
+    ("c[row * N + col] += a[row * N + k] * b[k * N + col];", {"counters": {m.GLOBAL_ST_REQUESTS: 32768.0}}),
+    # no loop line above the update: nothing says the address repeats
+    ("c[row * N + col] += a[row * N] * b[col];", {"loop": "int row = blockIdx.y * blockDim.y + threadIdx.y;"})])
+def test_no_global_accumulator_where_the_address_changes_or_stays_on_chip(update, kwargs):
+    assert "accumulator_in_global_memory" not in names(accumulating(update, **kwargs))
