@@ -122,13 +122,18 @@ def shared_memory_bound(profile: Profile, th: dict[str, Threshold]) -> Diagnosis
     return make_diagnosis("shared_memory_bound", waiting * l1_busy / 100, findings, extra)
 
 
-def _loads_per_warp(profile: Profile) -> float | None:
-    """Warp-level global load requests per warp the launch ran (grid x warps per block); None where the launch's
-    size or the requests were not measured."""
-    requests, grid, block = (profile.counter(name) for name in (m.GLOBAL_LD_REQUESTS, m.GRID_SIZE, m.BLOCK_SIZE))
-    if requests is None or grid is None or block is None or grid <= 0 or block <= 0:
+def _per_warp(profile: Profile, metric: str) -> float | None:
+    """The metric (warp-level requests) per warp the launch ran (grid x warps per block); None where the launch's
+    size or the metric was not measured."""
+    count, grid, block = (profile.counter(name) for name in (metric, m.GRID_SIZE, m.BLOCK_SIZE))
+    if count is None or grid is None or block is None or grid <= 0 or block <= 0:
         return None
-    return requests / (grid * -(-block // 32))
+    return count / (grid * -(-block // 32))
+
+
+def _loads_per_warp(profile: Profile) -> float | None:
+    """Warp-level global load requests per warp launched."""
+    return _per_warp(profile, m.GLOBAL_LD_REQUESTS)
 
 
 def _one_load_then_barriers(profile: Profile, th: dict[str, Threshold]) -> bool:
@@ -422,9 +427,7 @@ def accumulator_in_global_memory(profile: Profile, th: dict[str, Threshold]) -> 
     an H200: 99% of the samples on `c[row * N + col] += a[row * N + k] * b[k * N + col]`, 1025 stores a warp; its
     next version sums into a local `tmp` and stores once). The CUDA counterpart of the CPU's accumulator_in_memory."""
     stores, loads = _value(profile, m.GLOBAL_ST_REQUESTS), _value(profile, m.GLOBAL_LD_REQUESTS)
-    grid, block = _value(profile, m.GRID_SIZE), _value(profile, m.BLOCK_SIZE)
-    warps = grid * -(-block // 32)
-    per_warp, limit = _ratio(stores, warps), _threshold(th, "accumulator_stores_per_warp")
+    per_warp, limit = _per_warp(profile, m.GLOBAL_ST_REQUESTS) or 0.0, _threshold(th, "accumulator_stores_per_warp")
     if per_warp < limit.value:
         return None
     lines = _global_accumulator_lines(profile, th)
