@@ -4,7 +4,9 @@
 // RangeMultiplier, ThreadRange, UseRealTime and timed through a range-for; they call SetLabel and read
 // thread_index. The recipe's prepare copies this file to benchmark/benchmark.h beside the program and registers
 // the entry's function when the program has its registration commented out. Ours, adapted from
-// coffeebeforearch_misc.h; threads are not started (thread_index is 0).
+// coffeebeforearch_misc.h; threads are not started (thread_index is 0). Like Google Benchmark's header it brings in
+// <map>, <set>, <string> and <vector> (Chapter12/02_index_tree.C uses std::set without including it), and its
+// DoNotOptimize uses Google's constraint for gcc ("+m,r": "+r,m" is impossible for gcc -O3 on some operands).
 //
 //     prog NAME [iterations = PERFFORGE_BENCH_ITERATIONS or 1] [arg ...]
 //
@@ -17,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,7 +65,7 @@ class State {
 
 template <class T>
 inline void DoNotOptimize(T& value) {
-  asm volatile("" : "+r,m"(value) : : "memory");
+  asm volatile("" : "+m,r"(value) : : "memory");
 }
 
 template <class T>
