@@ -22,6 +22,10 @@ from tests.scale.conftest import DaskCluster
 pytestmark = pytest.mark.usefixtures("judge_on_planned_rounds", "no_retry_wait")  # as the workers (conftest.py)
 
 
+# alone: the reference's verdict is a timed one (improved), which the neighbouring worker's tests shifted to no_change
+# in both fresh-clone CI runs of session 32 (the suite ran at half its usual speed; alone it passes, and beside two
+# busy loops).
+@pytest.mark.alone
 def test_an_evaluation_on_a_cluster_with_a_worker_killed_reads_as_a_local_one(tmp_path: Path,
                                                                              dask_cluster: DaskCluster) -> None:
     """Scenario: the matvec task, the human reference and one model configuration with two candidates (faster;
