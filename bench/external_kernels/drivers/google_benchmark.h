@@ -1,17 +1,20 @@
-// A stand-in for Google Benchmark's header, for PacktPublishing/The-Art-of-Writing-Efficient-Programs (labels.toml,
-// recipe art-of-efficient-programs): Fedor Pikus's book programs are Google Benchmark programs, one function per
-// variant (BM_branched, BM_branchless, BM_read_list, ...), registered with BENCHMARK, BENCHMARK_TEMPLATE1, Arg,
-// RangeMultiplier, ThreadRange, UseRealTime and timed through a range-for; they call SetLabel and read
-// thread_index. The recipe's prepare copies this file to benchmark/benchmark.h beside the program and registers
-// the entry's function when the program has its registration commented out. Ours, adapted from
-// coffeebeforearch_misc.h; threads are not started (thread_index is 0). Like Google Benchmark's header it brings in
-// <map>, <set>, <string> and <vector> (Chapter12/02_index_tree.C uses std::set without including it), and its
-// DoNotOptimize uses Google's constraint for gcc ("+m,r": "+r,m" is impossible for gcc -O3 on some operands).
+// A stand-in for Google Benchmark's header, for the recipes whose programs are Google Benchmark programs (labels.toml):
+// coffeebeforearch-misc (CoffeeBeforeArch/misc_code: baseMod, srMod, ArrayOfStructs_Bench, ... registered with
+// DenseRange, ArgPair, Apply, timed through KeepRunning or a range-for) and art-of-efficient-programs (Fedor Pikus's
+// book programs: BM_branched, BM_read_list, ... registered with BENCHMARK, BENCHMARK_TEMPLATE1, Arg, RangeMultiplier,
+// ThreadRange, UseRealTime; they call SetLabel and read thread_index). perfforge's own shim (shims/benchmark) offers
+// none of these. A recipe's prepare copies this file to benchmark/benchmark.h beside the program (and makes the
+// include a quoted one, or registers the entry's function where the program has its registration commented out), so
+// that the program's unit compiles alone, without -I (gcc records no -I for perfforge's vectoriser report). Threads
+// are not started (thread_index is 0). Like Google Benchmark's header it brings in <map>, <set>, <string> and
+// <vector> (Pikus's Chapter12/02_index_tree.C uses std::set without including it), and its DoNotOptimize uses
+// Google's constraint for gcc ("+m,r": "+r,m" is impossible for gcc -O3 on some operands of Pikus's programs).
 //
 //     prog NAME [iterations = PERFFORGE_BENCH_ITERATIONS or 1] [arg ...]
 //
-// runs the benchmark function NAME (its name without template arguments) `iterations` times with the given
-// arguments (s.range(0), ...). Nothing is timed or reported: perfforge's application mode measures the program.
+// runs the benchmark function NAME (the name it was registered under, without template arguments) `iterations`
+// times with the given arguments (s.range(0), s.range(1), ...), or, without arguments, once per argument set the
+// program registers. Nothing is timed or reported: perfforge's application mode measures the program from outside.
 #pragma once
 
 #include <cstdint>
@@ -157,13 +160,13 @@ inline int Main(int argc, char** argv) {
 }  // namespace internal
 }  // namespace benchmark
 
-#define PERFFORGE_AEP_CONCAT2(a, b) a##b
-#define PERFFORGE_AEP_CONCAT(a, b) PERFFORGE_AEP_CONCAT2(a, b)
+#define PERFFORGE_GB_CONCAT2(a, b) a##b
+#define PERFFORGE_GB_CONCAT(a, b) PERFFORGE_GB_CONCAT2(a, b)
 #define BENCHMARK(function)                                                                  \
-  static ::benchmark::internal::Benchmark* PERFFORGE_AEP_CONCAT(perfforge_aep_, __LINE__) = \
+  static ::benchmark::internal::Benchmark* PERFFORGE_GB_CONCAT(perfforge_gb_, __LINE__) = \
       ::benchmark::internal::Register(#function, function)
 #define BENCHMARK_TEMPLATE1(function, type)                                                  \
-  static ::benchmark::internal::Benchmark* PERFFORGE_AEP_CONCAT(perfforge_aep_, __LINE__) = \
+  static ::benchmark::internal::Benchmark* PERFFORGE_GB_CONCAT(perfforge_gb_, __LINE__) = \
       ::benchmark::internal::Register(#function, function<type>)
 #define BENCHMARK_TEMPLATE(function, type) BENCHMARK_TEMPLATE1(function, type)
 #define BENCHMARK_MAIN() \
