@@ -91,3 +91,26 @@ def test_re_read_sectors_of_uncoalesced_access_are_its_symptom():
     assert ranked(profile(uncoalesced, stalls))[0] == "uncoalesced_global_access"
     assert found["redundant_global_loads"].severity < found["uncoalesced_global_access"].severity
     assert any("see uncoalesced_global_access" in line for line in found["redundant_global_loads"].evidence)
+
+
+# A warp re-reading the rows it could keep in registers, once per output it computes (llm.c's attention_backward/3
+# on the H200: 153 load sectors per DRAM sector, issue 82%, SM 78%, L1 38%): between a stencil's neighbourhood and a
+# product's whole dimension (the naive matmul's 1024), the re-reads are the cost, ahead of the busy SM they cause.
+ROW_REREADS = {m.GLOBAL_LD_REQUESTS: 1e6, m.GLOBAL_LD_SECTORS: 1.53e7, m.GLOBAL_LD_BYTES_PER_SECTOR: 32.0,
+               m.GLOBAL_ST_SECTORS: 3e5, m.GLOBAL_EXCESSIVE_SECTORS: 0.0, m.DRAM_BYTES_READ: 32 * 1e5,
+               m.SHARED_WAVEFRONTS: 1.5e5, m.L1_THROUGHPUT_PCT: 38.0, m.ISSUE_ACTIVE_PCT: 82.0,
+               m.SM_THROUGHPUT_PCT: 78.0, m.FMA_PIPE_PCT: 40.0, m.MEMORY_THROUGHPUT_PCT: 38.0,
+               m.DRAM_THROUGHPUT_PCT: 1.4, m.L1_HIT_RATE_PCT: 95.0}
+ROW_STALLS = [Stall("long_scoreboard", 0.46), Stall("wait", 0.2), Stall("selected", 0.2), Stall("not_selected", 0.14)]
+
+
+def test_rows_re_read_per_output_are_redundant_global_loads_ahead_of_the_busy_sm():
+    found = ranked(profile(ROW_REREADS, ROW_STALLS))
+    assert found[0] == "redundant_global_loads", found
+    assert "compute_bound" in found
+
+
+def test_a_whole_dimension_re_read_is_not_a_neighbourhood():
+    """The naive product's 1024 reads per DRAM sector stay above the cap: missing tiling, not re-read rows."""
+    product = {**ROW_REREADS, m.GLOBAL_LD_SECTORS: 1.024e8}
+    assert "redundant_global_loads" not in ranked(profile(product, ROW_STALLS))
