@@ -71,16 +71,44 @@ def _c(profile: Profile, name: str) -> float:
 
 
 def _total_cycles(profile: Profile, th: dict[str, Threshold]) -> float:
-    """Estimated cycles of one kernel call from the simulated events."""
+    """Estimated cycles of one kernel call from the simulated events, the hot lines' DRAM streams at their
+    bandwidth cost (_miss_cycles)."""
     misses_l1 = _c(profile, "I1mr") + _c(profile, "D1mr") + _c(profile, "D1mw")
     misses_ll = _c(profile, "ILmr") + _c(profile, "DLmr") + _c(profile, "DLmw")
     mispredicts = _c(profile, "Bcm") + _c(profile, "Bim")
+    streamed = sum(_latency_cycles(line, th) - _miss_cycles(line, th) for line in profile.hot_lines)
     return (_c(profile, "Ir") + th["d1_miss_penalty"].value * misses_l1 + th["ll_miss_penalty"].value * misses_ll
-            + th["mispredict_penalty"].value * mispredicts)
+            + th["mispredict_penalty"].value * mispredicts - streamed)
+
+
+# D1 miss rates (%) of a unit-stride walk of 1-, 2-, 4-, 8-, 16- and 32-byte accesses: one miss per 64-byte line
+STREAM_MISS_RATES_PCT = (1.5625, 3.125, 6.25, 12.5, 25.0, 50.0)
+
+
+def _at_stream_rate(line: HotLine, th: dict[str, Threshold]) -> bool:
+    """Whether the line misses D1 once a 64-byte line of its accesses (its rate one of STREAM_MISS_RATES_PCT within
+    stream_rate_tolerance): a unit-stride walk, which the hardware prefetcher follows."""
+    tolerance, rate = th["stream_rate_tolerance"].value, _m(line, "D1_miss_rate")
+    return tolerance > 0 and any(abs(rate - stream) <= tolerance * stream for stream in STREAM_MISS_RATES_PCT)
+
+
+def _dram_stream(line: HotLine, th: dict[str, Threshold]) -> bool:
+    """A unit-stride walk whose every D1 miss also misses the last level: a stream from DRAM, whose latency the
+    prefetcher hides and whose cost is the lines' transfer (stream_line_cycles)."""
+    d1 = _m(line, "D1_misses")
+    every = _m(line, "LL_misses") >= (1 - th["stream_rate_tolerance"].value) * d1
+    return d1 > 0 and every and _at_stream_rate(line, th)
+
+
+def _latency_cycles(line: HotLine, th: dict[str, Threshold]) -> float:
+    return th["d1_miss_penalty"].value * _m(line, "D1_misses") + th["ll_miss_penalty"].value * _m(line, "LL_misses")
 
 
 def _miss_cycles(line: HotLine, th: dict[str, Threshold]) -> float:
-    return th["d1_miss_penalty"].value * _m(line, "D1_misses") + th["ll_miss_penalty"].value * _m(line, "LL_misses")
+    """The line's miss cycles: each miss's latency, or a DRAM stream's lines at the bandwidth cost."""
+    if _dram_stream(line, th):
+        return th["stream_line_cycles"].value * _m(line, "LL_misses")
+    return _latency_cycles(line, th)
 
 
 def _mispredicts(line: HotLine) -> float:
@@ -182,16 +210,10 @@ def _arithmetic_claimed(profile: Profile, th: dict[str, Threshold]) -> set[int]:
 
 # ---- cache_miss_bound -----------------------------------------------------------------------------------------------
 
-# D1 miss rates (%) of a unit-stride walk of 8-, 16- and 32-byte accesses: one miss per 64-byte line
-STREAM_MISS_RATES_PCT = (12.5, 25.0, 50.0)
-
-
 def _streams(line: HotLine, th: dict[str, Threshold]) -> bool:
-    """Whether the line's D1 misses are those of a unit-stride stream of wide accesses (its rate one of
-    STREAM_MISS_RATES_PCT within the tolerance) that never reaches DRAM: the prefetcher hides them."""
-    tolerance, rate = th["stream_rate_tolerance"].value, _m(line, "D1_miss_rate")
-    return (tolerance > 0 and _m(line, "LLd_miss_rate") < th["line_ll_miss_rate"].value
-            and any(abs(rate - stream) <= tolerance * stream for stream in STREAM_MISS_RATES_PCT))
+    """Whether the line's D1 misses are those of a unit-stride stream (_at_stream_rate) that never reaches DRAM:
+    the prefetcher hides them."""
+    return _m(line, "LLd_miss_rate") < th["line_ll_miss_rate"].value and _at_stream_rate(line, th)
 
 
 def _check_cache(profile: Profile, th: dict[str, Threshold]) -> Diagnosis | None:
@@ -925,7 +947,9 @@ def _one_write(th: dict[str, Threshold]) -> Threshold:
     return Threshold("thread_slot_writes", 1.0, "access", "one write per iteration to a shared line is enough")
 
 
-_COMMON = ("d1_miss_penalty", "ll_miss_penalty", "mispredict_penalty", "min_line_share")
+# every rule weighs its lines against _total_cycles, which charges DRAM streams at their bandwidth (_miss_cycles)
+_COMMON = ("d1_miss_penalty", "ll_miss_penalty", "mispredict_penalty", "min_line_share", "stream_rate_tolerance",
+           "stream_line_cycles")
 _EVENTS = ("Ir", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "Bcm", "Bim")
 _AOS = ("aos_max_used_fraction", "aos_d1_miss_rate")
 # What every rule decides on: callgrind's instruction count (a profile without it measured nothing); the rules
@@ -933,13 +957,12 @@ _AOS = ("aos_max_used_fraction", "aos_d1_miss_rate")
 _MEASURED = ("Ir",)
 
 register(Rule("cache_miss_bound", TARGETS, (*_EVENTS, "D1_miss_amplification"),
-              (*_COMMON, "line_d1_miss_rate", "stream_rate_tolerance", "line_ll_miss_rate", "d1_miss_amplification",
+              (*_COMMON, "line_d1_miss_rate", "line_ll_miss_rate", "d1_miss_amplification",
                *_AOS),
               "walk memory in the order it is laid out (swap loops so the innermost index is contiguous) or block "
               "the loops so reused data stays in cache", _check_cache, requires=_MEASURED))
 register(Rule("poor_data_layout", TARGETS, _EVENTS,
-              (*_COMMON, *_AOS, "min_padding_share", "line_d1_miss_rate", "stream_rate_tolerance",
-               "line_ll_miss_rate"),
+              (*_COMMON, *_AOS, "min_padding_share", "line_d1_miss_rate", "line_ll_miss_rate"),
               "store the fields the hot loop uses as separate arrays (structure of arrays), or copy them out once "
               "before the loop; order a structure's fields by decreasing size (or narrow them to the ranges they "
               "hold) so it carries no padding", _check_layout, requires=_MEASURED))
