@@ -50,7 +50,8 @@ SCHEMA_VERSION = 1
 TARGETS = ("cpu", "cuda")
 BUILD_TIMEOUT_S = 900.0  # nvcc on the largest dev/cuda files takes minutes
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-PLACEHOLDER_RE = re.compile(r"\{(root|dir|file|stem|bin|version|iterations|defines|shims|drivers|cuda_arch|reldir)\}")
+PLACEHOLDER_RE = re.compile(
+    r"\{(root|dir|file|stem|bin|version|iterations|defines|shims|drivers|cuda_arch|reldir|recipe_prepare)\}")
 EVALUATED = ("ok", "not_profiled")  # statuses that count in the accuracy (a failure or a skip does not)
 
 
@@ -218,6 +219,8 @@ def commands_for(entry: Entry, recipe: Recipe, src: Path, bin_path: Path, cuda_a
               "version": entry.version, "iterations": str(entry.iterations), "defines": entry.defines,
               "shims": str(SHIMS_DIR), "drivers": str(DRIVERS_DIR), "cuda_arch": cuda_arch,
               "reldir": str(Path(entry.file).parent)}
+    # an entry's own prepare may run its recipe's first ({recipe_prepare}) and add a step, instead of copying it
+    values["recipe_prepare"] = fill(recipe.prepare, values)
     pick = {name: getattr(entry, name) if getattr(entry, name) is not None else getattr(recipe, name)
             for name in ("prepare", "build", "run")}
     return Commands(prepare=fill(pick["prepare"], values), build=fill(pick["build"], values),

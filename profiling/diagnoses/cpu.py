@@ -72,13 +72,13 @@ def _c(profile: Profile, name: str) -> float:
 
 def _total_cycles(profile: Profile, th: dict[str, Threshold]) -> float:
     """Estimated cycles of one kernel call from the simulated events, the hot lines' DRAM streams at their
-    bandwidth cost (_miss_cycles)."""
+    bandwidth cost (_prefetched_cycles)."""
     misses_l1 = _c(profile, "I1mr") + _c(profile, "D1mr") + _c(profile, "D1mw")
     misses_ll = _c(profile, "ILmr") + _c(profile, "DLmr") + _c(profile, "DLmw")
     mispredicts = _c(profile, "Bcm") + _c(profile, "Bim")
-    streamed = sum(_latency_cycles(line, th) - _miss_cycles(line, th) for line in profile.hot_lines)
+    prefetched = sum(_prefetched_cycles(line, th) for line in profile.hot_lines)
     return (_c(profile, "Ir") + th["d1_miss_penalty"].value * misses_l1 + th["ll_miss_penalty"].value * misses_ll
-            + th["mispredict_penalty"].value * mispredicts - streamed)
+            + th["mispredict_penalty"].value * mispredicts - prefetched)
 
 
 # D1 miss rates (%) of a unit-stride walk of 1-, 2-, 4-, 8-, 16- and 32-byte accesses: one miss per 64-byte line
@@ -101,14 +101,21 @@ def _dram_stream(line: HotLine, th: dict[str, Threshold]) -> bool:
 
 
 def _latency_cycles(line: HotLine, th: dict[str, Threshold]) -> float:
+    """Each of the line's misses at its latency (d1_miss_penalty, plus ll_miss_penalty where it also misses LL)."""
     return th["d1_miss_penalty"].value * _m(line, "D1_misses") + th["ll_miss_penalty"].value * _m(line, "LL_misses")
 
 
+def _prefetched_cycles(line: HotLine, th: dict[str, Threshold]) -> float:
+    """The miss latency a DRAM stream's lines do not pay (the prefetcher hides it; they cost stream_line_cycles
+    each); 0 for any other line."""
+    if not _dram_stream(line, th):
+        return 0.0
+    return _latency_cycles(line, th) - th["stream_line_cycles"].value * _m(line, "LL_misses")
+
+
 def _miss_cycles(line: HotLine, th: dict[str, Threshold]) -> float:
-    """The line's miss cycles: each miss's latency, or a DRAM stream's lines at the bandwidth cost."""
-    if _dram_stream(line, th):
-        return th["stream_line_cycles"].value * _m(line, "LL_misses")
-    return _latency_cycles(line, th)
+    """The line's miss cycles: each miss's latency, a DRAM stream's lines at the bandwidth cost."""
+    return _latency_cycles(line, th) - _prefetched_cycles(line, th)
 
 
 def _mispredicts(line: HotLine) -> float:

@@ -87,6 +87,21 @@ def test_an_entrys_defines_fill_its_recipes_build(catalogue) -> None:
     assert "PERFFORGE_T" not in build("CUDA-GEMM-Optimization/v00")  # the driver's default element type: float
 
 
+def test_an_entrys_prepare_adds_a_step_to_its_recipes(catalogue) -> None:
+    """{recipe_prepare} in an entry's own prepare is the recipe's, filled, followed by the entry's step (llm.c's
+    attention_backward/1 shrinks T after the recipe's sizes); an entry without its own runs the recipe's alone."""
+    entries = {e.id: e for e in catalogue.entries}
+
+    def prepare(entry_id: str) -> str:
+        entry = entries[entry_id]
+        return run.commands_for(entry, catalogue.recipes[entry.recipe], Path("/src"), Path("/bin/prog"),
+                                "sm_90").prepare
+
+    shrunk, plain = prepare("llm.c/dev/cuda/attention_backward/1"), prepare("llm.c/dev/cuda/attention_backward/2")
+    assert shrunk == plain + "; sed -i 's/int T = 1024;/int T = 256;/' /src/dev/cuda/attention_backward.cu"
+    assert "int repeat_times = 10;" in plain and "{" + "recipe_prepare}" not in shrunk
+
+
 def test_a_bad_label_and_a_short_sha_are_reported(catalogue) -> None:
     entry = catalogue.entries[0]
     bad = run.Catalogue(projects=catalogue.projects, recipes=catalogue.recipes, vocabulary=catalogue.vocabulary,
